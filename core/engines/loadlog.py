@@ -1,0 +1,98 @@
+"""Census counts from llama.cpp's model-load log (``llama-bench -v`` stderr, see bench.py).
+
+The lines counted, as llama.cpp b11434 prints them:
+
+  load_tensors: offloaded 13/13 layers to GPU          (GPU builds only; absent on CPU builds)
+  load_tensors:   CPU_REPACK model buffer size =    27.00 MiB
+  llama_kv_cache:        CPU KV buffer size =    20.00 MiB
+  sched_reserve:        CPU compute buffer size =    64.51 MiB
+  llama_perf_context_print:    graphs reused =          3
+  repack_buffer_type ...: repack tensor blk.0.attn_q.weight with q4_0_8x8   (debug level, -v only)
+
+Sizes are printed in MiB with two decimals, so the byte counts here are exact to ±5 KiB only.
+A llama-bench run loads the model once per distinct model configuration and makes one context per
+test; model buffers and offload come from the last load (a census runs one configuration), graph
+reuse is summed over every context of the run.
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+MIB = 1024 * 1024
+
+_OFFLOADED = re.compile(r"offloaded (\d+)/(\d+) layers to GPU")
+_BUFFER = re.compile(r"^(?P<fn>\w+):\s+(?P<buf>\S+)\s+(?P<kind>model|KV|compute|output|RS|LoRA)"
+                     r" buffer size\s*=\s*(?P<mib>[\d.]+) MiB")
+_REUSED = re.compile(r"graphs reused\s*=\s*(\d+)")
+_REPACK = re.compile(r"repack tensor (\S+) with (\S+)")
+_LOAD_START = re.compile(r"llama_model_loader: loaded meta data")
+
+_KIND_PREFIX = {"model": "buffer", "KV": "kv_buffer", "compute": "compute_buffer",
+                "output": "output_buffer", "RS": "rs_buffer", "LoRA": "lora_buffer"}
+
+
+@dataclass
+class LoadLog:
+    """What one verbose llama-bench run said about where the model went."""
+
+    model_loads: int = 0
+    offloaded_layers: int | None = None
+    total_layers: int | None = None
+    model_buffers: dict[str, int] = field(default_factory=dict)  # buffer name -> bytes (last load)
+    other_buffers: dict[str, int] = field(default_factory=dict)  # "kv_buffer:CPU" -> bytes (last)
+    graphs_reused: list[int] = field(default_factory=list)  # one per context
+    repacked: Counter = field(default_factory=Counter)  # repack kind ("q4_0_8x8") -> tensors
+
+    def census(self) -> dict[str, int]:
+        """Flat counts for a Census: offloaded_layers, total_layers, buffer:<name>, graphs_reused…"""
+        counts: dict[str, int] = {"model_loads": self.model_loads,
+                                  "contexts": len(self.graphs_reused),
+                                  "graphs_reused": sum(self.graphs_reused)}
+        if self.offloaded_layers is not None:
+            counts["offloaded_layers"] = self.offloaded_layers
+            counts["total_layers"] = self.total_layers or 0
+        counts.update({f"buffer:{k}": v for k, v in self.model_buffers.items()})
+        counts.update(self.other_buffers)
+        if self.repacked:
+            counts["repacked_tensors"] = sum(self.repacked.values())
+            counts.update({f"repack:{k}": v for k, v in self.repacked.items()})
+        return counts
+
+
+def parse_load_log(text: str) -> LoadLog:
+    """Parse llama.cpp's load log. Lines it does not know are ignored; nothing is guessed."""
+    log = LoadLog()
+    for raw in text.splitlines():
+        line = raw.strip()
+        if _LOAD_START.search(line):
+            # a new model load starts: its buffers replace the previous load's
+            log.model_loads += 1
+            log.model_buffers, log.repacked = {}, Counter()
+            continue
+        m = _OFFLOADED.search(line)
+        if m:
+            log.offloaded_layers, log.total_layers = int(m.group(1)), int(m.group(2))
+            continue
+        m = _BUFFER.match(line)
+        if m:
+            size = round(float(m.group("mib")) * MIB)
+            if m.group("kind") == "model":
+                log.model_buffers[m.group("buf")] = log.model_buffers.get(m.group("buf"), 0) + size
+            else:
+                log.other_buffers[f"{_KIND_PREFIX[m.group('kind')]}:{m.group('buf')}"] = size
+            continue
+        m = _REUSED.search(line)
+        if m:
+            log.graphs_reused.append(int(m.group(1)))
+            continue
+        m = _REPACK.search(line)
+        if m:
+            log.repacked[m.group(2)] += 1
+    return log
+
+
+def census_counts(text: str) -> dict[str, int]:
+    """Shorthand: the flat census counts of a load log."""
+    return parse_load_log(text).census()

@@ -1,0 +1,151 @@
+"""Run one anchor to a Result: predict, measure under the protocol, decide the verdict.
+
+The skip policy lives here, in one place: a skip is not a pass. On a runner whose fingerprint
+matches the anchor's profile (or with --strict) a skip becomes a FAIL; on other hardware the
+anchor's measurements are skipped with the reason and its predictions still run.
+"""
+from __future__ import annotations
+
+import time
+import traceback
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from lawbench.core.law import EngineError, Law, LawbenchError, NotApplicable
+from lawbench.core.models import Anchor, HardwareProfile, Measurement, Result, Verdict
+from lawbench.core.verdicts import classify, decide_sequential, median, relative_spread
+
+
+@dataclass
+class RunPolicy:
+    profile: HardwareProfile  # the profile this run was asked for
+    profiles: dict[str, HardwareProfile]
+    on_own_runner: bool  # this machine's fingerprint matches the requested profile
+    strict: bool = False
+
+
+def _base(anchor: Anchor, profile_id: str) -> dict[str, Any]:
+    return dict(anchor_id=anchor.id, law=anchor.law, kind=anchor.kind, profile=profile_id,
+                quantity=anchor.quantity, unit=anchor.unit, published=anchor.value)
+
+
+def history_result(anchor: Anchor, profile_id: str) -> Result:
+    """Superseded / refuted / retired anchors are shown as history, never run."""
+    ref = anchor.superseded_by or anchor.refuted_by
+    why = f"{anchor.status}" + (f" by {ref}" if ref else "")
+    return Result(**_base(anchor, profile_id), verdict=Verdict.SKIP, reason=f"history: {why}",
+                  detail={"history": True, "status": anchor.status})
+
+
+def _prediction_profile(anchor: Anchor, policy: RunPolicy) -> HardwareProfile:
+    # A prediction runs anywhere; it prices the case with the constants of the profile it binds to.
+    if anchor.profiles and policy.profile.id not in anchor.profiles:
+        return policy.profiles[anchor.profiles[0]]
+    return policy.profile
+
+
+def _skip(anchor: Anchor, policy: RunPolicy, reason: str, profile_id: str) -> Result:
+    if policy.strict:
+        return Result(**_base(anchor, profile_id), verdict=Verdict.FAIL,
+                      reason=f"skipped under --strict: {reason}")
+    if policy.on_own_runner and anchor.kind != "prediction":
+        return Result(**_base(anchor, profile_id), verdict=Verdict.FAIL,
+                      reason=f"a skip on the anchor's own runner is a failure: {reason}")
+    return Result(**_base(anchor, profile_id), verdict=Verdict.SKIP, reason=reason)
+
+
+def evaluate(anchor: Anchor, law: Law, policy: RunPolicy, resources: Any = None) -> Result:
+    started = time.monotonic()
+    if not anchor.runs:
+        return history_result(anchor, policy.profile.id)
+    profile = _prediction_profile(anchor, policy) if anchor.kind == "prediction" else policy.profile
+    try:
+        result = _evaluate(anchor, law, profile, policy, resources)
+    except NotApplicable as exc:
+        result = _skip(anchor, policy, str(exc), profile.id)
+    except EngineError as exc:
+        m = Measurement(samples=exc.samples, log=exc.log[-4000:] if exc.log else None)
+        result = Result(**_base(anchor, profile.id), verdict=Verdict.ERROR, reason=str(exc), measurement=m)
+    except LawbenchError as exc:
+        result = Result(**_base(anchor, profile.id), verdict=Verdict.ERROR, reason=str(exc))
+    except Exception as exc:  # a plugin bug: report it on the anchor, keep the run going
+        tb = traceback.format_exc(limit=6)
+        result = Result(**_base(anchor, profile.id), verdict=Verdict.ERROR,
+                        reason=f"{type(exc).__name__} in law {law.name!r}: {exc}", detail={"traceback": tb})
+    result.duration_s = round(time.monotonic() - started, 3)
+    return result
+
+
+def _evaluate(anchor: Anchor, law: Law, profile: HardwareProfile, policy: RunPolicy,
+              resources: Any) -> Result:
+    base = _base(anchor, profile.id)
+    if anchor.kind == "prediction":
+        pred = law.predict(anchor, profile)
+        band = anchor.band_interval()
+        verdict = classify((pred.value, pred.value), band)
+        assert verdict is not None  # a point is never straddling
+        reason = "" if verdict is Verdict.PASS else \
+            f"the law predicts {pred.value:.6g} {anchor.unit}, outside the published band [{band[0]:.6g}, {band[1]:.6g}]"
+        return Result(**base, verdict=verdict, reason=reason, predicted=pred.value, measured=None,
+                      interval=(pred.value, pred.value), band=band, detail=pred.detail)
+
+    if anchor.profiles and profile.id not in anchor.profiles:
+        raise NotApplicable(f"anchor binds to {', '.join(anchor.profiles)}, not {profile.id}")
+    if not policy.on_own_runner:
+        raise NotApplicable(f"this machine does not match profile {profile.id!r}; "
+                            f"its measurements run on a {profile.id} runner")
+
+    if anchor.kind == "census":
+        census = law.census(anchor, profile, resources)
+        return _census_result(anchor, base, census)
+
+    predicted: Optional[float] = None
+    if anchor.kind == "agreement":
+        predicted = law.predict(anchor, profile).value
+        if not predicted or predicted <= 0:
+            raise LawbenchError(f"anchor {anchor.id}: the law predicted {predicted!r}, cannot form a ratio")
+    sampler = law.sampler(anchor, profile, resources)
+
+    def statistic(samples):
+        values = sampler.statistic(samples)
+        return [v / predicted for v in values] if predicted else values
+
+    band = anchor.band_interval()
+    decision = decide_sequential(sampler.draw, statistic, band, anchor.budget)
+    raw = sampler.statistic(decision.samples) if decision.samples else []
+    m = Measurement(samples=decision.samples, protocol=sampler.protocol(), environment=sampler.environment())
+    measured = decision.statistic
+    detail: dict[str, Any] = {}
+    if predicted:
+        detail["measured_over_predicted"] = measured
+        measured = median(raw) if raw else None
+        detail["measured_median"] = measured
+    reason = decision.reason
+    if decision.verdict is Verdict.FAIL:
+        reason = (f"interval [{decision.interval[0]:.4g}, {decision.interval[1]:.4g}] lies outside the band "
+                  f"[{band[0]:.4g}, {band[1]:.4g}]")
+    return Result(**base, verdict=decision.verdict, reason=reason, predicted=predicted, measured=measured,
+                  interval=decision.interval, band=band, spread=relative_spread(decision.values),
+                  measurement=m, detail=detail)
+
+
+def _census_result(anchor: Anchor, base: dict[str, Any], census: Any) -> Result:
+    spec = anchor.census
+    assert spec is not None
+    problems = []
+    for label, want in spec.exact.items():
+        got = census.counts.get(label, 0)
+        if got != want:
+            problems.append(f"{label}: counted {got}, expected exactly {want}")
+    for label, want in spec.minimum.items():
+        got = census.counts.get(label, 0)
+        if got < want:
+            problems.append(f"{label}: counted {got}, expected at least {want}")
+    for label in spec.forbidden:
+        got = census.counts.get(label, 0)
+        if got:
+            problems.append(f"{label}: counted {got}, must never appear")
+    verdict = Verdict.FAIL if problems else Verdict.PASS
+    m = Measurement(environment=census.environment, log=census.log[-4000:] if census.log else None)
+    return Result(**base, verdict=verdict, reason="; ".join(problems), measurement=m,
+                  detail={"counts": dict(census.counts)})

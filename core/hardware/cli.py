@@ -1,0 +1,177 @@
+"""`lawbench profiles`: list profiles, detect this machine's profile, measure its RAM bandwidth.
+
+The main CLI calls `add_profiles_parser(subparsers)` once and `profiles_command(args)` when the
+`profiles` command was chosen. Plugin profile folders arrive as `extra_dirs` (or
+`args.profile_dirs`); `--profile-dir` adds a folder from the command line.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, Iterable, Optional
+
+from rich.console import Console
+from rich.table import Table
+
+from lawbench.core.hardware import bandwidth, detect
+from lawbench.core.hardware.profiles import get_profile, load_profiles
+from lawbench.core.law import LawbenchError
+from lawbench.core.models import Fact, HardwareProfile, Tier
+
+
+def add_profiles_parser(subparsers: Any) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        "profiles", help="list hardware profiles, detect this machine's, measure its RAM",
+        description="With no action: list every hardware profile.")
+    parser.add_argument("--profile-dir", action="append", default=[], metavar="DIR",
+                        help="also load profiles from DIR (repeatable)")
+    parser.set_defaults(func=profiles_command, profiles_action="list")
+    actions = parser.add_subparsers(title="actions", metavar="ACTION")
+
+    lst = actions.add_parser("list", help="list profiles (the default)")
+    lst.set_defaults(profiles_action="list")
+
+    show = actions.add_parser("show", help="every fact of one profile, with its source")
+    show.add_argument("profile_id", metavar="ID")
+    show.set_defaults(profiles_action="show")
+
+    det = actions.add_parser("detect", help="fingerprint this machine and pick its profile")
+    det.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    det.add_argument("--expect", metavar="ID",
+                     help="exit 1 unless this machine matches profile ID (refuse a wrong runner)")
+    det.set_defaults(profiles_action="detect")
+
+    mea = actions.add_parser("measure", help="measure RAM bandwidth and write a profile")
+    mea.add_argument("--out", metavar="FILE", help="where to write (default: <id>.toml)")
+    mea.add_argument("--threads", type=int, help="reader threads (default: usable CPUs)")
+    mea.add_argument("--size-mb", type=int, help="test array size in MiB (default: 1024)")
+    mea.add_argument("--repeats", type=int, default=7, help="timed passes (default: 7)")
+    mea.add_argument("--base", default="cpu", help="profile to start from (default: cpu)")
+    mea.add_argument("--id", dest="new_id", help="id of the written profile")
+    mea.add_argument("--json", action="store_true", help="print the result as JSON")
+    mea.set_defaults(profiles_action="measure")
+    return parser
+
+
+def profiles_command(args: argparse.Namespace, extra_dirs: Optional[Iterable[Any]] = None) -> int:
+    dirs = [*(extra_dirs if extra_dirs is not None else getattr(args, "profile_dirs", ()) or ()),
+            *(getattr(args, "profile_dir", None) or [])]
+    console = Console()
+    try:
+        action = getattr(args, "profiles_action", "list")
+        if action == "measure":
+            return _measure(args, dirs, console)
+        profiles = load_profiles(dirs)
+        if action == "show":
+            return _show(get_profile(args.profile_id, profiles), console)
+        if action == "detect":
+            return _detect(args, profiles, console)
+        return _list(profiles, console)
+    except LawbenchError as exc:
+        print(f"lawbench profiles: {exc}", file=sys.stderr)
+        return 2
+
+
+# --------------------------------------------------------------------------- actions
+
+
+def _list(profiles: dict[str, HardwareProfile], console: Console) -> int:
+    table = Table(title="hardware profiles", show_lines=True)
+    for col in ("id", "description", "tiers (capacity · spec / measured bandwidth)", "η",
+                "runner labels"):
+        table.add_column(col, overflow="fold")
+    for p in profiles.values():
+        tiers = "\n".join(_tier_line(t) for t in p.tiers)
+        eta = "\n".join(f"{k} {v.value:g}{' [est]' if v.estimate else ''}"
+                        for k, v in p.eta.items()) or "—"
+        table.add_row(p.id + (" (generic)" if p.fingerprint.generic else ""), p.description,
+                      tiers, eta, ", ".join(p.runner_labels))
+    console.print(table)
+    return 0
+
+
+def _tier_line(t: Tier) -> str:
+    cap = f"{t.capacity_gb.value:g} GB" if t.capacity_gb else "? GB"
+    spec = f"{t.bandwidth_spec_gbs.value:g}" if t.bandwidth_spec_gbs else "—"
+    meas = f"{t.bandwidth_measured_gbs.value:g}" if t.bandwidth_measured_gbs else "—"
+    return f"{t.name} ({t.kind}): {cap} · {spec} / {meas} GB/s"
+
+
+def _show(p: HardwareProfile, console: Console) -> int:
+    table = Table(title=f"{p.id}: {p.description}", show_lines=True)
+    for col in ("fact", "value", "source"):
+        table.add_column(col, overflow="fold")
+    for key, fact in _facts(p):
+        table.add_row(key, f"{fact.value:g}" + (" [est]" if fact.estimate else ""), fact.source)
+    console.print(table)
+    console.print(f"fingerprint: {p.fingerprint.model_dump(exclude_defaults=True)}")
+    console.print(f"memory reading: {p.memory_reading}; threads: {p.threads or '—'}; "
+                  f"runner labels: {', '.join(p.runner_labels)}")
+    for note in p.notes:
+        console.print(f"• {note}")
+    return 0
+
+
+def _facts(p: HardwareProfile) -> list[tuple[str, Fact]]:
+    rows = []
+    for t in p.tiers:
+        for name in ("capacity_gb", "bandwidth_spec_gbs", "bandwidth_measured_gbs"):
+            if getattr(t, name) is not None:
+                rows.append((f"tiers.{t.name}.{name}", getattr(t, name)))
+    rows += [(f"eta.{k}", v) for k, v in p.eta.items()]
+    rows += [(f"eta_format.{t}.{f}", v) for t, fs in p.eta_format.items() for f, v in fs.items()]
+    rows += [(f"constants.{k}", v) for k, v in p.constants.items()]
+    return rows
+
+
+def _detect(args: argparse.Namespace, profiles: dict[str, HardwareProfile],
+            console: Console) -> int:
+    fp = detect.fingerprint_machine()
+    chosen, reasons = detect.match_profile(fp, profiles)
+    matches = {pid: detect.profile_matches(fp, p) for pid, p in profiles.items()}
+    expect = getattr(args, "expect", None)
+    if expect:
+        expected = get_profile(expect, profiles)
+        ok, why = detect.match_reasons(fp, expected)
+    if args.json:
+        out: dict[str, Any] = {"fingerprint": fp.model_dump(), "profile": chosen,
+                               "reasons": reasons, "matches": matches}
+        if expect:
+            out["expect"] = {"profile": expect, "matches": ok, "reasons": why}
+        print(json.dumps(out, indent=2))
+    else:
+        table = Table(title="this machine", show_header=False)
+        for key, value in fp.model_dump(exclude={"gpus"}).items():
+            table.add_row(key, ", ".join(value) if isinstance(value, list) else str(value))
+        for g in fp.gpus:
+            table.add_row(f"gpu {g.index}", f"{g.name} · cc {g.compute_capability} · "
+                                            f"{g.memory_total_gb} GiB · driver {g.driver}")
+        console.print(table)
+        console.print(f"profile: [bold]{chosen}[/bold]")
+        for r in reasons:
+            console.print(f"  {r}")
+        if expect:
+            console.print(f"expected {expect}: {'matches' if ok else 'DOES NOT MATCH'}")
+            for r in why:
+                console.print(f"  {r}")
+    if expect and not ok:
+        print(f"lawbench profiles: this machine does not match profile {expect!r}; refusing to "
+              f"run as it ({'; '.join(r for r in why if r.startswith('no:'))})", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _measure(args: argparse.Namespace, dirs: list[Any], console: Console) -> int:
+    path, profile, result = bandwidth.write_measured_profile(
+        base=args.base, out=args.out, threads=args.threads, size_mb=args.size_mb,
+        repeats=args.repeats, profile_id=args.new_id, extra_dirs=dirs)
+    if args.json:
+        print(json.dumps({"file": str(path), "profile": profile.id, **result.model_dump()},
+                         indent=2))
+        return 0
+    console.print(f"RAM read bandwidth: [bold]{result.median_gbs:g} GB/s[/bold] "
+                  f"(median of {len(result.samples)}: {', '.join(f'{s:g}' for s in result.samples)}; "
+                  f"{result.threads} threads, {result.size_bytes // bandwidth.MIB} MiB)")
+    console.print(f"wrote profile {profile.id!r} to {path}")
+    return 0

@@ -1,0 +1,190 @@
+"""Load hardware profiles: the TOML files shipped in lawbench.hardware_profiles plus plugin folders.
+
+One file is one profile. Every problem becomes a DataError naming the file and the field
+("tiers.0.bandwidth_spec_gbs"), never a pydantic traceback.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import typing
+from importlib import resources
+from pathlib import Path
+from typing import Any, Iterable, Union
+
+from pydantic import BaseModel, ValidationError
+
+from lawbench.core.errors import DataError, UsageError
+from lawbench.core.models import HardwareProfile
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+if typing.TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
+
+Folder = Union["Traversable", str, os.PathLike]
+
+BUILTIN_PACKAGE = "lawbench.hardware_profiles"
+
+
+def builtin_dir() -> "Traversable":
+    return resources.files(BUILTIN_PACKAGE)
+
+
+def load_profiles(extra_dirs: Iterable[Folder] = ()) -> dict[str, HardwareProfile]:
+    """Every profile: the shipped ones, then each extra folder (plugins, a contributor's own).
+
+    A profile id defined twice is an error naming both files.
+    """
+    profiles: dict[str, HardwareProfile] = {}
+    origin: dict[str, str] = {}
+    for folder in [builtin_dir(), *extra_dirs]:
+        for entry in _toml_files(folder):
+            profile = load_profile_file(entry)
+            label = _label(entry)
+            if profile.id in profiles:
+                raise DataError(label, f"profile id {profile.id!r} is already defined in "
+                                       f"{origin[profile.id]}; ids must be unique — rename one",
+                                field="id")
+            profiles[profile.id] = profile
+            origin[profile.id] = label
+    return dict(sorted(profiles.items()))
+
+
+def get_profile(profile_id: str, profiles: dict[str, HardwareProfile]) -> HardwareProfile:
+    try:
+        return profiles[profile_id]
+    except KeyError:
+        known = ", ".join(sorted(profiles)) or "(none)"
+        raise UsageError(f"unknown hardware profile {profile_id!r}; known profiles: {known}. "
+                         "Run `lawbench profiles` to list them.") from None
+
+
+def load_profile_file(entry: Folder) -> HardwareProfile:
+    """Parse and validate one TOML file (a path or an importlib Traversable)."""
+    label = _label(entry)
+    try:
+        raw = _read_bytes(entry)
+    except OSError as exc:
+        raise DataError(label, f"cannot read the file: {exc.strerror or exc}") from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise DataError(label, "the file is not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise DataError(label, f"not valid TOML: {exc}") from None
+    return validate_profile(data, label)
+
+
+def validate_profile(data: dict[str, Any], label: str) -> HardwareProfile:
+    """Validate a parsed profile; `label` names where it came from in errors."""
+    _check_tier_references(data, label)
+    try:
+        return HardwareProfile.model_validate(data)
+    except ValidationError as exc:
+        raise _data_error(exc, label) from None
+
+
+# --------------------------------------------------------------------------- errors for people
+
+
+def _check_tier_references(data: dict[str, Any], label: str) -> None:
+    # models.py checks this too, but at the model's top level; here the error can name the key.
+    tiers = data.get("tiers")
+    if not isinstance(tiers, list):
+        return
+    names = {t.get("name") for t in tiers if isinstance(t, dict)}
+    for table in ("eta", "eta_format"):
+        section = data.get(table)
+        if not isinstance(section, dict):
+            continue
+        for key in section:
+            if key not in names:
+                known = ", ".join(sorted(str(n) for n in names if n)) or "(no tiers)"
+                raise DataError(label, f"refers to tier {key!r}, which this profile does not "
+                                       f"define (tiers: {known})", field=f"{table}.{key}")
+
+
+def _data_error(exc: ValidationError, label: str) -> DataError:
+    errors = exc.errors(include_url=False)
+    first = errors[0]
+    loc = tuple(first.get("loc", ()))
+    field = ".".join(str(part) for part in loc) or None
+    message = _describe(first, loc)
+    if len(errors) > 1:
+        message += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
+    return DataError(label, message, field=field)
+
+
+def _describe(error: dict[str, Any], loc: tuple) -> str:
+    kind = error.get("type", "")
+    if kind == "extra_forbidden":
+        allowed = _allowed_fields(loc[:-1])
+        hint = f" (allowed: {', '.join(allowed)})" if allowed else ""
+        return f"unknown field {loc[-1]!r}{hint}"
+    if kind == "missing":
+        return "required field is missing"
+    msg = str(error.get("msg", "invalid value"))
+    msg = msg.removeprefix("Value error, ")
+    if "input" in error and kind not in ("model_type", "dict_type", "list_type"):
+        return f"{msg} (got {error['input']!r})"
+    return msg
+
+
+def _allowed_fields(loc: tuple) -> list[str]:
+    """The field names allowed at `loc`, found by walking the model's annotations."""
+    current: Any = HardwareProfile
+    for part in loc:
+        current = _step(current, part)
+        if current is None:
+            return []
+    current = _unwrap_optional(current)
+    if isinstance(current, type) and issubclass(current, BaseModel):
+        return sorted(current.model_fields)
+    return []
+
+
+def _step(annotation: Any, part: Any) -> Any:
+    annotation = _unwrap_optional(annotation)
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        field = annotation.model_fields.get(str(part))
+        return field.annotation if field else None
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is list and args:
+        return args[0]
+    if origin is dict and len(args) == 2:
+        return args[1]
+    return None
+
+
+def _unwrap_optional(annotation: Any) -> Any:
+    if typing.get_origin(annotation) is Union:
+        inner = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if len(inner) == 1:
+            return inner[0]
+    return annotation
+
+
+# --------------------------------------------------------------------------- files
+
+
+def _toml_files(folder: Folder) -> list[Any]:
+    node = Path(folder) if isinstance(folder, (str, os.PathLike)) else folder
+    label = _label(node)
+    if not node.is_dir():
+        raise DataError(label, "hardware-profile folder does not exist or is not a folder")
+    return sorted((e for e in node.iterdir() if e.name.endswith(".toml") and e.is_file()),
+                  key=lambda e: e.name)
+
+
+def _read_bytes(entry: Folder) -> bytes:
+    if isinstance(entry, (str, os.PathLike)):
+        return Path(entry).read_bytes()
+    return entry.read_bytes()
+
+
+def _label(entry: Any) -> str:
+    return os.fspath(entry) if isinstance(entry, (str, os.PathLike)) else str(entry)

@@ -1,0 +1,278 @@
+"""The history store: every finished run, appended to one SQLite file, never changed afterwards.
+
+Three tables — runs, results, samples — so that a time series of one anchor or a comparison of two
+runs is a query, not a re-run. Triggers make the tables append-only (UPDATE and DELETE abort), and
+`PRAGMA user_version` carries the schema version so an old lawbench never misreads a newer file.
+"""
+from __future__ import annotations
+
+import os
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Optional, Union
+
+from lawbench.core.errors import DataError
+from lawbench.core.models import Result
+from lawbench.core.reports import RunRecord, to_json
+
+HISTORY_SCHEMA = 1
+TABLES = ("runs", "results", "samples")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY, started TEXT NOT NULL, finished TEXT, profile TEXT NOT NULL,
+    detected_profile TEXT, "commit" TEXT, version TEXT, exit_code INTEGER,
+    record_json TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS results (
+    run_id TEXT NOT NULL REFERENCES runs(run_id), anchor_id TEXT NOT NULL, law TEXT, kind TEXT,
+    verdict TEXT NOT NULL, quantity TEXT, unit TEXT, published REAL, predicted REAL, measured REAL,
+    ci_lo REAL, ci_hi REAL, band_lo REAL, band_hi REAL, spread REAL, reason TEXT,
+    PRIMARY KEY (run_id, anchor_id)
+);
+CREATE TABLE IF NOT EXISTS samples (
+    run_id TEXT NOT NULL REFERENCES runs(run_id), anchor_id TEXT NOT NULL, idx INTEGER NOT NULL,
+    arm TEXT, value REAL, predecessor TEXT,
+    PRIMARY KEY (run_id, anchor_id, idx)
+);
+CREATE INDEX IF NOT EXISTS results_by_anchor ON results (anchor_id);
+CREATE INDEX IF NOT EXISTS runs_by_profile ON runs (profile, started);
+""" + "".join(
+    f"""CREATE TRIGGER IF NOT EXISTS {t}_no_{op.lower()} BEFORE {op} ON {t}
+BEGIN SELECT RAISE(ABORT, 'lawbench history is append-only: {op} on {t} is refused'); END;
+""" for t in TABLES for op in ("UPDATE", "DELETE"))
+
+
+def default_path() -> Path:
+    """`$LAWBENCH_HOME/history.sqlite`, else `./lawbench-out/history.sqlite`."""
+    home = os.environ.get("LAWBENCH_HOME")
+    return (Path(home) if home else Path("lawbench-out")) / "history.sqlite"
+
+
+@dataclass(frozen=True)
+class RunRow:
+    run_id: str
+    started: str
+    finished: Optional[str]
+    profile: str
+    detected_profile: Optional[str]
+    commit: Optional[str]
+    version: Optional[str]
+    exit_code: Optional[int]
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ResultRow:
+    """One anchor in one run, with the run's time, profile and commit for time series."""
+
+    run_id: str
+    started: str
+    profile: str
+    commit: Optional[str]
+    anchor_id: str
+    law: Optional[str]
+    kind: Optional[str]
+    verdict: str
+    quantity: Optional[str]
+    unit: Optional[str]
+    published: Optional[float]
+    predicted: Optional[float]
+    measured: Optional[float]
+    ci_lo: Optional[float]
+    ci_hi: Optional[float]
+    band_lo: Optional[float]
+    band_hi: Optional[float]
+    spread: Optional[float]
+    reason: Optional[str]
+
+
+_RESULT_COLS = ("r.run_id, u.started, u.profile, u.\"commit\", r.anchor_id, r.law, r.kind, "
+                "r.verdict, r.quantity, r.unit, r.published, r.predicted, r.measured, r.ci_lo, "
+                "r.ci_hi, r.band_lo, r.band_hi, r.spread, r.reason")
+
+
+class History:
+    """An append-only store of run records in one SQLite file (WAL mode: readers never block)."""
+
+    def __init__(self, path: Union[str, Path, None] = None):
+        self.path = Path(path) if path is not None else default_path()
+        self._con: Optional[sqlite3.Connection] = None
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # isolation_level=None: we issue BEGIN/COMMIT ourselves, so one run is one transaction.
+            self._con = sqlite3.connect(str(self.path), timeout=30, isolation_level=None)
+            self._con.row_factory = sqlite3.Row
+            self._prepare()
+        except sqlite3.DatabaseError as exc:
+            self.close()
+            raise self._error(f"cannot open the history ({exc}); move the file aside to start a "
+                              "new history") from None
+        except OSError as exc:
+            self.close()
+            raise self._error(f"cannot open the history: {exc.strerror or exc}") from None
+
+    # ------------------------------------------------------------------ setup
+
+    def _error(self, message: str) -> DataError:
+        return DataError(str(self.path), message)
+
+    def _prepare(self) -> None:
+        con = self._connection
+        version = con.execute("PRAGMA user_version").fetchone()[0]  # "not a database" shows here
+        if version == 0:
+            foreign = [r[0] for r in con.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")]
+            if foreign and not set(foreign) <= set(TABLES):
+                raise self._error(f"is an SQLite file with other tables ({', '.join(foreign)}), "
+                                  "not a lawbench history; use another history file")
+            con.execute("PRAGMA journal_mode = WAL")
+            con.executescript(f"BEGIN IMMEDIATE;\n{_SCHEMA}\nPRAGMA user_version = "
+                              f"{HISTORY_SCHEMA};\nCOMMIT;")
+        elif version != HISTORY_SCHEMA:
+            raise self._error(f"history schema version {version}, but this lawbench reads version "
+                              f"{HISTORY_SCHEMA}; use a matching lawbench or start a new history file")
+        else:
+            con.execute("PRAGMA journal_mode = WAL")
+        con.execute("PRAGMA foreign_keys = ON")
+
+    @property
+    def _connection(self) -> sqlite3.Connection:
+        if self._con is None:
+            raise self._error("the history is closed")
+        return self._con
+
+    def close(self) -> None:
+        if self._con is not None:
+            self._con.close()
+            self._con = None
+
+    def __enter__(self) -> "History":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def _query(self, sql: str, params: tuple = ()) -> list[sqlite3.Row]:
+        try:
+            return self._connection.execute(sql, params).fetchall()
+        except sqlite3.DatabaseError as exc:  # a file damaged after it was opened
+            raise self._error(f"cannot read the history ({exc})") from None
+
+    # ------------------------------------------------------------------ writing
+
+    def append(self, record: RunRecord) -> None:
+        """Add one finished run — its row, every result and every sample — in one transaction."""
+        if record.finished is None or record.exit_code is None:
+            raise self._error(f"run {record.run_id} is not finished; call record.finish(results) "
+                              "before appending it")
+        con = self._connection
+        try:
+            con.execute("BEGIN IMMEDIATE")
+            con.execute('INSERT INTO runs (run_id, started, finished, profile, detected_profile, '
+                        '"commit", version, exit_code, record_json) VALUES (?,?,?,?,?,?,?,?,?)',
+                        (record.run_id, record.started, record.finished, record.profile,
+                         record.detected_profile, record.git_commit, record.lawbench_version,
+                         record.exit_code, to_json(record, indent=None)))
+            con.executemany("INSERT INTO results VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                            [_result_row(record.run_id, r) for r in record.results])
+            con.executemany("INSERT INTO samples VALUES (?,?,?,?,?,?)",
+                            [row for r in record.results for row in _sample_rows(record.run_id, r)])
+            con.execute("COMMIT")
+        except sqlite3.IntegrityError as exc:
+            con.execute("ROLLBACK")
+            if "runs.run_id" in str(exc):
+                raise self._error(f"run {record.run_id} is already in the history; a run is "
+                                  "recorded once") from None
+            raise self._error(f"run {record.run_id} cannot be appended ({exc}); does it hold the "
+                              "same anchor twice?") from None
+        except sqlite3.DatabaseError as exc:
+            if con.in_transaction:
+                con.execute("ROLLBACK")
+            raise self._error(f"cannot append run {record.run_id} ({exc})") from None
+
+    # ------------------------------------------------------------------ reading
+
+    def runs(self, profile: Optional[str] = None, limit: Optional[int] = 20) -> list[RunRow]:
+        """The newest runs first, each with its counts per verdict."""
+        sql = ('SELECT run_id, started, finished, profile, detected_profile, "commit", version, '
+               "exit_code FROM runs")
+        params: tuple = ()
+        if profile is not None:
+            sql, params = sql + " WHERE profile = ?", (profile,)
+        sql += " ORDER BY started DESC, rowid DESC"
+        if limit is not None:
+            sql, params = sql + " LIMIT ?", params + (int(limit),)
+        rows = self._query(sql, params)
+        counts: dict[str, dict[str, int]] = {r["run_id"]: {} for r in rows}
+        if rows:
+            marks = ",".join("?" * len(rows))
+            for c in self._query(f"SELECT run_id, verdict, COUNT(*) AS n FROM results WHERE "
+                                 f"run_id IN ({marks}) GROUP BY run_id, verdict",
+                                 tuple(counts)):
+                counts[c["run_id"]][c["verdict"]] = c["n"]
+        return [RunRow(*tuple(r), counts=counts[r["run_id"]]) for r in rows]
+
+    def results(self, run_id: str) -> list[ResultRow]:
+        """Every anchor's result in one run, by anchor id."""
+        rows = self._query(f"SELECT {_RESULT_COLS} FROM results r JOIN runs u USING (run_id) "
+                           "WHERE r.run_id = ? ORDER BY r.anchor_id", (self.resolve(run_id),))
+        return [ResultRow(*tuple(r)) for r in rows]
+
+    def anchor_history(self, anchor_id: str, profile: Optional[str] = None) -> list[ResultRow]:
+        """The time series of one anchor, oldest first (optionally on one profile)."""
+        sql = (f"SELECT {_RESULT_COLS} FROM results r JOIN runs u USING (run_id) "
+               "WHERE r.anchor_id = ?")
+        params: tuple = (anchor_id,)
+        if profile is not None:
+            sql, params = sql + " AND u.profile = ?", params + (profile,)
+        rows = self._query(sql + " ORDER BY u.started, u.rowid", params)
+        return [ResultRow(*tuple(r)) for r in rows]
+
+    def samples(self, run_id: str, anchor_id: str) -> list[sqlite3.Row]:
+        return self._query("SELECT idx, arm, value, predecessor FROM samples WHERE run_id = ? "
+                           "AND anchor_id = ? ORDER BY idx", (self.resolve(run_id), anchor_id))
+
+    def record(self, run_id: str) -> RunRecord:
+        """The full run record as it was appended."""
+        full = self.resolve(run_id)
+        row = self._query("SELECT record_json FROM runs WHERE run_id = ?", (full,))[0]
+        return RunRecord.model_validate_json(row[0])
+
+    def resolve(self, ref: str, profile: Optional[str] = None) -> str:
+        """A run id from a unique prefix, `latest`, or `latest~N` (N runs before the latest)."""
+        if ref == "latest" or ref.startswith("latest~"):
+            back = ref.partition("~")[2] or "0"
+            if not back.isdigit():
+                raise self._error(f"cannot read run reference {ref!r}: use latest or latest~N")
+            runs = self.runs(profile=profile, limit=int(back) + 1)
+            if len(runs) <= int(back):
+                raise self._error(f"no run {ref!r} in the history ({len(runs)} runs"
+                                  f"{' on profile ' + profile if profile else ''})")
+            return runs[int(back)].run_id
+        escaped = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        hits = [r[0] for r in self._query("SELECT run_id FROM runs WHERE run_id LIKE ? ESCAPE '\\'"
+                                          " LIMIT 2", (escaped + "%",))]
+        if not hits:
+            raise self._error(f"no run {ref!r} in the history; `lawbench history` lists the runs")
+        if len(hits) > 1:
+            raise self._error(f"run reference {ref!r} is ambiguous; give more of the run id")
+        return hits[0]
+
+    def __iter__(self) -> Iterator[RunRow]:
+        return iter(self.runs(limit=None))
+
+
+def _result_row(run_id: str, r: Result) -> tuple:
+    ci = r.interval or (None, None)
+    band = r.band or (None, None)
+    return (run_id, r.anchor_id, r.law, r.kind, r.verdict.value, r.quantity, r.unit, r.published,
+            r.predicted, r.measured, ci[0], ci[1], band[0], band[1], r.spread, r.reason)
+
+
+def _sample_rows(run_id: str, r: Result) -> list[tuple]:
+    if r.measurement is None:
+        return []
+    return [(run_id, r.anchor_id, i, s.arm, s.value, s.predecessor)
+            for i, s in enumerate(r.measurement.samples)]

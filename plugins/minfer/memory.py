@@ -1,0 +1,131 @@
+"""Per-process GPU memory, the way seed 002 reads it on a GB10.
+
+On unified-memory parts nvidia-smi's aggregate "used" field reads [N/A]; only the per-process
+list (`--query-compute-apps`) reports what an engine holds. Two instruments read that list:
+nvidia-ml-py (nvmlDeviceGetComputeRunningProcesses), and the seed's own command line
+
+    nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits
+
+NVML is asked first; when it cannot start (no driver, no library) nvidia-smi is tried. With neither,
+reading raises NotApplicable with both reasons, which core turns into a SKIP (a FAIL on a runner of
+the anchor's own profile).
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+from typing import Callable, Optional
+
+from lawbench.core.law import NotApplicable
+from lawbench.core.models import HardwareProfile
+
+MIB = 1024 * 1024
+NVIDIA_SMI_QUERY = ["--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"]
+
+
+def refuse_aggregate(profile: HardwareProfile) -> None:
+    """An aggregate reading means nothing where the profile says memory is read per PID."""
+    if profile.memory_reading == "per-pid":
+        raise NotApplicable(
+            f"profile {profile.id!r} reads GPU memory per PID (unified memory: the aggregate field reads "
+            "[N/A]); an aggregate reading is refused — use the per-process list instead")
+
+
+def parse_compute_apps(text: str) -> dict[int, Optional[float]]:
+    """Parse `pid, used_memory` CSV lines (MiB, no header, no units) into {pid: MiB or None}.
+
+    "[N/A]" (or any non-number) in the memory column becomes None: the process is on the GPU but
+    the driver cannot say how much it holds. A line that does not start with a PID is an error.
+    """
+    out: dict[int, Optional[float]] = {}
+    for n, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("No running"):
+            continue
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) != 2 or not parts[0].isdigit():
+            raise ValueError(f"nvidia-smi --query-compute-apps line {n} is not 'pid, used_memory': {line!r}")
+        try:
+            mib: Optional[float] = float(parts[1])
+        except ValueError:
+            mib = None
+        # A process on two GPUs is listed twice; its footprint is the sum.
+        pid = int(parts[0])
+        prev = out.get(pid)
+        out[pid] = None if mib is None and prev is None else (prev or 0.0) + (mib or 0.0)
+    return out
+
+
+def _nvml_reader() -> Callable[[], dict[int, Optional[float]]]:
+    import pynvml  # nvidia-ml-py; ImportError is reported by the caller
+
+    pynvml.nvmlInit()
+
+    def read() -> dict[int, Optional[float]]:
+        out: dict[int, Optional[float]] = {}
+        for i in range(pynvml.nvmlDeviceGetCount()):
+            handle = pynvml.nvmlDeviceGetHandleByIndex(i)
+            for proc in pynvml.nvmlDeviceGetComputeRunningProcesses(handle):
+                used = proc.usedGpuMemory  # bytes, or None where the driver cannot tell
+                mib = None if used is None else used / MIB
+                prev = out.get(proc.pid)
+                out[proc.pid] = None if mib is None and prev is None else (prev or 0.0) + (mib or 0.0)
+        return out
+
+    return read
+
+
+def _smi_reader(exe: str) -> Callable[[], dict[int, Optional[float]]]:
+    def read() -> dict[int, Optional[float]]:
+        try:
+            proc = subprocess.run([exe, *NVIDIA_SMI_QUERY], capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise NotApplicable(f"nvidia-smi could not be run: {exc}") from None
+        if proc.returncode != 0:
+            raise NotApplicable(f"nvidia-smi exited with status {proc.returncode}: "
+                                f"{(proc.stderr or proc.stdout).strip()[:300]}")
+        try:
+            return parse_compute_apps(proc.stdout)
+        except ValueError as exc:
+            raise NotApplicable(str(exc)) from None
+
+    return read
+
+
+class PerPidMemory:
+    """Reads {pid: MiB} for every compute process on the GPU(s), through NVML and/or nvidia-smi."""
+
+    def __init__(self, readers: list[tuple[str, Callable[[], dict[int, Optional[float]]]]]):
+        self.readers = readers
+        self.instrument = readers[0][0] if readers else "none"
+
+    @classmethod
+    def open(cls) -> "PerPidMemory":
+        readers, why = [], []
+        try:
+            readers.append(("nvml", _nvml_reader()))
+        except ImportError:
+            why.append("nvidia-ml-py is not installed (pip install 'lawbench[gpu]')")
+        except Exception as exc:  # pynvml.NVMLError_* when there is no driver or no GPU
+            why.append(f"NVML could not start: {exc}")
+        exe = shutil.which("nvidia-smi")
+        if exe:
+            readers.append(("nvidia-smi --query-compute-apps", _smi_reader(exe)))
+        else:
+            why.append("nvidia-smi is not on PATH")
+        if not readers:
+            raise NotApplicable("no per-process GPU memory instrument on this machine: " + "; ".join(why))
+        return cls(readers)
+
+    def used_by(self, pids: set[int]) -> Optional[float]:
+        """MiB held by these processes together; None while none of them is listed with a number.
+
+        Where NVML lists a process without a number ([N/A]), the seed's nvidia-smi query is asked.
+        """
+        for name, read in self.readers:
+            readings = read()
+            values = [v for p in pids if (v := readings.get(p)) is not None]
+            if values:
+                self.instrument = name
+                return float(sum(values))
+        return None

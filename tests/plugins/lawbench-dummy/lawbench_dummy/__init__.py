@@ -1,0 +1,1 @@
+"""A minimal third-party law: arithmetic predictions and a scripted sampler, for lawbench's tests."""

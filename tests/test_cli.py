@@ -1,0 +1,94 @@
+"""The real console entry point, end to end, with a third-party plugin really installed."""
+import json
+import shutil
+import xml.etree.ElementTree as ET
+
+from conftest import run_cli
+
+
+def test_third_party_plugin_is_discovered(cli_env, tmp_path):
+    p = run_cli(["laws"], cli_env, tmp_path)
+    assert p.returncode == 0, p.stderr
+    line = next(l for l in p.stdout.splitlines() if l.startswith("dummy"))
+    assert "distribution lawbench-dummy 0.1.0" in line and "prediction" in line
+
+
+def test_autoload_can_be_disabled(cli_env, tmp_path):
+    env = dict(cli_env, LAWBENCH_DISABLE_PLUGIN_AUTOLOAD="1")
+    p = run_cli(["laws"], env, tmp_path)
+    assert p.returncode == 0 and "dummy" not in p.stdout and "law4" in p.stdout
+
+
+def test_run_pass_exit_0_with_record_and_junit(cli_env, tmp_path):
+    summary = tmp_path / "summary.md"
+    env = dict(cli_env, GITHUB_STEP_SUMMARY=str(summary))
+    p = run_cli(["run", "--profile", "cpu", "--law", "dummy", "-k", "sum-pass", "--out", "out"], env, tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    record = json.loads((tmp_path / "out" / "run.json").read_text())
+    ran = [r for r in record["results"] if not r["detail"].get("history")]
+    assert [(r["anchor_id"], r["verdict"]) for r in ran] == [("dummy.sum-pass", "PASS")]
+    assert record["exit_code"] == 0 and record["profile"] == "cpu"
+    case = ET.parse(tmp_path / "out" / "junit.xml").getroot().find(".//testcase")
+    props = {p.get("name"): p.get("value") for p in case.iter("property")}
+    assert props["verdict"] == "PASS" and float(props["predicted"]) == 4.0
+    assert "dummy.sum-pass" in summary.read_text()
+    assert (tmp_path / "out" / "history.sqlite").is_file()
+
+
+def test_run_fail_and_void_exit_1(cli_env, tmp_path):
+    p = run_cli(["run", "--profile", "cpu", "--law", "dummy", "--out", "out"], cli_env, tmp_path)
+    assert p.returncode == 1, p.stdout + p.stderr
+    record = json.loads((tmp_path / "out" / "run.json").read_text())
+    verdicts = {r["anchor_id"]: r["verdict"] for r in record["results"]}
+    assert verdicts == {"dummy.sum-pass": "PASS", "dummy.sum-fail": "FAIL", "dummy.noisy-void": "VOID",
+                        "dummy.old-claim": "SKIP"}
+    void = next(r for r in record["results"] if r["anchor_id"] == "dummy.noisy-void")
+    assert len(void["measurement"]["samples"]) == 6
+    assert "1 void" in p.stdout and "Traceback" not in p.stdout + p.stderr
+
+
+def test_broken_anchor_file_is_one_line_exit_2(cli_env, dummy_site, tmp_path):
+    site = tmp_path / "site"
+    shutil.copytree(dummy_site, site)
+    toml = site / "lawbench_dummy" / "anchors" / "dummy.toml"
+    toml.write_text(toml.read_text().replace('quantity = "reading"', 'quantity = "reading"\nqty = 1'))
+    env = dict(cli_env, PYTHONPATH=str(site))
+    for cmd in (["check"], ["run", "--profile", "cpu"]):
+        p = run_cli(cmd, env, tmp_path)
+        assert p.returncode == 2, p.stdout + p.stderr
+        assert "Traceback" not in p.stderr
+        err = p.stderr.strip().splitlines()
+        assert len(err) == 1
+        assert str(toml) in err[0] and "anchor dummy.noisy-void" in err[0] and "field qty" in err[0]
+
+
+def test_malformed_toml_exit_2(cli_env, dummy_site, tmp_path):
+    site = tmp_path / "site"
+    shutil.copytree(dummy_site, site)
+    toml = site / "lawbench_dummy" / "anchors" / "dummy.toml"
+    toml.write_text(toml.read_text() + "\n[[anchor\n")
+    p = run_cli(["run"], dict(cli_env, PYTHONPATH=str(site)), tmp_path)
+    assert p.returncode == 2 and "malformed TOML" in p.stderr and str(toml) in p.stderr
+
+
+def test_unknown_profile_exit_2(cli_env, tmp_path):
+    p = run_cli(["run", "--profile", "gtx9999"], cli_env, tmp_path)
+    assert p.returncode == 2 and "gtx9999" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_no_selection_exit_2(cli_env, tmp_path):
+    p = run_cli(["run", "--profile", "cpu", "--law", "dummy", "-k", "no-such-anchor"], cli_env, tmp_path)
+    assert p.returncode == 2
+
+
+def test_schema_export(cli_env, tmp_path):
+    p = run_cli(["schema", "--out", "s"], cli_env, tmp_path)
+    assert p.returncode == 0
+    schema = json.loads((tmp_path / "s" / "anchors.schema.json").read_text())
+    assert schema["$defs"]["Anchor"]["additionalProperties"] is False
+    assert (tmp_path / "s" / "profile.schema.json").is_file()
+
+
+def test_check_passes_on_shipped_data(cli_env, tmp_path):
+    p = run_cli(["check"], cli_env, tmp_path)
+    assert p.returncode == 0 and p.stdout.startswith("ok:"), p.stderr

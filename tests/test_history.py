@@ -1,0 +1,278 @@
+"""The history store, the comparison of two runs, and `lawbench history`."""
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import math
+import sqlite3
+
+import pytest
+from rich.console import Console
+
+from lawbench.core.compare import compare_runs, print_comparison
+from lawbench.core.errors import DataError
+from lawbench.core.history import History, default_path
+from lawbench.core.history_cli import add_history_parser, history_command
+from lawbench.core.models import Measurement, Result, Sample, Verdict
+
+
+def result(anchor_id: str, verdict: Verdict = Verdict.PASS, measured: float | None = 10.0,
+           **kw) -> Result:
+    base = dict(anchor_id=anchor_id, law="law4", kind="measurement", profile="cpu",
+                verdict=verdict, quantity="decode speed", unit="tok/s", published=10.0,
+                predicted=9.8, measured=measured, interval=None if measured is None else
+                (measured - 0.5, measured + 0.5), band=(9.0, 11.0), spread=0.02,
+                reason="" if verdict is Verdict.PASS else f"{verdict.value.lower()} here")
+    base.update(kw)
+    return Result(**base)
+
+
+def record(run_id: str, started: str, results: list[Result], profile: str = "cpu"):
+    from lawbench.core.reports import RunRecord
+    return RunRecord(run_id=run_id, started=started, profile=profile,
+                     git_commit="c" * 40).finish(results)
+
+
+RUN_A = "a" * 32
+RUN_B = "b" * 32
+
+
+@pytest.fixture
+def store(tmp_path):
+    with History(tmp_path / "h" / "history.sqlite") as h:
+        yield h
+
+
+@pytest.fixture
+def two_runs(store):
+    samples = Measurement(samples=[Sample(value=9.9, predecessor="cold"),
+                                   Sample(value=10.1, arm="a"), Sample(value=10.0, arm="b")])
+    a = record(RUN_A, "2025-06-01T02:00:00+00:00", [
+        result("x.kept"), result("y.drops", measured=10.0, measurement=samples),
+        result("z.gone", Verdict.SKIP, measured=None)])
+    b = record(RUN_B, "2025-06-02T02:00:00+00:00", [
+        result("x.kept", measured=10.5), result("y.drops", Verdict.FAIL, measured=5.0,
+                                                band=(-math.inf, 11.0)),
+        result("w.new", Verdict.VOID, measured=9.0)])
+    store.append(a)
+    store.append(b)
+    return store, a, b
+
+
+# --------------------------------------------------------------------------- store
+
+
+def test_append_and_read_back(two_runs):
+    store, a, b = two_runs
+    assert store.record(RUN_A) == a and store.record(RUN_B) == b
+    runs = store.runs()
+    assert [r.run_id for r in runs] == [RUN_B, RUN_A]  # newest first
+    assert runs[0].counts == {"PASS": 1, "FAIL": 1, "VOID": 1}
+    assert (runs[1].exit_code, runs[0].exit_code) == (0, 1)
+    assert runs[0].commit == "c" * 40
+    rows = {r.anchor_id: r for r in store.results(RUN_B)}
+    assert set(rows) == {"x.kept", "y.drops", "w.new"}
+    y = rows["y.drops"]
+    assert (y.verdict, y.measured, y.ci_lo, y.ci_hi, y.band_lo, y.band_hi) == \
+        ("FAIL", 5.0, 4.5, 5.5, -math.inf, 11.0)
+    assert y.reason == "fail here" and y.unit == "tok/s"
+
+
+def test_samples_are_stored_in_order(two_runs):
+    store, _, _ = two_runs
+    got = [tuple(r) for r in store.samples(RUN_A, "y.drops")]
+    assert got == [(0, None, 9.9, "cold"), (1, "a", 10.1, None), (2, "b", 10.0, None)]
+
+
+def test_runs_filters_and_limits(two_runs):
+    store, _, _ = two_runs
+    store.append(record("c" * 32, "2025-06-03T02:00:00+00:00", [result("x.kept")], "gtx1060"))
+    assert [r.run_id for r in store.runs(profile="cpu")] == [RUN_B, RUN_A]
+    assert [r.run_id for r in store.runs(limit=1)] == ["c" * 32]
+    assert len(list(store)) == 3
+
+
+def test_anchor_history_is_a_time_series(two_runs):
+    store, _, _ = two_runs
+    store.append(record("c" * 32, "2025-06-03T02:00:00+00:00", [result("x.kept", measured=11.0)],
+                        "gtx1060"))
+    series = store.anchor_history("x.kept")
+    assert [(r.run_id, r.measured) for r in series] == [(RUN_A, 10.0), (RUN_B, 10.5),
+                                                       ("c" * 32, 11.0)]
+    assert [r.run_id for r in store.anchor_history("x.kept", profile="gtx1060")] == ["c" * 32]
+    assert store.anchor_history("no.such.anchor") == []
+
+
+def test_wal_and_schema_version(store):
+    assert store._connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert store._connection.execute("PRAGMA user_version").fetchone()[0] == 1
+
+
+@pytest.mark.parametrize("table", ["runs", "results", "samples"])
+@pytest.mark.parametrize("sql", ["UPDATE {t} SET run_id = 'x'", "DELETE FROM {t}"])
+def test_history_is_append_only(two_runs, table, sql):
+    store, _, _ = two_runs
+    before = store._connection.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+    assert before > 0
+    raw = sqlite3.connect(str(store.path))  # any client, not just lawbench, is refused
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        raw.execute(sql.format(t=table))
+    raw.close()
+    assert store._connection.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0] == before
+
+
+def test_a_run_is_recorded_once(two_runs):
+    store, a, _ = two_runs
+    with pytest.raises(DataError, match="already in the history"):
+        store.append(a)
+    assert len(store.runs()) == 2
+
+
+def test_a_failed_append_leaves_nothing_behind(store):
+    twice = record("d" * 32, "2025-06-01T00:00:00+00:00", [result("x.kept"), result("x.kept")])
+    with pytest.raises(DataError, match="same anchor twice"):
+        store.append(twice)
+    assert store.runs() == [] and store.anchor_history("x.kept") == []
+
+
+def test_an_unfinished_run_is_refused(store):
+    from lawbench.core.reports import RunRecord
+    with pytest.raises(DataError, match="not finished"):
+        store.append(RunRecord.new("cpu"))
+
+
+def test_corrupt_file_is_a_clear_error(tmp_path):
+    path = tmp_path / "history.sqlite"
+    path.write_bytes(b"this is not an sqlite file " * 200)
+    with pytest.raises(DataError) as info:
+        History(path)
+    message = str(info.value)
+    assert message.startswith(str(path)) and "move the file aside" in message
+    assert "\n" not in message
+
+
+def test_schema_version_mismatch_is_refused(tmp_path):
+    path = tmp_path / "history.sqlite"
+    History(path).close()
+    raw = sqlite3.connect(str(path))
+    raw.execute("PRAGMA user_version = 99")
+    raw.close()
+    with pytest.raises(DataError, match=r"schema version 99, but this lawbench reads version 1"):
+        History(path)
+
+
+def test_a_foreign_sqlite_file_is_refused(tmp_path):
+    path = tmp_path / "other.sqlite"
+    raw = sqlite3.connect(str(path))
+    raw.execute("CREATE TABLE customers (id INTEGER)")
+    raw.close()
+    with pytest.raises(DataError, match="customers"):
+        History(path)
+
+
+def test_default_path(tmp_path, monkeypatch):
+    monkeypatch.setenv("LAWBENCH_HOME", str(tmp_path / "home"))
+    assert default_path() == tmp_path / "home" / "history.sqlite"
+    monkeypatch.delenv("LAWBENCH_HOME")
+    monkeypatch.chdir(tmp_path)
+    with History() as h:
+        assert h.path.resolve() == (tmp_path / "lawbench-out" / "history.sqlite").resolve()
+    assert (tmp_path / "lawbench-out" / "history.sqlite").is_file()
+
+
+def test_resolve_run_references(two_runs):
+    store, _, _ = two_runs
+    assert store.resolve("latest") == RUN_B and store.resolve("latest~1") == RUN_A
+    assert store.resolve("aaa") == RUN_A and store.resolve(RUN_B) == RUN_B
+    store.append(record("a" * 31 + "0", "2025-06-04T00:00:00+00:00", [result("x.kept")]))
+    with pytest.raises(DataError, match="ambiguous"):
+        store.resolve("aaa")
+    with pytest.raises(DataError, match="no run 'latest~9'"):
+        store.resolve("latest~9")
+    with pytest.raises(DataError, match="no run '_'"):
+        store.resolve("_")  # LIKE wildcards are taken literally
+
+
+# --------------------------------------------------------------------------- compare
+
+
+def test_compare_joins_by_anchor_id(two_runs):
+    store, _, _ = two_runs
+    rows = {r.anchor_id: r for r in compare_runs(store, RUN_A, RUN_B)}
+    assert list(rows) == sorted(rows) == ["w.new", "x.kept", "y.drops", "z.gone"]
+    assert rows["x.kept"].ratio == pytest.approx(1.05) and rows["x.kept"].change == ""
+    assert rows["y.drops"].ratio == pytest.approx(0.5)
+    assert rows["y.drops"].change == "PASS -> FAIL" and rows["y.drops"].worse
+    assert rows["w.new"].change == "new" and rows["w.new"].verdict_a is None
+    assert rows["w.new"].worse  # appeared VOID: bad where A had nothing
+    assert rows["z.gone"].change == "gone" and rows["z.gone"].ratio is None
+    assert not rows["x.kept"].worse and not rows["z.gone"].worse
+    reverse = {r.anchor_id: r for r in compare_runs(store, RUN_B, RUN_A)}
+    assert reverse["y.drops"].change == "FAIL -> PASS" and not reverse["y.drops"].worse
+
+
+def test_print_comparison_renders(two_runs):
+    store, _, _ = two_runs
+    console = Console(record=True, width=200, file=io.StringIO())
+    print_comparison(compare_runs(store, RUN_A, RUN_B), RUN_A, RUN_B, console=console)
+    text = console.export_text()
+    assert "4 anchors, 2 turned bad" in text
+    assert "PASS -> FAIL" in text and "0.500" in text and "1.050" in text
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def run_cli(argv: list[str], capsys) -> tuple[int, str, str]:
+    parser = argparse.ArgumentParser(prog="lawbench")
+    add_history_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(argv)
+    console = Console(record=True, width=200, file=io.StringIO())
+    code = args.func(args, console=console)
+    out, err = capsys.readouterr()
+    return code, out + console.export_text(), err
+
+
+def test_cli_lists_runs_as_json(two_runs, capsys):
+    store, _, _ = two_runs
+    code, out, _ = run_cli(["history", "--db", str(store.path), "--json"], capsys)
+    assert code == 0
+    assert [r["run_id"] for r in json.loads(out)] == [RUN_B, RUN_A]
+
+
+def test_cli_anchor_series_and_table(two_runs, capsys):
+    store, _, _ = two_runs
+    code, out, _ = run_cli(["history", "--db", str(store.path), "--anchor", "y.drops", "--json"],
+                           capsys)
+    data = json.loads(out)
+    assert code == 0 and [r["verdict"] for r in data] == ["PASS", "FAIL"]
+    assert data[1]["band_lo"] == "-Infinity"
+    code, out, _ = run_cli(["history", "--db", str(store.path), "--anchor", "y.drops"], capsys)
+    assert code == 0 and "y.drops: decode speed (tok/s), 2 runs" in out
+    code, out, _ = run_cli(["history", "--db", str(store.path)], capsys)
+    assert code == 0 and RUN_A[:12] in out and "1 FAIL" in out
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_cli_compare(two_runs, capsys, where):
+    store, _, _ = two_runs
+    db = ["--db", str(store.path), "--json"]
+    argv = ["history", *db, "compare", "latest~1", "latest"] if where == "before" else \
+        ["history", "compare", "aaaa", "bbbb", *db]
+    code, out, _ = run_cli(argv, capsys)
+    rows = {r["anchor_id"]: r for r in json.loads(out)}
+    assert code == 0 and rows["y.drops"]["change"] == "PASS -> FAIL" and rows["y.drops"]["worse"]
+
+
+def test_cli_errors_are_one_line(tmp_path, capsys):
+    bad = tmp_path / "history.sqlite"
+    bad.write_bytes(b"garbage" * 500)
+    code, _, err = run_cli(["history", "--db", str(bad)], capsys)
+    assert code == 2 and str(bad) in err and err.count("\n") == 1
+    assert "Traceback" not in err
+    with History(tmp_path / "ok.sqlite"):
+        pass
+    code, _, err = run_cli(["history", "--db", str(tmp_path / "ok.sqlite"), "--anchor", "nope"],
+                           capsys)
+    assert code == 2 and "no results for anchor 'nope'" in err

@@ -1,0 +1,77 @@
+import pytest
+
+from lawbench.core.law import EngineError
+from lawbench.core.models import Budget, Sample, Verdict
+from lawbench.core.verdicts import classify, decide_sequential, median_interval, relative_spread
+
+
+def test_classify_inside_outside_straddle():
+    assert classify((9.9, 10.1), (9.5, 10.5)) is Verdict.PASS
+    assert classify((11.0, 12.0), (9.5, 10.5)) is Verdict.FAIL
+    assert classify((8.0, 9.0), (9.5, 10.5)) is Verdict.FAIL
+    assert classify((10.0, 11.0), (9.5, 10.5)) is None
+
+
+def test_median_interval_contains_median_and_is_deterministic():
+    vals = [10.0, 10.2, 9.9, 10.1, 10.05]
+    lo, hi = median_interval(vals)
+    assert lo <= 10.05 <= hi
+    assert (lo, hi) == median_interval(vals)
+    assert median_interval([3.0]) == (3.0, 3.0)
+
+
+def test_relative_spread():
+    assert relative_spread([1.0]) is None
+    assert relative_spread([10, 10, 10, 10]) == 0.0
+    assert relative_spread([9, 10, 11]) == pytest.approx(0.1)
+
+
+class Scripted:
+    def __init__(self, values, fail_after=None):
+        self.values = list(values)
+        self.calls = []
+        self.fail_after = fail_after
+        self.taken = 0
+
+    def draw(self, n):
+        self.calls.append(n)
+        out = []
+        for _ in range(n):
+            if self.fail_after is not None and self.taken >= self.fail_after:
+                raise EngineError("engine died", samples=out)
+            out.append(Sample(value=self.values[self.taken % len(self.values)]))
+            self.taken += 1
+        return out
+
+
+def stat(samples):
+    return [s.value for s in samples]
+
+
+def test_quiet_machine_stops_early_with_pass():
+    s = Scripted([10.0, 10.01, 9.99])
+    d = decide_sequential(s.draw, stat, (9.5, 10.5), Budget(min_samples=3, max_samples=12, batch=3))
+    assert d.verdict is Verdict.PASS
+    assert s.calls == [3]
+
+
+def test_noisy_straddle_takes_more_then_void():
+    s = Scripted([9.0, 11.0, 10.4, 9.6, 12.0, 8.0])
+    d = decide_sequential(s.draw, stat, (9.5, 10.5), Budget(min_samples=3, max_samples=9, batch=3))
+    assert d.verdict is Verdict.VOID
+    assert s.calls == [3, 3, 3]
+    assert len(d.samples) == 9
+    assert "straddles" in d.reason
+
+
+def test_clear_miss_is_fail():
+    s = Scripted([20.0, 20.5, 19.8])
+    d = decide_sequential(s.draw, stat, (9.5, 10.5), Budget())
+    assert d.verdict is Verdict.FAIL
+
+
+def test_fault_keeps_earlier_samples():
+    s = Scripted([9.0, 11.0, 10.4, 9.6], fail_after=4)
+    with pytest.raises(EngineError) as ei:
+        decide_sequential(s.draw, stat, (9.5, 10.5), Budget(min_samples=3, max_samples=9, batch=3))
+    assert [x.value for x in ei.value.samples] == [9.0, 11.0, 10.4, 9.6]
