@@ -106,14 +106,17 @@ def cmd_schema(args: argparse.Namespace) -> int:
         schemas["models"] = Catalog
     except ImportError:
         pass
+    from pydantic import TypeAdapter
+
+    rendered = {name: TypeAdapter(model).json_schema() for name, model in schemas.items()}
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        for name, model in schemas.items():
-            (out / f"{name}.schema.json").write_text(json.dumps(model.model_json_schema(), indent=2) + "\n")
+        for name, schema in rendered.items():
+            (out / f"{name}.schema.json").write_text(json.dumps(schema, indent=2) + "\n")
             print(out / f"{name}.schema.json")
     else:
-        print(json.dumps({k: m.model_json_schema() for k, m in schemas.items()}, indent=2))
+        print(json.dumps(rendered, indent=2))
     return EXIT_OK
 
 

@@ -17,6 +17,7 @@ import hashlib
 import json
 import mmap
 import os
+import stat
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -345,6 +346,8 @@ def read_header(path: str | os.PathLike[str], *, use_cache: bool = True) -> GGUF
         raise GGUFHeaderError(f"{shown}: cannot open ({e.strerror})") from None
     try:
         st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise GGUFHeaderError(f"{shown}: not a regular file")
         key = (os.path.realpath(shown), st.st_size, st.st_mtime_ns)
         if use_cache:
             h = _MEMORY.get(key) or _load_disk(key, shown)

@@ -6,6 +6,7 @@ runs is a query, not a re-run. Triggers make the tables append-only (UPDATE and 
 """
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 from dataclasses import dataclass, field
@@ -96,9 +97,12 @@ _RESULT_COLS = ("r.run_id, u.started, u.profile, u.\"commit\", r.anchor_id, r.la
 class History:
     """An append-only store of run records in one SQLite file (WAL mode: readers never block)."""
 
-    def __init__(self, path: Union[str, Path, None] = None):
+    def __init__(self, path: Union[str, Path, None] = None, create: bool = True):
+        """Open (and with `create`, make) the history; read-only views pass create=False."""
         self.path = Path(path) if path is not None else default_path()
         self._con: Optional[sqlite3.Connection] = None
+        if not create and not self.path.is_file():
+            raise self._error("no history here yet; `lawbench run` creates it (or pass --db)")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             # isolation_level=None: we issue BEGIN/COMMIT ourselves, so one run is one transaction.
@@ -132,7 +136,8 @@ class History:
                               f"{HISTORY_SCHEMA};\nCOMMIT;")
         elif version != HISTORY_SCHEMA:
             raise self._error(f"history schema version {version}, but this lawbench reads version "
-                              f"{HISTORY_SCHEMA}; use a matching lawbench or start a new history file")
+                              f"{HISTORY_SCHEMA}; use a matching lawbench or start a new "
+                              "history file")
         else:
             con.execute("PRAGMA journal_mode = WAL")
         con.execute("PRAGMA foreign_keys = ON")
@@ -195,9 +200,9 @@ class History:
     # ------------------------------------------------------------------ reading
 
     def runs(self, profile: Optional[str] = None, limit: Optional[int] = 20) -> list[RunRow]:
-        """The newest runs first, each with its counts per verdict."""
+        """The newest runs first, each with the record's counts per verdict."""
         sql = ('SELECT run_id, started, finished, profile, detected_profile, "commit", version, '
-               "exit_code FROM runs")
+               "exit_code, json_extract(record_json, '$.counts') AS counts FROM runs")
         params: tuple = ()
         if profile is not None:
             sql, params = sql + " WHERE profile = ?", (profile,)
@@ -205,14 +210,7 @@ class History:
         if limit is not None:
             sql, params = sql + " LIMIT ?", params + (int(limit),)
         rows = self._query(sql, params)
-        counts: dict[str, dict[str, int]] = {r["run_id"]: {} for r in rows}
-        if rows:
-            marks = ",".join("?" * len(rows))
-            for c in self._query(f"SELECT run_id, verdict, COUNT(*) AS n FROM results WHERE "
-                                 f"run_id IN ({marks}) GROUP BY run_id, verdict",
-                                 tuple(counts)):
-                counts[c["run_id"]][c["verdict"]] = c["n"]
-        return [RunRow(*tuple(r), counts=counts[r["run_id"]]) for r in rows]
+        return [RunRow(*tuple(r)[:-1], counts=json.loads(r["counts"] or "{}")) for r in rows]
 
     def results(self, run_id: str) -> list[ResultRow]:
         """Every anchor's result in one run, by anchor id."""

@@ -18,7 +18,7 @@ from lawbench.core.compare import compare_runs, print_comparison
 from lawbench.core.history import History, ResultRow, RunRow
 from lawbench.core.law import LawbenchError
 from lawbench.core.models import Verdict
-from lawbench.core.reports import VERDICT_STYLE, jsonable, fmt_num
+from lawbench.core.reports import VERDICT_STYLE, fmt_num, fmt_pair, jsonable
 
 
 def _common(suppress: bool) -> argparse.ArgumentParser:
@@ -55,7 +55,7 @@ def add_history_parser(subparsers: Any) -> argparse.ArgumentParser:
 def history_command(args: argparse.Namespace, console: Any = None) -> int:
     """Run `lawbench history …`; returns the exit code (2 with one line on stderr on error)."""
     try:
-        with History(getattr(args, "db", None)) as history:
+        with History(getattr(args, "db", None), create=False) as history:
             if getattr(args, "history_action", None) == "compare":
                 return _compare(history, args, console)
             if getattr(args, "anchor", None):
@@ -86,7 +86,8 @@ def _runs(history: History, args: argparse.Namespace, console: Any) -> int:
 
     table = Table(title=f"{len(rows)} newest runs in {history.path}", title_justify="left")
     for name in ("run", "started", "profile", "detected", "commit", "lawbench", "exit", "verdicts"):
-        table.add_column(name)
+        # ids and times are what a user copies into the next command: never cut them
+        table.add_column(name, no_wrap=name in ("run", "started", "exit"))
     for r in rows:
         verdicts = Text()
         for v in Verdict:
@@ -101,7 +102,7 @@ def _runs(history: History, args: argparse.Namespace, console: Any) -> int:
 
 
 def _interval(lo: Optional[float], hi: Optional[float]) -> str:
-    return "-" if lo is None or hi is None else f"[{fmt_num(lo)}, {fmt_num(hi)}]"
+    return "-" if lo is None or hi is None else fmt_pair(lo, hi)
 
 
 def _anchor(history: History, args: argparse.Namespace, console: Any) -> int:
@@ -120,7 +121,7 @@ def _anchor(history: History, args: argparse.Namespace, console: Any) -> int:
                   title_justify="left")
     for name in ("started", "run", "profile", "commit", "verdict", "measured", "CI", "band",
                  "spread", "reason"):
-        table.add_column(name)
+        table.add_column(name, no_wrap=name in ("started", "run", "verdict", "measured"))
     for r in rows:
         table.add_row(r.started, r.run_id[:12], r.profile, (r.commit or "-")[:10],
                       Text(r.verdict, style=VERDICT_STYLE.get(r.verdict, "")),

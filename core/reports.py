@@ -41,7 +41,7 @@ def lawbench_version() -> str:
 
 
 def git_commit(start: Optional[Path] = None) -> Optional[str]:
-    """The commit of the lawbench checkout this code runs from, or None (installed wheel, no git)."""
+    """The commit of the lawbench checkout this code runs from; None for a wheel or no git."""
     here = (start or Path(__file__)).resolve()
     for folder in [here, *here.parents]:
         if (folder / ".git").exists() and (folder / "pyproject.toml").exists():
@@ -55,6 +55,21 @@ def git_commit(start: Optional[Path] = None) -> Optional[str]:
         return None
     commit = out.stdout.strip()
     return commit if out.returncode == 0 and commit else None
+
+
+def is_history(r: Result) -> bool:
+    """A superseded/refuted/retired anchor: shown as history, never scored as a live claim."""
+    return r.detail.get("history") is True or r.detail.get("status") in HISTORY_STATUSES
+
+
+def history_note(r: Result) -> str:
+    status = r.detail.get("status")
+    by = r.detail.get(f"{status}_by")
+    if by:
+        return f"{status} by {by}"
+    if r.reason.startswith("history:"):
+        return r.reason.partition(":")[2].strip()
+    return str(status or "history")
 
 
 class RunRecord(BaseModel):
@@ -95,12 +110,15 @@ class RunRecord(BaseModel):
     def finish(self, results: Iterable[Result]) -> "RunRecord":
         """Attach the results, count them per verdict and set the exit code (1 on FAIL/ERROR/VOID).
 
-        SKIP is not bad here: the runner has already turned skips into failures where policy says so.
+        History anchors (superseded/refuted/retired) are counted apart, under "history".
+
+        SKIP is not bad here: the runner already turned skips into failures where policy says so.
         """
         self.results = list(results)
         self.counts = {v.value: 0 for v in Verdict}
+        self.counts["history"] = 0  # carried for the record only: not a SKIP of a live anchor
         for r in self.results:
-            self.counts[r.verdict.value] += 1
+            self.counts["history" if is_history(r) else r.verdict.value] += 1
         self.exit_code = 1 if any(r.verdict.bad for r in self.results) else 0
         self.finished = utc_now()
         return self
@@ -193,12 +211,20 @@ def fmt_num(x: Optional[float], sig: int = 4) -> str:
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
+def fmt_pair(lo: float, hi: float) -> str:
+    """An interval with just enough figures that its two ends read differently."""
+    sig = 4
+    while sig < 10 and lo != hi and fmt_num(lo, sig) == fmt_num(hi, sig):
+        sig += 1
+    return f"[{fmt_num(lo, sig)}, {fmt_num(hi, sig)}]"
+
+
 def fmt_measured(r: Result) -> str:
     if r.measured is None:
         return "-"
     text = fmt_num(r.measured)
     if r.interval is not None:
-        text += f" [{fmt_num(r.interval[0])}, {fmt_num(r.interval[1])}]"
+        text += " " + fmt_pair(*r.interval)
     return text
 
 
@@ -212,7 +238,7 @@ def fmt_band(r: Result) -> str:
         return f"≤ {fmt_num(hi)}"
     if math.isinf(hi):
         return f"≥ {fmt_num(lo)}"
-    return f"[{fmt_num(lo)}, {fmt_num(hi)}]"
+    return fmt_pair(lo, hi)
 
 
 def fmt_quantity(r: Result) -> str:
@@ -221,22 +247,14 @@ def fmt_quantity(r: Result) -> str:
     return r.quantity or r.unit or "-"
 
 
-def is_history(r: Result) -> bool:
-    """A superseded/refuted/retired anchor: shown as history, not as a live claim."""
-    return r.detail.get("status") in HISTORY_STATUSES
-
-
-def history_note(r: Result) -> str:
-    status = r.detail.get("status")
-    by = r.detail.get(f"{status}_by")
-    return f"{status} by {by}" if by else str(status)
-
-
 def headline(record: RunRecord) -> str:
     counts = record.counts or {v.value: 0 for v in Verdict}
     parts = ", ".join(f"{counts.get(v.value, 0)} {v.value}" for v in Verdict)
+    if counts.get("history"):
+        parts += f" (+{counts['history']} history)"
     state = "running" if record.exit_code is None else ("ok" if record.ok else "FAILED")
-    match = "" if record.profile_matches else f" (machine detected as {record.detected_profile or 'unknown'})"
+    match = "" if record.profile_matches else \
+        f" (machine detected as {record.detected_profile or 'unknown'})"
     return f"lawbench {state} on profile {record.profile}{match}: {parts}"
 
 
@@ -284,7 +302,8 @@ def append_step_summary(record: RunRecord) -> Optional[Path]:
         with path.open("a", encoding="utf-8") as fh:
             fh.write(markdown_summary(record) + "\n")
     except OSError as exc:
-        raise DataError(str(path), f"cannot append the step summary: {exc.strerror or exc}") from None
+        raise DataError(str(path), f"cannot append the step summary: {exc.strerror or exc}") \
+            from None
     return path
 
 
@@ -292,25 +311,47 @@ def append_step_summary(record: RunRecord) -> Optional[Path]:
 
 
 def print_table(record: RunRecord, console: Any = None) -> None:
-    """A rich table for the terminal, verdicts coloured; history anchors listed after it."""
+    """A rich table for the terminal, verdicts coloured; history anchors listed after it.
+
+    Below 120 columns the quantity and reason columns give way, and reasons follow the table.
+    """
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
     console = console or Console()
-    table = Table(title=headline(record), title_justify="left", show_lines=False)
-    for name, kw in (("verdict", {}), ("anchor", {"overflow": "fold"}), ("quantity", {}),
-                     ("published", {"justify": "right"}), ("predicted", {"justify": "right"}),
-                     ("measured [CI]", {"justify": "right"}), ("band", {"justify": "right"}),
-                     ("reason", {"overflow": "fold"})):
-        table.add_column(name, **kw)
-    for r in record.results:
-        if is_history(r):
-            continue
-        table.add_row(Text(r.verdict.value, style=VERDICT_STYLE[r.verdict.value]), r.anchor_id,
-                      fmt_quantity(r), fmt_num(r.published), fmt_num(r.predicted),
-                      fmt_measured(r), fmt_band(r), Text(r.reason or ""))
+    wide = console.width >= 120
+    live = [r for r in record.results if not is_history(r)]
+    cells = {"verdict": [Text(r.verdict.value, style=VERDICT_STYLE[r.verdict.value]) for r in live],
+             "anchor": [r.anchor_id for r in live],
+             "quantity": [fmt_quantity(r) for r in live],
+             "published": [fmt_num(r.published) for r in live],
+             "predicted": [fmt_num(r.predicted) for r in live],
+             "measured [CI]": [fmt_measured(r) for r in live],
+             "band": [fmt_band(r) for r in live],
+             "reason": [Text(r.reason or "") for r in live]}
+    if not wide:
+        del cells["quantity"], cells["reason"]
+    table = Table(title=headline(record), title_justify="left")
+    for name, column in cells.items():
+        if name in ("anchor", "reason"):
+            table.add_column(name, overflow="fold")
+        elif name == "quantity":
+            table.add_column(name, max_width=28)
+        elif name == "verdict":
+            table.add_column(name, no_wrap=True)
+        else:
+            # A number may wrap at a space ("48.03 [47.5, 48.6]") but is never cut.
+            words = [w for c in column for w in str(c).split()] + name.split()
+            table.add_column(name, justify="right", min_width=max(map(len, words)))
+    for row in zip(*cells.values()):
+        table.add_row(*row)
     console.print(table)
+    if not wide:
+        for r in live:
+            if r.reason:
+                line = Text(f"  {r.verdict.value} ", style=VERDICT_STYLE[r.verdict.value])
+                console.print(line + Text(f"{r.anchor_id}: {r.reason}"))
     for r in record.results:
         if is_history(r):
             console.print(Text(f"  history: {r.anchor_id} ({history_note(r)}), published "

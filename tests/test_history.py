@@ -15,6 +15,7 @@ from lawbench.core.errors import DataError
 from lawbench.core.history import History, default_path
 from lawbench.core.history_cli import add_history_parser, history_command
 from lawbench.core.models import Measurement, Result, Sample, Verdict
+from lawbench.core.reports import RunRecord
 
 
 def result(anchor_id: str, verdict: Verdict = Verdict.PASS, measured: float | None = 10.0,
@@ -29,7 +30,6 @@ def result(anchor_id: str, verdict: Verdict = Verdict.PASS, measured: float | No
 
 
 def record(run_id: str, started: str, results: list[Result], profile: str = "cpu"):
-    from lawbench.core.reports import RunRecord
     return RunRecord(run_id=run_id, started=started, profile=profile,
                      git_commit="c" * 40).finish(results)
 
@@ -68,7 +68,8 @@ def test_append_and_read_back(two_runs):
     assert store.record(RUN_A) == a and store.record(RUN_B) == b
     runs = store.runs()
     assert [r.run_id for r in runs] == [RUN_B, RUN_A]  # newest first
-    assert runs[0].counts == {"PASS": 1, "FAIL": 1, "VOID": 1}
+    assert runs[0].counts == {"PASS": 1, "FAIL": 1, "VOID": 1, "SKIP": 0, "ERROR": 0,
+                              "history": 0}
     assert (runs[1].exit_code, runs[0].exit_code) == (0, 1)
     assert runs[0].commit == "c" * 40
     rows = {r.anchor_id: r for r in store.results(RUN_B)}
@@ -137,7 +138,6 @@ def test_a_failed_append_leaves_nothing_behind(store):
 
 
 def test_an_unfinished_run_is_refused(store):
-    from lawbench.core.reports import RunRecord
     with pytest.raises(DataError, match="not finished"):
         store.append(RunRecord.new("cpu"))
 
@@ -228,6 +228,7 @@ def run_cli(argv: list[str], capsys) -> tuple[int, str, str]:
     parser = argparse.ArgumentParser(prog="lawbench")
     add_history_parser(parser.add_subparsers(dest="command"))
     args = parser.parse_args(argv)
+    assert args.func is history_command
     console = Console(record=True, width=200, file=io.StringIO())
     code = args.func(args, console=console)
     out, err = capsys.readouterr()
@@ -276,3 +277,6 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
     code, _, err = run_cli(["history", "--db", str(tmp_path / "ok.sqlite"), "--anchor", "nope"],
                            capsys)
     assert code == 2 and "no results for anchor 'nope'" in err
+    code, _, err = run_cli(["history", "--db", str(tmp_path / "none.sqlite")], capsys)
+    assert code == 2 and "none.sqlite: no history here yet" in err
+    assert not (tmp_path / "none.sqlite").exists()  # a read-only view creates nothing

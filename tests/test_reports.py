@@ -60,7 +60,7 @@ def make_record(**kw) -> RunRecord:
 
 def test_finish_counts_every_verdict_and_fails_the_run():
     record = make_record()
-    assert record.counts == {"PASS": 1, "FAIL": 1, "VOID": 1, "SKIP": 2, "ERROR": 1}
+    assert record.counts == {"PASS": 1, "FAIL": 1, "VOID": 1, "SKIP": 1, "ERROR": 1, "history": 1}
     assert record.exit_code == 1 and not record.ok
     assert record.finished is not None
 
@@ -126,7 +126,7 @@ def test_json_is_standard_and_indented(tmp_path):
 
     data = json.loads(text, parse_constant=refuse)
     assert data["results"][1]["band"] == ["-Infinity", 0.6]
-    assert data["counts"]["SKIP"] == 2
+    assert data["counts"]["SKIP"] == 1 and data["counts"]["history"] == 1
 
 
 def test_write_json_is_atomic_and_replaces(tmp_path):
@@ -175,7 +175,7 @@ def test_every_field_is_documented(section, model):
 def test_markdown_has_every_anchor_and_verdict():
     record = make_record()
     md = markdown_summary(record)
-    assert "1 PASS, 1 FAIL, 1 VOID, 2 SKIP, 1 ERROR" in md.splitlines()[0]
+    assert "1 PASS, 1 FAIL, 1 VOID, 1 SKIP, 1 ERROR (+1 history)" in md.splitlines()[0]
     rows = [line for line in md.splitlines() if line.startswith("| ") and "`" in line]
     live = [r for r in record.results if "status" not in r.detail]
     assert len(rows) == len(live)
@@ -192,6 +192,17 @@ def test_markdown_lists_superseded_anchors_as_history():
     table, history = md.split("#### History", 1)
     assert "law4.decode.old" not in table
     assert "`law4.decode.old` (superseded by law4.decode.gtx1060)" in history
+
+
+def test_history_as_the_runner_marks_it():
+    # as lawbench.core.evaluate.history_result writes it: the reason says by what
+    marked = Result(anchor_id="law1.refuted", law="law1", kind="prediction", profile="cpu",
+                    verdict=Verdict.SKIP, reason="history: refuted by law1.new",
+                    detail={"history": True, "status": "refuted"})
+    record = RunRecord.new("cpu").finish([marked])
+    assert record.counts["history"] == 1 and record.counts["SKIP"] == 0
+    history = markdown_summary(record).split("#### History")[1]
+    assert "`law1.refuted` (refuted by law1.new)" in history
 
 
 def test_step_summary_appends_to_the_named_file(tmp_path, monkeypatch):
@@ -229,6 +240,18 @@ def test_table_renders_every_anchor_with_coloured_verdicts():
     assert "\x1b[1;33mVOID" in styled
 
 
+def test_narrow_terminal_never_cuts_a_number():
+    console = Console(record=True, width=80, file=io.StringIO())
+    big = make_results()[0].model_copy(update={"published": 15206400.0, "predicted": 15206400.0,
+                                               "anchor_id": "minfer.r54.plane-bytes.very-long-id"})
+    print_table(RunRecord.new("cpu").finish([big, *make_results()[1:]]), console=console)
+    text = console.export_text()
+    assert text.count("1.521e+07") == 2 and "0.71" in text and "…" not in text
+    assert "[45.79," in text and "≤ 0.6" in text
+    assert "  FAIL law1.rotation.lowrank: predicted 0.71 | above the band" in text  # reasons follow
+    assert max(len(line) for line in text.splitlines()) <= 80
+
+
 @pytest.mark.parametrize("x, text", [
     (48.2, "48.2"), (-47.91, "-47.91"), (12345.6, "12346"), (100.0, "100"), (0.0123456, "0.01235"),
     (3e-7, "3.000e-07"), (2.5e7, "2.500e+07"), (0.0, "0"), (None, "-"), (math.inf, "inf"),
@@ -242,3 +265,5 @@ def test_fmt_band_open_sides():
     assert fmt_band(base) == "≤ 0.6"
     assert fmt_band(base.model_copy(update={"band": (1.2, math.inf)})) == "≥ 1.2"
     assert fmt_band(base.model_copy(update={"band": (1.0, 2.0)})) == "[1, 2]"
+    # just enough figures that the two ends differ
+    assert fmt_band(base.model_copy(update={"band": (89855.5, 89856.5)})) == "[89855.5, 89856.5]"

@@ -49,13 +49,13 @@ class BenchRun:
         """Every repetition as a lawbench Sample, labelled with its test (pp512, tg128@d4096)."""
         out = []
         for rec, ts in zip(self.records, self.samples_ts):
-            test = test_name(rec)
+            test = record_label(rec)
             out += [Sample(value=v, raw={"test": test, "rep": i, "model": rec.get("model_filename")})
                     for i, v in enumerate(ts)]
         return out
 
 
-def test_name(record: dict[str, Any]) -> str:
+def record_label(record: dict[str, Any]) -> str:
     """llama-bench's own test labels: pp<n>, tg<n>, pp<n>+tg<n>, with @d<depth> when deep."""
     p, g, d = (int(record.get(k, 0) or 0) for k in ("n_prompt", "n_gen", "n_depth"))
     name = "+".join(x for x in (f"pp{p}" if p else "", f"tg{g}" if g else "") if x) or "none"

@@ -7,6 +7,9 @@ The lines counted, as llama.cpp b11434 prints them:
   llama_kv_cache:        CPU KV buffer size =    20.00 MiB
   sched_reserve:        CPU compute buffer size =    64.51 MiB
   llama_perf_context_print:    graphs reused =          3
+  sched_reserve: graph: nodes = 71, splits = 1, input objects = 4, input tensors = 9
+  done_getting_tensors: tensor 'token_embd.weight' (f16) (and 20 others) cannot be used with
+      preferred buffer type CPU_REPACK, using CPU instead           (one line in the log)
   repack_buffer_type ...: repack tensor blk.0.attn_q.weight with q4_0_8x8   (debug level, -v only)
 
 Sizes are printed in MiB with two decimals, so the byte counts here are exact to ±5 KiB only.
@@ -28,6 +31,9 @@ _BUFFER = re.compile(r"^(?P<fn>\w+):\s+(?P<buf>\S+)\s+(?P<kind>model|KV|compute|
 _REUSED = re.compile(r"graphs reused\s*=\s*(\d+)")
 _REPACK = re.compile(r"repack tensor (\S+) with (\S+)")
 _LOAD_START = re.compile(r"llama_model_loader: loaded meta data")
+_GRAPH = re.compile(r"graph: nodes = (\d+), splits = (\d+)")
+_FALLBACK = re.compile(r"tensor '[^']+' \(\w+\)(?: \(and (\d+) others\))? cannot be used with "
+                       r"preferred buffer type (\S+), using (\S+) instead")
 
 _KIND_PREFIX = {"model": "buffer", "KV": "kv_buffer", "compute": "compute_buffer",
                 "output": "output_buffer", "RS": "rs_buffer", "LoRA": "lora_buffer"}
@@ -44,6 +50,10 @@ class LoadLog:
     other_buffers: dict[str, int] = field(default_factory=dict)  # "kv_buffer:CPU" -> bytes (last)
     graphs_reused: list[int] = field(default_factory=list)  # one per context
     repacked: Counter = field(default_factory=Counter)  # repack kind ("q4_0_8x8") -> tensors
+    # tensors refused by their preferred buffer type ("CPU_REPACK") in the last load
+    fallbacks: Counter = field(default_factory=Counter)
+    graph_nodes: int | None = None  # of the last context's reserved graph
+    graph_splits: int | None = None
 
     def census(self) -> dict[str, int]:
         """Flat counts for a Census: offloaded_layers, total_layers, buffer:<name>, graphs_reused…"""
@@ -55,6 +65,9 @@ class LoadLog:
             counts["total_layers"] = self.total_layers or 0
         counts.update({f"buffer:{k}": v for k, v in self.model_buffers.items()})
         counts.update(self.other_buffers)
+        if self.graph_splits is not None:
+            counts["graph_nodes"], counts["graph_splits"] = self.graph_nodes or 0, self.graph_splits
+        counts.update({f"buffer_fallback:{k}": v for k, v in self.fallbacks.items()})
         if self.repacked:
             counts["repacked_tensors"] = sum(self.repacked.values())
             counts.update({f"repack:{k}": v for k, v in self.repacked.items()})
@@ -69,7 +82,7 @@ def parse_load_log(text: str) -> LoadLog:
         if _LOAD_START.search(line):
             # a new model load starts: its buffers replace the previous load's
             log.model_loads += 1
-            log.model_buffers, log.repacked = {}, Counter()
+            log.model_buffers, log.repacked, log.fallbacks = {}, Counter(), Counter()
             continue
         m = _OFFLOADED.search(line)
         if m:
@@ -86,6 +99,14 @@ def parse_load_log(text: str) -> LoadLog:
         m = _REUSED.search(line)
         if m:
             log.graphs_reused.append(int(m.group(1)))
+            continue
+        m = _GRAPH.search(line)
+        if m:
+            log.graph_nodes, log.graph_splits = int(m.group(1)), int(m.group(2))
+            continue
+        m = _FALLBACK.search(line)
+        if m:
+            log.fallbacks[m.group(2)] += 1 + int(m.group(1) or 0)
             continue
         m = _REPACK.search(line)
         if m:

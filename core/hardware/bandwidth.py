@@ -80,7 +80,7 @@ def last_level_cache_bytes() -> Optional[int]:
 def measure_ram_bandwidth(threads: Optional[int] = None, size_mb: Optional[int] = None,
                           repeats: int = 7) -> BandwidthResult:
     """Multi-threaded read bandwidth of RAM, median of `repeats` timed passes after a warm-up."""
-    threads = threads or usable_cpus()
+    threads = usable_cpus() if threads is None else threads
     if threads < 1 or repeats < 1:
         raise UsageError("threads and repeats must be at least 1")
     size = _array_bytes(size_mb, threads)

@@ -2,7 +2,7 @@
 
 The main CLI calls `add_profiles_parser(subparsers)` once and `profiles_command(args)` when the
 `profiles` command was chosen. Plugin profile folders arrive as `extra_dirs` (or
-`args.profile_dirs`); `--profile-dir` adds a folder from the command line.
+`args.profile_dirs`), else come from the plugin registry; `--profile-dir` adds a folder.
 """
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import sys
 from typing import Any, Iterable, Optional
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from lawbench.core.hardware import bandwidth, detect
@@ -55,10 +56,14 @@ def add_profiles_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def profiles_command(args: argparse.Namespace, extra_dirs: Optional[Iterable[Any]] = None) -> int:
-    dirs = [*(extra_dirs if extra_dirs is not None else getattr(args, "profile_dirs", ()) or ()),
-            *(getattr(args, "profile_dir", None) or [])]
     console = Console()
     try:
+        if extra_dirs is None:
+            extra_dirs = getattr(args, "profile_dirs", None)
+        if extra_dirs is None:  # plugins' folders (lawbench_profile_dirs), as `lawbench run` sees them
+            from lawbench.core.registry import get_registry
+            extra_dirs = get_registry().profile_dirs
+        dirs = [*extra_dirs, *(getattr(args, "profile_dir", None) or [])]
         action = getattr(args, "profiles_action", "list")
         if action == "measure":
             return _measure(args, dirs, console)
@@ -85,8 +90,8 @@ def _list(profiles: dict[str, HardwareProfile], console: Console) -> int:
         tiers = "\n".join(_tier_line(t) for t in p.tiers)
         eta = "\n".join(f"{k} {v.value:g}{' [est]' if v.estimate else ''}"
                         for k, v in p.eta.items()) or "—"
-        table.add_row(p.id + (" (generic)" if p.fingerprint.generic else ""), p.description,
-                      tiers, eta, ", ".join(p.runner_labels))
+        table.add_row(*map(escape, (p.id + (" (generic)" if p.fingerprint.generic else ""),
+                                    p.description, tiers, eta, ", ".join(p.runner_labels))))
     console.print(table)
     return 0
 
@@ -99,17 +104,18 @@ def _tier_line(t: Tier) -> str:
 
 
 def _show(p: HardwareProfile, console: Console) -> int:
-    table = Table(title=f"{p.id}: {p.description}", show_lines=True)
+    table = Table(title=escape(f"{p.id}: {p.description}"), show_lines=True)
     for col in ("fact", "value", "source"):
         table.add_column(col, overflow="fold")
     for key, fact in _facts(p):
-        table.add_row(key, f"{fact.value:g}" + (" [est]" if fact.estimate else ""), fact.source)
+        table.add_row(*map(escape, (key, f"{fact.value:g}" + (" [est]" if fact.estimate else ""),
+                                    fact.source)))
     console.print(table)
-    console.print(f"fingerprint: {p.fingerprint.model_dump(exclude_defaults=True)}")
-    console.print(f"memory reading: {p.memory_reading}; threads: {p.threads or '—'}; "
-                  f"runner labels: {', '.join(p.runner_labels)}")
+    console.print(escape(f"fingerprint: {p.fingerprint.model_dump(exclude_defaults=True)}"))
+    console.print(escape(f"memory reading: {p.memory_reading}; threads: {p.threads or '—'}; "
+                         f"runner labels: {', '.join(p.runner_labels)}"))
     for note in p.notes:
-        console.print(f"• {note}")
+        console.print(escape(f"• {note}"))
     return 0
 
 
@@ -143,18 +149,18 @@ def _detect(args: argparse.Namespace, profiles: dict[str, HardwareProfile],
     else:
         table = Table(title="this machine", show_header=False)
         for key, value in fp.model_dump(exclude={"gpus"}).items():
-            table.add_row(key, ", ".join(value) if isinstance(value, list) else str(value))
+            table.add_row(key, escape(", ".join(value) if isinstance(value, list) else str(value)))
         for g in fp.gpus:
-            table.add_row(f"gpu {g.index}", f"{g.name} · cc {g.compute_capability} · "
-                                            f"{g.memory_total_gb} GiB · driver {g.driver}")
+            table.add_row(f"gpu {g.index}", escape(f"{g.name} · cc {g.compute_capability} · "
+                                                   f"{g.memory_total_gb} GiB · driver {g.driver}"))
         console.print(table)
-        console.print(f"profile: [bold]{chosen}[/bold]")
+        console.print(f"profile: [bold]{escape(chosen)}[/bold]")
         for r in reasons:
-            console.print(f"  {r}")
+            console.print(escape(f"  {r}"))
         if expect:
-            console.print(f"expected {expect}: {'matches' if ok else 'DOES NOT MATCH'}")
+            console.print(escape(f"expected {expect}: {'matches' if ok else 'DOES NOT MATCH'}"))
             for r in why:
-                console.print(f"  {r}")
+                console.print(escape(f"  {r}"))
     if expect and not ok:
         print(f"lawbench profiles: this machine does not match profile {expect!r}; refusing to "
               f"run as it ({'; '.join(r for r in why if r.startswith('no:'))})", file=sys.stderr)
@@ -173,5 +179,5 @@ def _measure(args: argparse.Namespace, dirs: list[Any], console: Console) -> int
     console.print(f"RAM read bandwidth: [bold]{result.median_gbs:g} GB/s[/bold] "
                   f"(median of {len(result.samples)}: {', '.join(f'{s:g}' for s in result.samples)}; "
                   f"{result.threads} threads, {result.size_bytes // bandwidth.MIB} MiB)")
-    console.print(f"wrote profile {profile.id!r} to {path}")
+    console.print(escape(f"wrote profile {profile.id!r} to {path}"))
     return 0

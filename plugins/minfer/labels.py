@@ -28,7 +28,7 @@ STATES = (FAST, RAW, EXP_OFF, FALLBACK)
 # seed does not name is kept verbatim, so an unknown fifth state shows up in the census instead of
 # being counted as the unqualified (legitimate) one.
 _TOKEN = re.compile(
-    r"(?<![\w.-])"
+    r"(?<![\w-])"
     r"(?P<label>W_exp-cp\.async|in-kernel-expand(?:\([^()\s]*\))?)"
     r"(?![\w-])"
 )

@@ -129,3 +129,18 @@ class PerPidMemory:
                 self.instrument = name
                 return float(sum(values))
         return None
+
+
+def aggregate_used_mib(profile: HardwareProfile, device: int = 0) -> float:
+    """The device-wide used memory (MiB) — refused where the profile reads memory per PID."""
+    refuse_aggregate(profile)
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        info = pynvml.nvmlDeviceGetMemoryInfo(pynvml.nvmlDeviceGetHandleByIndex(device))
+    except ImportError:
+        raise NotApplicable("nvidia-ml-py is not installed (pip install 'lawbench[gpu]')") from None
+    except Exception as exc:  # pynvml.NVMLError_*: no driver, no GPU, or [N/A] on unified memory
+        raise NotApplicable(f"NVML cannot read the aggregate GPU memory: {exc}") from None
+    return info.used / MIB

@@ -1,0 +1,192 @@
+"""The `case` table of a Law 4 anchor: which model, which quantity, which placement and constants.
+
+    [anchor.case]
+    model = "manifest:qwen3-30b-a3b"      # or "path:/models/x.gguf", "gguf:<catalogue id>"
+    quantity = "decode_change"
+    ctx = 16384
+    baseline_tok_s = 8.0                  # a published ctx-0 speed replaces the weight term
+    placement = { ngl = 0 }               # llama.cpp's -ngl; pure CPU
+    tiers.ram = { kind = "ram", bandwidth_gbs = 45.0 }   # the bandwidth the source priced with
+    eta_kv = 0.70
+    vs = { ctx = 0 }                      # ratio quantities: the reference arm, as overrides
+
+Constants the case leaves out come from the anchor's profile (tier bandwidth and η, η_kv, the
+CPU-attention k). Every field is checked here, so a typo names its field ("case.placement.ngl").
+"""
+from __future__ import annotations
+
+import copy
+from typing import Any, Literal, Optional
+
+from pydantic import Field, ValidationError, model_validator
+
+from lawbench.core.errors import DataError
+from lawbench.core.loading import validation_error
+from lawbench.core.models import Strict
+from lawbench.plugins.law4.pricing import KV_TYPES
+
+CASE_FILE = "<law4 anchor case>"  # predict() does not know the anchor's file; the runner does
+
+Quantity = Literal[
+    "kv_bytes_per_pos",  # the depth slope, from architecture metadata
+    "kv_bytes_ratio",  # kv-bytes/pos of this case over the `vs` arm's (kv_type, model, layout)
+    "kv_reference_ratio",  # a published kv-bytes/pos (reference_kv_bytes) over the computed one
+    "kv_compression_needed",  # kv-bytes/pos over a state budget per position (state_budget_gb / ctx)
+    "active_bytes_per_token",  # weight bytes one token reads (ctx 0)
+    "active_params",  # parameters a token touches, model-card convention (embedding counted)
+    "total_params",
+    "routed_share",  # routed experts' share of the active bytes
+    "always_active_share",  # 1 − routed_share, at experts_used
+    "expert_ceiling",  # L-30: speedup at experts_used = k of the model's K (or vs.experts_used)
+    "decode_tok_s",
+    "decode_ratio",  # decode_tok_s of this case over the `vs` arm's
+    "decode_change",  # decode_ratio − 1 ("−29 %" is −0.29)
+    "kv_slope_share",  # share of a measured depth slope the context terms explain
+    "eta_kv_implied",  # η_kv that makes the KV bandwidth term explain the whole slope
+    "cpu_attention_k_implied",  # L-19's k implied by a measured slope (after the KV term)
+]
+
+# Unit scales per quantity: predict() returns the value in the anchor's own unit.
+UNITS: dict[str, dict[str, float]] = {
+    "kv_bytes_per_pos": {"B/pos": 1.0, "KB/pos": 1e3, "KiB/pos": 1024.0},
+    "active_bytes_per_token": {"B": 1.0, "MB": 1e6, "GB": 1e9, "GiB": 2.0 ** 30},
+    "active_params": {"params": 1.0, "B params": 1e9},
+    "total_params": {"params": 1.0, "B params": 1e9},
+    "decode_tok_s": {"tok/s": 1.0},
+    "cpu_attention_k_implied": {"us/pos/layer": 1e-6, "s/pos/layer": 1.0},
+}
+DIMENSIONLESS = {"x": 1.0, "fraction": 1.0, "%": 0.01}
+
+# What each quantity cannot do without; a missing one is a DataError naming "case.<field>".
+NEEDS: dict[str, tuple[str, ...]] = {
+    "kv_bytes_per_pos": ("model",),
+    "kv_bytes_ratio": ("model", "vs"),
+    "kv_reference_ratio": ("model", "reference_kv_bytes"),
+    "kv_compression_needed": ("model", "state_budget_gb", "ctx"),
+    "active_bytes_per_token": ("model",),
+    "active_params": ("model",),
+    "total_params": ("model",),
+    "routed_share": ("model",),
+    "always_active_share": ("model",),
+    "expert_ceiling": ("model", "experts_used"),
+    "decode_tok_s": (),
+    "decode_ratio": ("vs",),
+    "decode_change": ("vs",),
+    "kv_slope_share": ("model", "ctx", "baseline_tok_s", "measured_tok_s"),
+    "eta_kv_implied": ("model", "ctx", "baseline_tok_s", "measured_tok_s"),
+    "cpu_attention_k_implied": ("ctx", "baseline_tok_s", "measured_tok_s"),
+}
+
+
+class TierOverride(Strict):
+    """A tier's constants as the published number used them (or a tier the profile lacks)."""
+
+    kind: Optional[Literal["vram", "ram", "disk", "unified"]] = None
+    bandwidth_gbs: Optional[float] = Field(default=None, gt=0)
+    # DDR bandwidth from its transfer rate: MT/s × 8 bytes × channels (the reference box's
+    # 48 GB/s spec is 3000 MT/s × 8 B × 2 channels).
+    ddr_mts: Optional[float] = Field(default=None, gt=0)
+    ddr_channels: int = Field(default=2, gt=0)
+    eta: Optional[float] = Field(default=None, gt=0, le=1.5)
+    capacity_gb: Optional[float] = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _one_bandwidth(self) -> "TierOverride":
+        if self.bandwidth_gbs is not None and self.ddr_mts is not None:
+            raise ValueError("give bandwidth_gbs or ddr_mts, not both")
+        return self
+
+    def bandwidth(self) -> Optional[float]:
+        if self.ddr_mts is not None:
+            return self.ddr_mts * 8 * self.ddr_channels / 1000.0
+        return self.bandwidth_gbs
+
+
+class PlacementCase(Strict):
+    """llama.cpp's placement flags. Default: everything on the GPU tier (or all on CPU without one)."""
+
+    ngl: Optional[int] = Field(default=None, ge=0)  # -ngl (counts the output layer as one)
+    cpu_layers: Optional[int] = Field(default=None, ge=0)  # blocks left on the CPU (dense split)
+    experts_on_cpu: bool = False  # --cpu-moe
+    n_cpu_moe: int = Field(default=0, ge=0)  # --n-cpu-moe N
+    kv_on_cpu: bool = False  # -nkvo
+    gpu_tier: Optional[str] = None  # default: the first vram/unified tier
+    cpu_tier: Optional[str] = None  # default: the first ram tier (unified where there is none)
+
+    @model_validator(mode="after")
+    def _one_split(self) -> "PlacementCase":
+        if self.ngl is not None and self.cpu_layers is not None:
+            raise ValueError("give ngl or cpu_layers, not both")
+        return self
+
+
+class Law4Case(Strict):
+    quantity: Quantity
+    model: Optional[str] = Field(default=None, pattern=r"^(manifest|path|gguf):.+")
+    ctx: int = Field(default=0, ge=0)
+    kv_type: Literal[KV_TYPES] = "f16"  # type: ignore[valid-type]
+    kv_layout: Literal["auto", "expanded"] = "auto"  # expanded: MLA without its compression
+    experts_used: Optional[int] = Field(default=None, ge=0)  # k (--override-kv expert_used_count)
+    weight_type: Optional[str] = None  # price a manifest's matrices uniformly at this ggml type
+    weight_format: Optional[str] = None  # the profile's per-format η key ("Q4_K_M"), L-15
+    placement: PlacementCase = Field(default_factory=PlacementCase)
+    tiers: dict[str, TierOverride] = Field(default_factory=dict)
+    eta_kv: Optional[float] = Field(default=None, gt=0, le=1.5)
+    cpu_attention_k_us: Optional[float] = Field(default=None, ge=0)  # 0: no CPU-attention term
+    n_cpu_layers: Optional[int] = Field(default=None, ge=0)  # CPU-attention layers, without a model
+    baseline_tok_s: Optional[float] = Field(default=None, gt=0)  # published ctx-0 speed
+    measured_tok_s: Optional[float] = Field(default=None, gt=0)  # published speed at ctx
+    reference_kv_bytes: Optional[float] = Field(default=None, gt=0)  # a published kv-bytes/pos
+    state_budget_gb: Optional[float] = Field(default=None, gt=0)
+    vs: Optional[dict[str, Any]] = None  # the reference arm: overrides of this case
+
+    @model_validator(mode="after")
+    def _needs(self) -> "Law4Case":
+        for name in NEEDS[self.quantity]:
+            value = getattr(self, name)
+            if value is None or (name == "ctx" and value == 0):
+                raise ValueError(f"quantity {self.quantity!r} needs case.{name}")
+        if self.quantity == "decode_tok_s" and self.model is None and self.baseline_tok_s is None:
+            raise ValueError("decode_tok_s needs a model to price, or a published baseline_tok_s")
+        return self
+
+
+def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for k, v in over.items():
+        out[k] = _deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def parse_case(raw: dict[str, Any], anchor_id: str) -> Law4Case:
+    """The validated case, or a DataError naming the anchor and the field ("case.placement.ngl")."""
+    try:
+        return Law4Case.model_validate(raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        if not err.get("loc") and "needs case." in str(err.get("msg", "")):
+            # The quantity's own requirements: name the missing field, not the table.
+            field = str(err["msg"]).split("needs ")[-1].split()[0]
+            raise DataError(CASE_FILE, str(err["msg"]).replace("Value error, ", ""),
+                            anchor=anchor_id, field=field) from None
+        raise validation_error(CASE_FILE, exc, anchor=anchor_id, prefix="case") from None
+
+
+def reference_arm(case: Law4Case, raw: dict[str, Any], anchor_id: str) -> Law4Case:
+    """The `vs` arm: this case with vs's keys laid over it (nested tables merge)."""
+    base = {k: v for k, v in raw.items() if k != "vs"}
+    merged = _deep_merge(base, case.vs or {})
+    merged["quantity"] = "decode_tok_s" if case.quantity.startswith("decode") else "kv_bytes_per_pos"
+    try:
+        return Law4Case.model_validate(merged)
+    except ValidationError as exc:
+        raise validation_error(CASE_FILE, exc, anchor=anchor_id, prefix="case.vs") from None
+
+
+def unit_scale(quantity: str, unit: str, anchor_id: str) -> float:
+    """Divide an SI value by this to express it in the anchor's unit."""
+    table = UNITS.get(quantity, DIMENSIONLESS)
+    if unit not in table:
+        raise DataError(CASE_FILE, f"unit {unit!r} does not fit quantity {quantity!r}; "
+                                   f"use one of {', '.join(table)}", anchor=anchor_id, field="unit")
+    return table[unit]

@@ -1,0 +1,176 @@
+"""`lawbench predict MODEL.gguf --profile P`: price a model's decode speed from its header alone.
+
+Prints one row per placement — bytes per token on each tier, whether each tier holds what is
+placed on it (KV at --ctx included), the predicted tok/s — plus kv-bytes/pos and, for MoE, the
+expert-count ceilings (decode: routed share of bytes; prefill: of parameters, embedding excluded).
+MODEL may also be `manifest:<id>` (anchors/manifests) to price a published architecture.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, Optional
+
+from lawbench.core.errors import UsageError
+from lawbench.core.law import LawbenchError
+from lawbench.core.models import HardwareProfile
+from lawbench.plugins.law4 import pricing as P
+from lawbench.plugins.law4.case import Law4Case
+from lawbench.plugins.law4.law import Law4, load_model
+from lawbench.plugins.law4.shape import ModelShape
+
+
+def add_predict_parser(subparsers: Any) -> argparse.ArgumentParser:
+    p = subparsers.add_parser("predict", help="price a GGUF's decode speed from its header (Law 4)",
+                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("model", metavar="MODEL", help="a .gguf file (header only is enough) or manifest:<id>")
+    p.add_argument("--profile", default="detect", help="hardware profile id, or 'detect' (default)")
+    p.add_argument("--ctx", type=int, default=0, help="context depth N: prices the KV term (default 0)")
+    split = p.add_mutually_exclusive_group()
+    split.add_argument("--ngl", type=int, default=None, help="llama.cpp -ngl: layers on the GPU tier")
+    split.add_argument("--cpu-layers", type=int, default=None, help="blocks left on the CPU")
+    p.add_argument("--experts-on-cpu", action="store_true", help="routed experts on the CPU (--cpu-moe)")
+    p.add_argument("--kv-type", choices=("f16", "q8_0"), default="f16", help="KV cache type (default f16)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(func=predict_command)
+    return p
+
+
+def _profile(name: str) -> HardwareProfile:
+    from lawbench.core.hardware.profiles import load_profiles
+
+    profiles = load_profiles()
+    if name == "detect":
+        from lawbench.core.hardware.detect import fingerprint_machine, match_profile
+
+        name, _ = match_profile(fingerprint_machine(), profiles)
+    if name not in profiles:
+        raise UsageError(f"unknown profile {name!r}; known: {', '.join(profiles)}")
+    return profiles[name]
+
+
+def placements(args: argparse.Namespace, shape: ModelShape, profile: HardwareProfile) -> list[tuple[str, dict]]:
+    """The user's placement if one was asked for, else the usual three: all-GPU, experts-on-CPU
+    (MoE), pure CPU — each as the `placement` table of a Law 4 case."""
+    has_gpu = any(t.kind in ("vram", "unified") for t in profile.tiers)
+    if args.ngl is not None or args.cpu_layers is not None or args.experts_on_cpu:
+        pl: dict[str, Any] = {"experts_on_cpu": args.experts_on_cpu}
+        label = []
+        if args.ngl is not None:
+            pl["ngl"] = args.ngl
+            label.append(f"-ngl {args.ngl}")
+        if args.cpu_layers is not None:
+            pl["cpu_layers"] = args.cpu_layers
+            label.append(f"{args.cpu_layers} CPU layers")
+        if args.experts_on_cpu:
+            label.append("experts on CPU")
+        return [(", ".join(label), pl)]
+    out: list[tuple[str, dict]] = []
+    if has_gpu:
+        out.append(("all on GPU", {}))
+        if shape.is_moe:
+            out.append(("experts on CPU", {"experts_on_cpu": True}))
+    if any(t.kind == "ram" for t in profile.tiers) or not has_gpu:
+        out.append(("pure CPU (-ngl 0)", {"ngl": 0}))
+    return out
+
+
+def price_rows(args: argparse.Namespace, shape: ModelShape, profile: HardwareProfile) -> list[dict]:
+    law = Law4()
+    rows = []
+    for label, pl in placements(args, shape, profile):
+        case = Law4Case(quantity="decode_tok_s", model=f"path:{shape.source}", ctx=args.ctx,
+                        kv_type=args.kv_type, placement=pl)
+        row: dict[str, Any] = {"placement": label}
+        try:
+            pr = law.price(case, shape, profile)
+            row.update(pr.as_dict())
+        except (LawbenchError, P.TierMissing) as exc:
+            row["error"] = str(exc)
+        rows.append(row)
+    return rows
+
+
+def summary(shape: ModelShape) -> dict[str, Any]:
+    out: dict[str, Any] = {"model": shape.source, "architecture": shape.architecture,
+                           "active_bytes_per_token": P.active_bytes(shape),
+                           "bytes_by_role": P.bytes_by_role(shape)}
+    try:
+        out["kv_bytes_per_pos"] = {t: P.kv_bytes_per_pos(shape, t) for t in ("f16", "q8_0")}
+    except Exception as exc:  # a header without KV geometry still prices its weights
+        out["kv_bytes_per_pos"] = {"error": str(exc)}
+    if shape.is_moe and shape.expert_used_count:
+        k_used = shape.expert_used_count
+        s_bytes = P.routed_share(shape)
+        ks = sorted({1, 2, max(k_used // 2, 1)} - {k_used})
+        out["expert_ceilings"] = {"routed_share_bytes": s_bytes,
+                                  "decode": {k: P.expert_ceiling(s_bytes, k, k_used) for k in ks}}
+        if all(t.n_elements is not None for t in shape.tensors):
+            routed = P.active_params(shape, count_embedding=False) - \
+                P.active_params(shape, 0, count_embedding=False)
+            s_par = routed / P.active_params(shape, count_embedding=False)
+            out["expert_ceilings"]["routed_share_params"] = s_par
+            out["expert_ceilings"]["prefill"] = {k: P.expert_ceiling(s_par, k, k_used) for k in ks}
+    return out
+
+
+def _gb(b: float) -> str:
+    return f"{b / 1e9:.3g} GB"
+
+
+def render(profile: HardwareProfile, info: dict, rows: list[dict], ctx: int) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    console.print(f"[bold]{info['model']}[/] ({info['architecture']}) on profile [bold]{profile.id}[/], ctx {ctx}")
+    console.print(f"active bytes/token: {_gb(info['active_bytes_per_token'])}  "
+                  + "  ".join(f"{r} {_gb(b)}" for r, b in info["bytes_by_role"].items() if b))
+    kv = info["kv_bytes_per_pos"]
+    console.print("kv-bytes/pos: " + ("  ".join(f"{t} {v:,.0f} B" for t, v in kv.items())
+                                      if "error" not in kv else kv["error"]))
+    table = Table("placement", "bytes/token per tier", "fits?", "tok/s", "binding term")
+    for r in rows:
+        if "error" in r:
+            table.add_row(r["placement"], f"[yellow]{r['error']}[/]", "", "", "")
+            continue
+        per_tier = {t: r["weight_bytes"].get(t, 0) + r["kv_bytes"].get(t, 0) for t in r["resident_bytes"]}
+        fits = ", ".join(f"{t} {'yes' if ok else 'NO' if ok is False else '?'}" for t, ok in r["fits"].items())
+        term = max(r["seconds"], key=r["seconds"].get) if r["seconds"] else "-"
+        table.add_row(r["placement"], ", ".join(f"{t} {_gb(b)}" for t, b in per_tier.items() if b),
+                      fits, f"{r['tok_s']:.3g}", term)
+    console.print(table)
+    ceil = info.get("expert_ceilings")
+    if ceil:
+        line = "  ".join(f"k={k}: x{v:.3f}" for k, v in ceil["decode"].items())
+        console.print(f"expert ceiling, decode (routed {ceil['routed_share_bytes']:.1%} of bytes): {line}")
+        if "prefill" in ceil:
+            line = "  ".join(f"k={k}: x{v:.3f}" for k, v in ceil["prefill"].items())
+            console.print(f"expert ceiling, prefill (routed {ceil['routed_share_params']:.1%} of params): {line}")
+    for r in rows:
+        for w in r.get("warnings", []):
+            console.print(f"[yellow]warning[/] {r['placement']}: {w}")
+
+
+def predict_command(args: argparse.Namespace) -> int:
+    profile = _profile(args.profile)
+    ref = args.model if ":" in args.model.split("/")[0] else f"path:{args.model}"
+    shape = load_model(ref)
+    if not shape.has_tensors:
+        raise UsageError(f"{shape.source} describes no tensors; predict needs a GGUF or a full manifest")
+    info = summary(shape)
+    rows = price_rows(args, shape, profile)
+    if args.json:
+        json.dump({"profile": profile.id, **info, "placements": rows}, sys.stdout, indent=2, default=str)
+        print()
+    else:
+        render(profile, info, rows, args.ctx)
+    return 0 if any("error" not in r for r in rows) else 1
+
+
+def main(argv: Optional[list[str]] = None) -> int:  # pragma: no cover - `lawbench predict` is the door
+    parser = argparse.ArgumentParser(prog="lawbench")
+    add_predict_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(argv)
+    return args.func(args)

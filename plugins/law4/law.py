@@ -1,0 +1,288 @@
+"""Law 4, the placement identity: decode tok/s priced from bytes per token and tier bandwidths.
+
+predict() turns an anchor's case into one number in the anchor's unit. The arithmetic lives in
+`pricing` (pure functions); this module resolves the model (manifest, GGUF header), the tiers
+(profile constants, overridden by the case where the published figure used other ones), and the
+quantity. Measurement through llama-bench (`sampler`) is a separate piece of work.
+"""
+from __future__ import annotations
+
+import functools
+import os
+from typing import Any, Optional
+
+from lawbench.core.errors import DataError
+from lawbench.core.law import Law, NotApplicable, Prediction
+from lawbench.core.models import Anchor, HardwareProfile
+from lawbench.plugins.law4 import pricing as P
+from lawbench.plugins.law4.case import (CASE_FILE, Law4Case, parse_case, reference_arm,
+                                        unit_scale)
+from lawbench.plugins.law4.shape import ModelShape, ShapeError
+
+
+class TierUnknown(NotApplicable):
+    """The profile has no bandwidth or η for a tier the case needs: a SKIP until measured there."""
+
+
+@functools.lru_cache(maxsize=64)
+def _manifest(manifest_id: str) -> ModelShape:
+    from lawbench.plugins.law4.manifest import load_manifest
+
+    return load_manifest(manifest_id)
+
+
+def load_model(ref: str, anchor_id: str = "") -> ModelShape:
+    """A ModelShape for "manifest:<id>", "path:<file.gguf>" or "gguf:<catalogue id>"."""
+    kind, _, name = ref.partition(":")
+    if kind == "manifest":
+        return _manifest(name)
+    if kind == "path":
+        path = os.path.expandvars(os.path.expanduser(name))
+        if not os.path.exists(path):
+            raise NotApplicable(f"model file {path} is not on this machine")
+        from lawbench.core.gguf_header import read_header
+
+        return ModelShape.from_header(read_header(path))
+    if kind == "gguf":
+        try:
+            from lawbench.core.store.real import ModelStore
+            path = str(ModelStore().path(name, fetch=False))
+        except ImportError:  # pragma: no cover - the store ships with core
+            raise NotApplicable("the model store is not installed") from None
+        except Exception as exc:  # not in the catalogue, not fetched yet
+            raise NotApplicable(f"catalogue model {name!r} is not available here: {exc}") from None
+        from lawbench.core.gguf_header import read_header
+
+        return ModelShape.from_header(read_header(path))
+    raise DataError(CASE_FILE, f"model {ref!r}: use manifest:<id>, path:<file> or gguf:<id>",
+                    anchor=anchor_id, field="case.model")
+
+
+# --------------------------------------------------------------------------- tiers and constants
+
+
+def _const(profile: HardwareProfile, key: str) -> Optional[float]:
+    fact = profile.constants.get(key)
+    return None if fact is None else fact.value
+
+
+def resolve_tiers(case: Law4Case, profile: HardwareProfile, moe: bool) -> dict[str, P.TierRate]:
+    """The profile's tiers with the case's overrides laid over them.
+
+    Bandwidth is the spec figure where the profile has one: the profile's η values are fractions of
+    the spec (achieved ÷ spec), so η and bandwidth must be taken as a pair.
+    """
+    out: dict[str, P.TierRate] = {}
+    names = [t.name for t in profile.tiers] + [n for n in case.tiers if n not in {t.name for t in profile.tiers}]
+    for name in names:
+        over = case.tiers.get(name)
+        prof = next((t for t in profile.tiers if t.name == name), None)
+        kind = (over.kind if over and over.kind else None) or (prof.kind if prof else None)
+        if kind is None:
+            raise DataError(CASE_FILE, f"tier {name!r} is not in profile {profile.id!r}; give its kind",
+                            field=f"case.tiers.{name}.kind")
+        bw = over.bandwidth() if over else None
+        if bw is None and prof is not None:
+            fact = prof.bandwidth_spec_gbs or prof.bandwidth_measured_gbs
+            bw = fact.value if fact else None
+        eta = over.eta if over else None
+        if eta is None and prof is not None:
+            moe_eta = _const(profile, f"eta_{name}_moe") if moe else None  # the MoE scatter penalty
+            try:
+                eta = moe_eta or profile.eta_for(name, case.weight_format)
+            except KeyError:
+                eta = None
+        cap = over.capacity_gb if over and over.capacity_gb else None
+        if cap is None and prof is not None and prof.capacity_gb is not None:
+            cap = prof.capacity_gb.value
+        if bw is not None:
+            out[name] = P.TierRate(name, kind, bw, eta, cap)
+    return out
+
+
+def resolve_placement(case: Law4Case, tiers: dict[str, P.TierRate], n_layer: Optional[int]) -> P.Placement:
+    pc = case.placement
+    gpu = pc.gpu_tier or next((t.name for t in tiers.values() if t.kind in ("vram", "unified")), None)
+    cpu = pc.cpu_tier or next((t.name for t in tiers.values() if t.kind == "ram"), None) \
+        or next((t.name for t in tiers.values() if t.kind == "unified"), None)
+    for field, name in (("gpu_tier", pc.gpu_tier), ("cpu_tier", pc.cpu_tier)):
+        if name is not None and name not in tiers:
+            raise DataError(CASE_FILE, f"tier {name!r} has no bandwidth here (known: {', '.join(tiers)})",
+                            field=f"case.placement.{field}")
+    ngl = pc.ngl
+    if pc.cpu_layers is not None:
+        if n_layer is None:
+            raise DataError(CASE_FILE, "cpu_layers needs a model", field="case.placement.cpu_layers")
+        ngl = max(n_layer - pc.cpu_layers, 0) + 1  # the output head stays on the GPU
+    return P.Placement(gpu_tier=gpu, cpu_tier=cpu, gpu_layers=ngl, experts_on_cpu=pc.experts_on_cpu,
+                       n_cpu_moe=pc.n_cpu_moe, kv_on_cpu=pc.kv_on_cpu)
+
+
+def _k_seconds(case: Law4Case, profile: HardwareProfile, pure_cpu: bool) -> Optional[float]:
+    """L-19's k per position per CPU layer: the case's, else the profile's (pure-CPU one if any)."""
+    if case.cpu_attention_k_us is not None:
+        return case.cpu_attention_k_us * 1e-6
+    k = (_const(profile, "cpu_attention_k_us_pure_cpu") if pure_cpu else None) \
+        or _const(profile, "cpu_attention_k_us")
+    return None if k is None else k * 1e-6
+
+
+# --------------------------------------------------------------------------- the law
+
+
+class Law4(Law):
+    name = "law4"
+    title = "Decode speed is a placement identity: bytes per token over η·bandwidth per tier"
+    anchors_package = "lawbench.anchors.law4"
+
+    def predict(self, anchor: Anchor, profile: HardwareProfile) -> Prediction:
+        case = parse_case(anchor.case, anchor.id)
+        scale = unit_scale(case.quantity, anchor.unit, anchor.id)
+        try:
+            value, detail = self.compute(case, profile, anchor)
+        except P.TierMissing as exc:
+            raise TierUnknown(f"profile {profile.id!r}: {exc}") from None
+        except ShapeError as exc:
+            raise DataError(CASE_FILE, str(exc), anchor=anchor.id, field="case") from None
+        detail.update(quantity=case.quantity, si_value=value, unit=anchor.unit)
+        return Prediction(value=value / scale, detail=detail)
+
+    # One method per family of quantities keeps each path short enough to check by eye.
+    def compute(self, case: Law4Case, profile: HardwareProfile, anchor: Anchor) -> tuple[float, dict[str, Any]]:
+        q = case.quantity
+        shape = self._shape(case, anchor.id)
+        if q in ("kv_bytes_per_pos", "kv_bytes_ratio", "kv_reference_ratio", "kv_compression_needed"):
+            return self._kv(case, shape, anchor)
+        if q in ("active_bytes_per_token", "active_params", "total_params", "routed_share",
+                 "always_active_share", "expert_ceiling"):
+            return self._bytes(case, shape, anchor)
+        if q.startswith("decode"):
+            tok_s, detail = self.tok_s(case, shape, profile)
+            if q == "decode_tok_s":
+                return tok_s, detail
+            ref = reference_arm(case, anchor.case, anchor.id)
+            ref_tok_s, ref_detail = self.tok_s(ref, self._shape(ref, anchor.id), profile)
+            ratio = tok_s / ref_tok_s
+            out = {"arm": detail, "reference_arm": ref_detail, "ratio": ratio}
+            return (ratio - 1.0 if q == "decode_change" else ratio), out
+        return self._slope(case, shape, profile)
+
+    def _shape(self, case: Law4Case, anchor_id: str) -> Optional[ModelShape]:
+        if case.model is None:
+            return None
+        shape = load_model(case.model, anchor_id)
+        if case.weight_type:
+            try:
+                shape = shape.with_weight_type(case.weight_type)
+            except ShapeError as exc:
+                raise DataError(CASE_FILE, str(exc), anchor=anchor_id, field="case.weight_type") from None
+        return shape
+
+    def _kv(self, case: Law4Case, shape: Any, anchor: Anchor) -> tuple[float, dict[str, Any]]:
+        kv = P.kv_bytes_per_pos(shape, case.kv_type, case.kv_layout)
+        detail: dict[str, Any] = {"kv_bytes_per_pos": kv, "model": shape.source}
+        if case.quantity == "kv_bytes_per_pos":
+            return kv, detail
+        if case.quantity == "kv_bytes_ratio":
+            ref = reference_arm(case, anchor.case, anchor.id)
+            ref_kv = P.kv_bytes_per_pos(self._shape(ref, anchor.id), ref.kv_type, ref.kv_layout)
+            detail["reference_kv_bytes_per_pos"] = ref_kv
+            return kv / ref_kv, detail
+        if case.quantity == "kv_reference_ratio":
+            return case.reference_kv_bytes / kv, detail  # type: ignore[operator]
+        budget = case.state_budget_gb * 1e9 / case.ctx  # type: ignore[operator]
+        detail["budget_bytes_per_pos"] = budget
+        return kv / budget, detail
+
+    def _bytes(self, case: Law4Case, shape: Any, anchor: Anchor) -> tuple[float, dict[str, Any]]:
+        q, k = case.quantity, case.experts_used
+        detail: dict[str, Any] = {"model": shape.source}
+        if q == "total_params":
+            return P.total_params(shape), detail
+        if q == "active_params":
+            return P.active_params(shape, k), detail
+        roles = P.bytes_by_role(shape, k)
+        detail["bytes_by_role"] = roles
+        if q == "active_bytes_per_token":
+            return sum(roles.values()), detail
+        if q == "routed_share":
+            return P.routed_share(shape, k), detail
+        if q == "always_active_share":
+            return 1.0 - P.routed_share(shape, k), detail
+        k_used = (case.vs or {}).get("experts_used") or shape.expert_used_count
+        if not k_used:
+            raise DataError(CASE_FILE, f"{shape.source} states no expert_used_count; give case.vs.experts_used",
+                            anchor=anchor.id, field="case.vs.experts_used")
+        share = P.routed_share(shape, k_used)
+        detail.update(routed_share=share, k=k, k_used=k_used)
+        return P.expert_ceiling(share, int(k or 0), int(k_used)), detail
+
+    def tok_s(self, case: Law4Case, shape: Optional[ModelShape], profile: HardwareProfile
+              ) -> tuple[float, dict[str, Any]]:
+        """Decode tok/s of a case: the full general form, or a published ctx-0 speed plus the
+        context terms (the form the seed's v1.1 and L-19 predictions were made in)."""
+        ctx_s, detail = self.context_seconds(case, shape, profile)
+        if case.baseline_tok_s is not None:
+            t = 1.0 / case.baseline_tok_s + ctx_s
+            detail.update(form="baseline + context terms", baseline_tok_s=case.baseline_tok_s)
+            return 1.0 / t, detail
+        if shape is None or not shape.has_tensors:
+            raise DataError(CASE_FILE, "decode_tok_s without baseline_tok_s needs a model with tensors",
+                            field="case.model")
+        pricing = self.price(case, shape, profile)
+        detail.update(form="general", pricing=pricing.as_dict())
+        return pricing.tok_s, detail
+
+    def price(self, case: Law4Case, shape: ModelShape, profile: HardwareProfile) -> P.Pricing:
+        tiers = resolve_tiers(case, profile, shape.is_moe)
+        placement = resolve_placement(case, tiers, shape.n_layer)
+        devs, _ = placement.devices(shape.n_layer)
+        return P.price_decode(shape, tiers, placement, ctx=case.ctx, kv_type=case.kv_type,
+                              kv_layout=case.kv_layout, experts_used=case.experts_used,
+                              eta_kv=case.eta_kv or _const(profile, "eta_kv"),
+                              cpu_attention_k_s=_k_seconds(case, profile, "gpu" not in devs))
+
+    def context_seconds(self, case: Law4Case, shape: Optional[ModelShape], profile: HardwareProfile
+                        ) -> tuple[float, dict[str, Any]]:
+        """Seconds per token the context adds: the KV read on its tier, plus CPU attention."""
+        if case.ctx == 0:
+            return 0.0, {"kv_seconds": 0.0, "cpu_attention_seconds": 0.0}
+        if shape is None:
+            n = case.n_cpu_layers or 0
+            k = _k_seconds(case, profile, False) or 0.0
+            return n * case.ctx * k, {"kv_seconds": 0.0, "cpu_attention_seconds": n * case.ctx * k,
+                                      "cpu_attention_layers": n}
+        kv_only = ModelShape(shape.id, shape.architecture, shape.source, shape.metadata, (), shape.notes)
+        pr = self.price(case, kv_only, profile)
+        kv_s = sum(v for t, v in pr.seconds.items() if t.startswith("kv@"))
+        cpu_s = pr.seconds.get("cpu_attention", 0.0)
+        return kv_s + cpu_s, {"kv_seconds": kv_s, "cpu_attention_seconds": cpu_s,
+                              "cpu_attention_layers": pr.cpu_attention_layers, "kv_bytes": pr.kv_bytes}
+
+    def _slope(self, case: Law4Case, shape: Optional[ModelShape], profile: HardwareProfile
+               ) -> tuple[float, dict[str, Any]]:
+        """Quantities read off a published pair (baseline at ctx 0, measured at ctx)."""
+        dt = 1.0 / case.measured_tok_s - 1.0 / case.baseline_tok_s  # type: ignore[operator]
+        q = case.quantity
+        if q == "cpu_attention_k_implied":
+            probe = case.model_copy(update={"cpu_attention_k_us": 0.0})
+            kv_s, detail = self.context_seconds(probe, shape, profile)
+            if shape is None:
+                positions = (case.n_cpu_layers or 0) * case.ctx
+            else:
+                unit = case.model_copy(update={"cpu_attention_k_us": 1e6})  # k = 1 s: seconds = positions
+                positions = self.context_seconds(unit, shape, profile)[1]["cpu_attention_seconds"]
+            if not positions:
+                raise DataError(CASE_FILE, "no attention runs on the CPU in this case (placement "
+                                           "or n_cpu_layers)", field="case.placement")
+            detail.update(slope_seconds=dt, cpu_positions=positions)
+            return (dt - kv_s) / positions, detail
+        if q == "eta_kv_implied":
+            at_one = case.model_copy(update={"eta_kv": 1.0, "cpu_attention_k_us": 0.0})
+            kv_s, detail = self.context_seconds(at_one, shape, profile)
+            cpu = self.context_seconds(case.model_copy(update={"eta_kv": 1.0}), shape, profile)[1]
+            detail.update(slope_seconds=dt)
+            return kv_s / (dt - cpu["cpu_attention_seconds"]), detail
+        ctx_s, detail = self.context_seconds(case, shape, profile)
+        detail.update(slope_seconds=dt)
+        return ctx_s / dt, detail

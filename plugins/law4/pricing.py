@@ -1,0 +1,296 @@
+"""Law 4 as pure functions: the placement identity priced from a model's shape.
+
+    tok/s = [ Σ_i bytes-read-per-token on tier i ÷ (η_i · BW_i) ]⁻¹           (general form)
+    bytes-per-token = always-active weights + routed-expert reads (k/K of expert bytes)
+                      + ctx · kv-bytes/pos on KV's tier (÷ η_kv instead of η_i)  (v2, seed 000)
+    t += n_cpu_layers × ctx × k                                                (v2 amendment, L-19)
+    speedup(k of K experts) = 1 / (1 − s + s·k/K), s = routed share of active bytes  (L-30)
+
+The v1.0 form, tok/s = η·BW / active-bytes, is the single-tier, ctx = 0 case of the same sum.
+Bytes are per token; bandwidths in GB/s (1e9); capacities in GB as the profile states them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping, Optional
+
+from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType
+
+from lawbench.plugins.law4.shape import ModelShape, ShapeError, TensorEntry
+
+KV_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl")
+
+
+class TierMissing(ShapeError):
+    """The placement needs a tier (or a tier constant) the profile does not have."""
+
+
+def kv_bytes_per_element(kv_type: str) -> float:
+    """Bytes per cached element: f16 = 2, q8_0 = 34/32 (a 2-byte scale per 32), q4_0 = 18/32."""
+    if kv_type not in KV_TYPES:
+        raise ShapeError(f"unknown KV cache type {kv_type!r}; one of {', '.join(KV_TYPES)}")
+    block, size = GGML_QUANT_SIZES[GGMLQuantizationType[kv_type.upper()]]
+    return size / block
+
+
+# --------------------------------------------------------------------------- the KV term
+
+
+def kv_bytes_per_pos(shape: ModelShape, kv_type: str = "f16", layout: str = "auto") -> float:
+    """The depth slope: bytes each new position adds to every token's read.
+
+    Only global layers count: a sliding-window layer stops growing at its window (seed 000: "SWA
+    models slope on global layers only"), and a recurrent layer keeps a fixed state.
+    """
+    elements = sum(lk.elements for lk in shape.layer_kv(layout) if lk.window is None)
+    return elements * kv_bytes_per_element(kv_type)
+
+
+def kv_layer_bytes_at(shape: ModelShape, ctx: int, kv_type: str = "f16",
+                      layout: str = "auto") -> list[float]:
+    """Per layer: KV bytes held, and re-read every token, at depth `ctx`."""
+    bpe = kv_bytes_per_element(kv_type)
+    return [lk.elements * bpe * (min(ctx, lk.window) if lk.window else ctx)
+            for lk in shape.layer_kv(layout)]
+
+
+# --------------------------------------------------------------------------- bytes by role
+
+
+def read_fraction(t: TensorEntry, shape: ModelShape, experts_used: Optional[int] = None) -> float:
+    """The share of a tensor one decoded token reads."""
+    if t.role == "routed_expert":
+        k_all = shape.expert_count
+        if not k_all:
+            raise ShapeError(f"{shape.source}: {t.name} is a routed expert but the metadata has "
+                             f"no expert_count")
+        k = shape.expert_used_count if experts_used is None else experts_used
+        if not 0 <= k <= k_all:
+            raise ShapeError(f"{shape.source}: experts_used {k} is outside 0..{k_all}")
+        return k / k_all
+    if t.role == "embedding" and not shape.tied_embeddings:
+        # A row lookup: one row of the table per token. Tied, the table is also the output head.
+        rows = t.rows if t.shape else int(shape.meta("vocab_size") or 0)
+        if rows <= 0:
+            raise ShapeError(f"{shape.source}: {t.name} has no row count (shape or vocab_size)")
+        return 1.0 / rows
+    return 1.0
+
+
+def bytes_by_role(shape: ModelShape, experts_used: Optional[int] = None) -> dict[str, float]:
+    """Weight bytes read per token, by tensor role (ctx = 0)."""
+    out: dict[str, float] = {}
+    for t in shape.tensors:
+        out[t.role] = out.get(t.role, 0.0) + t.n_bytes * read_fraction(t, shape, experts_used)
+    return out
+
+
+def active_bytes(shape: ModelShape, experts_used: Optional[int] = None) -> float:
+    if not shape.tensors:
+        raise ShapeError(f"{shape.source}: describes no tensors, so it has no active bytes")
+    return sum(bytes_by_role(shape, experts_used).values())
+
+
+def routed_share(shape: ModelShape, experts_used: Optional[int] = None) -> float:
+    """The routed experts' share of the active bytes (L-30's s)."""
+    roles = bytes_by_role(shape, experts_used)
+    total = sum(roles.values())
+    return roles.get("routed_expert", 0.0) / total if total else 0.0
+
+
+def expert_ceiling(share: float, k: int, k_used: int) -> float:
+    """Decode speedup from running k of the model's K_used experts when bytes set the speed (L-30)."""
+    if k_used <= 0 or k < 0:
+        raise ValueError(f"expert ceiling needs 0 <= k and K_used > 0 (got k={k}, K_used={k_used})")
+    return 1.0 / (1.0 - share + share * k / k_used)
+
+
+def total_params(shape: ModelShape) -> float:
+    missing = [t.name for t in shape.tensors if t.n_elements is None]
+    if missing or not shape.tensors:
+        raise ShapeError(f"{shape.source}: no parameter count for {missing[0] if missing else 'any tensor'}")
+    return float(sum(t.n_elements or 0 for t in shape.tensors))
+
+
+def active_params(shape: ModelShape, experts_used: Optional[int] = None, *,
+                  count_embedding: bool = True) -> float:
+    """Parameters a token touches. The model-card convention ("A3B") counts the embedding table
+    whole; `count_embedding=False` drops it (a gather does no FLOPs — the prefill share)."""
+    total = 0.0
+    for t in shape.tensors:
+        if t.n_elements is None:
+            raise ShapeError(f"{shape.source}: {t.name} states no parameter count")
+        if t.role == "embedding" and not count_embedding and not shape.tied_embeddings:
+            continue
+        frac = read_fraction(t, shape, experts_used) if t.role == "routed_expert" else 1.0
+        total += t.n_elements * frac
+    return total
+
+
+# --------------------------------------------------------------------------- placement
+
+
+@dataclass(frozen=True)
+class TierRate:
+    """One memory tier as Law 4 prices it: η against the bandwidth η was fitted to (the spec)."""
+
+    name: str
+    kind: str
+    bandwidth_gbs: float
+    eta: Optional[float] = None  # None: no η known here (the KV term still prices with η_kv)
+    capacity_gb: Optional[float] = None
+
+    @property
+    def bytes_per_s(self) -> float:
+        if self.eta is None:
+            raise TierMissing(f"no η for tier {self.name!r}: it has not been measured on this profile")
+        return self.eta * self.bandwidth_gbs * 1e9
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where llama.cpp puts each tensor. `gpu_layers` is -ngl: it counts the output layer as one,
+    so -ngl N offloads the output head and the last N−1 blocks; the input embedding stays on CPU."""
+
+    gpu_tier: Optional[str]  # None: a CPU-only box
+    cpu_tier: Optional[str]
+    gpu_layers: Optional[int] = None  # None: every block and the output
+    experts_on_cpu: bool = False  # --cpu-moe / -ot exps=CPU
+    n_cpu_moe: int = 0  # --n-cpu-moe N: routed experts of the first N blocks on CPU
+    kv_on_cpu: bool = False  # -nkvo
+
+    def devices(self, n_layer: int) -> tuple[list[str], str]:
+        """Per block "gpu" / "cpu", and the output head's device."""
+        if self.gpu_tier is None:
+            return ["cpu"] * n_layer, "cpu"
+        ngl = n_layer + 1 if self.gpu_layers is None else self.gpu_layers
+        start = max(n_layer + 1 - ngl, 0)
+        return ["gpu" if il >= start else "cpu" for il in range(n_layer)], \
+            "gpu" if n_layer >= start and ngl > 0 else "cpu"
+
+    def tier_of(self, device: str) -> str:
+        tier = self.gpu_tier if device == "gpu" else self.cpu_tier
+        if tier is None:
+            raise TierMissing(f"the placement puts bytes on the {device.upper()} but the profile has "
+                             f"no {'GPU' if device == 'gpu' else 'RAM'} tier")
+        return tier
+
+
+@dataclass
+class Pricing:
+    ctx: int
+    weight_bytes: dict[str, float] = field(default_factory=dict)  # per tier, read per token
+    kv_bytes: dict[str, float] = field(default_factory=dict)  # per tier, read per token at ctx
+    resident_bytes: dict[str, float] = field(default_factory=dict)  # per tier: weights + KV at ctx
+    seconds: dict[str, float] = field(default_factory=dict)  # per term: "weights@vram", "kv@ram", …
+    fits: dict[str, Optional[bool]] = field(default_factory=dict)
+    cpu_attention_layers: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def seconds_per_token(self) -> float:
+        return sum(self.seconds.values())
+
+    @property
+    def tok_s(self) -> float:
+        t = self.seconds_per_token
+        return 1.0 / t if t > 0 else float("inf")
+
+    def dominant(self) -> tuple[str, float]:
+        """The term that takes most of the token, and its share (v1 holds when it nears 1)."""
+        term = max(self.seconds, key=self.seconds.__getitem__)
+        return term, self.seconds[term] / self.seconds_per_token
+
+    def as_dict(self) -> dict:
+        return {"ctx": self.ctx, "tok_s": self.tok_s, "seconds": dict(self.seconds),
+                "weight_bytes": dict(self.weight_bytes), "kv_bytes": dict(self.kv_bytes),
+                "resident_bytes": dict(self.resident_bytes), "fits": dict(self.fits),
+                "cpu_attention_layers": self.cpu_attention_layers, "warnings": list(self.warnings)}
+
+
+def _add(d: dict[str, float], key: str, v: float) -> None:
+    d[key] = d.get(key, 0.0) + v
+
+
+def _tensor_device(t: TensorEntry, p: Placement, devs: list[str], out_dev: str) -> str:
+    if t.role == "embedding":
+        # llama.cpp keeps the input layer on the CPU; a GPU-only profile has nowhere else to put it.
+        return "cpu" if p.cpu_tier is not None else "gpu"
+    if t.layer is None:
+        return out_dev
+    if t.role == "routed_expert" and (p.experts_on_cpu or t.layer < p.n_cpu_moe):
+        return "cpu"
+    return devs[t.layer] if t.layer < len(devs) else out_dev
+
+
+def price_decode(shape: ModelShape, tiers: Mapping[str, TierRate], placement: Placement, *,
+                 ctx: int = 0, kv_type: str = "f16", kv_layout: str = "auto",
+                 experts_used: Optional[int] = None, eta_kv: Optional[float] = None,
+                 cpu_attention_k_s: Optional[float] = None) -> Pricing:
+    """Decode tok/s of one placement, with the breakdown behind it."""
+    n_layer = shape.n_layer
+    devs, out_dev = placement.devices(n_layer)
+    pr = Pricing(ctx=ctx)
+    for t in shape.tensors:
+        dev = _tensor_device(t, placement, devs, out_dev)
+        tier = placement.tier_of(dev)
+        _add(pr.resident_bytes, tier, t.n_bytes)
+        if t.role == "embedding" and shape.tied_embeddings:
+            # Tied: the row lookup stays on CPU; the output head reads the table whole on the
+            # output's device, and llama.cpp keeps a copy there when that is the GPU.
+            out_tier = placement.tier_of(out_dev)
+            _add(pr.weight_bytes, out_tier, float(t.n_bytes))
+            if out_tier != tier:
+                _add(pr.resident_bytes, out_tier, t.n_bytes)
+            continue
+        _add(pr.weight_bytes, tier, t.n_bytes * read_fraction(t, shape, experts_used))
+    if ctx > 0:
+        kv_tiers, cpu_positions = _context(shape, placement, devs, ctx, kv_type, kv_layout, pr)
+        if any(v > 0 for v in kv_tiers.values()) and eta_kv is None:
+            raise TierMissing("the KV term needs η_kv (case eta_kv or the profile's constants.eta_kv)")
+        for tier, b in kv_tiers.items():
+            _add(pr.kv_bytes, tier, b)
+            _add(pr.resident_bytes, tier, b)
+            if b:
+                pr.seconds[f"kv@{tier}"] = b / ((eta_kv or 1.0) * _rate(tiers, tier).bandwidth_gbs * 1e9)
+        if cpu_positions and cpu_attention_k_s:
+            pr.seconds["cpu_attention"] = cpu_positions * cpu_attention_k_s
+    for tier, b in pr.weight_bytes.items():
+        if b:
+            pr.seconds[f"weights@{tier}"] = b / _rate(tiers, tier).bytes_per_s
+    for tier, held in pr.resident_bytes.items():
+        cap = tiers[tier].capacity_gb if tier in tiers else None
+        pr.fits[tier] = None if cap is None else held <= cap * 1e9
+        if cap is not None and held > cap * 1e9:
+            pr.warnings.append(f"{tier}: {held / 1e9:.2f} GB placed (KV at ctx {ctx} included) "
+                               f"exceeds its {cap:g} GB — Law 4 is priced outside its regime")
+    if placement.kv_on_cpu and ctx > 0:
+        pr.warnings.append("KV on the CPU tier (-nkvo): every token re-reads it there (L-25)")
+    return pr
+
+
+def _context(shape: ModelShape, p: Placement, devs: list[str], ctx: int, kv_type: str,
+             layout: str, pr: Pricing) -> tuple[dict[str, float], float]:
+    """KV bytes per tier at ctx, and the positions attended on CPU (the L-19 term's n × ctx)."""
+    per_layer = kv_layer_bytes_at(shape, ctx, kv_type, layout)
+    layers = shape.layer_kv(layout)
+    kv: dict[str, float] = {}
+    cpu_positions = 0.0
+    for il, b in enumerate(per_layer):
+        dev = "cpu" if p.kv_on_cpu else devs[il]
+        _add(kv, p.tier_of(dev), b)
+        if devs[il] == "cpu" and layers[il].elements:
+            pr.cpu_attention_layers += 1
+            cpu_positions += min(ctx, layers[il].window) if layers[il].window else ctx
+    return kv, cpu_positions
+
+
+def _rate(tiers: Mapping[str, TierRate], name: str) -> TierRate:
+    if name not in tiers:
+        raise TierMissing(f"no bandwidth for tier {name!r} (known: {', '.join(tiers) or 'none'})")
+    return tiers[name]
+
+
+def v1_tok_s(active: float, tier: TierRate) -> float:
+    """The v1.0 statement: tok/s = η · BW / active-bytes-per-token, one tier, no context."""
+    return tier.bytes_per_s / active

@@ -1,0 +1,90 @@
+"""minfer — the user's CUDA engine on a GB10 (seed 002): gates, path labels, per-PID memory.
+
+What this law checks:
+  census       run the engine once with MINFER_MMQ_RAW_NB_DEBUG=1 and count the q6_K B-path labels
+               (27 fast / 0 fallback! is the liveness census of seed 002);
+  measurement  per-PID GPU memory and whole-prefill tok/s of one engine pass, or the difference
+               of two interleaved arms;
+  ratio        whole-prefill tok/s of two interleaved arms (EXP=0 vs default);
+  prediction   the W_exp plane's bytes, Σ od × id over the model's q6_K tensors (pure arithmetic).
+
+The engine is the user's own: set LAWBENCH_MINFER_CMD to a command line that runs one whole-prefill
+pass (its contract is in lawbench.plugins.minfer.engine). Without it every engine anchor is
+NotApplicable — a SKIP elsewhere, a FAIL on a gb10 runner, where a skip is not a pass.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from lawbench.core.law import Census, Law, NotApplicable, Prediction, Sampler
+from lawbench.core.models import Anchor, HardwareProfile
+from lawbench.plugins.minfer.case import Run, parse_arm, parse_case
+from lawbench.plugins.minfer.engine import child_env, engine_argv, run_engine
+from lawbench.plugins.minfer.labels import count_labels
+from lawbench.plugins.minfer.memory import PerPidMemory
+from lawbench.plugins.minfer.sampling import EngineSampler
+
+DEBUG_ENV = {"MINFER_MMQ_RAW_NB_DEBUG": "1"}
+PLANE_ROW_MULTIPLE = 256  # seed 002: the plane is registered only where id % 256 == 0
+
+
+def _lock(resources: Any) -> None:
+    # One job per box: a co-tenant skews timing and memory (seed 002 lost two suite cases to one).
+    lock = getattr(resources, "lock", None)
+    if callable(lock):
+        lock()
+
+
+class Minfer(Law):
+    name = "minfer"
+    title = "minfer engine: q6_K W_exp plane, path-label census, per-PID memory (seed 002)"
+    anchors_package = "lawbench.anchors.minfer"
+
+    def predict(self, anchor: Anchor, profile: HardwareProfile) -> Prediction:
+        case = parse_case(anchor)
+        if case.measure != "plane_bytes":
+            raise NotApplicable(f"law 'minfer' has no prediction for anchor {anchor.id!r}")
+        if not case.shapes:
+            raise NotApplicable(f"anchor {anchor.id}: case.shapes is empty; nothing to price")
+        total, parts, excluded = 0, {}, []
+        for s in case.shapes:
+            if s.id % PLANE_ROW_MULTIPLE:
+                excluded.append(s.name)  # no plane: the kernel keeps in-kernel expand for it
+                continue
+            # One int8 byte per element, od × id per tensor: rows beyond od are zero-filled by the
+            # copy, not stored, so no tile padding enters the plane.
+            parts[s.name] = s.count * s.od * s.id
+            total += parts[s.name]
+        return Prediction(float(total), {"bytes_per_group": parts, "no_plane": excluded,
+                                         "mib": round(total / 2 ** 20, 3)})
+
+    def census(self, anchor: Anchor, profile: HardwareProfile, resources: Any) -> Census:
+        case = parse_case(anchor)
+        argv = engine_argv(case.command_env)
+        _lock(resources)
+        env = child_env({**DEBUG_ENV, **case.env}, case.unset_env)
+        done = run_engine(argv, env, case.timeout_s, what=f"minfer engine ({case.command_env})")
+        counts = count_labels(done.stderr)
+        return Census(counts=counts, log=done.log(),
+                      environment={"command": argv, "env": {**DEBUG_ENV, **case.env},
+                                   "unset_env": case.unset_env, "duration_s": round(done.duration_s, 3)})
+
+    def sampler(self, anchor: Anchor, profile: HardwareProfile, resources: Any) -> Sampler:
+        case = parse_case(anchor)
+        if case.measure not in ("per_pid_memory_mib", "prefill_tok_s"):
+            raise NotApplicable(f"law 'minfer' cannot measure anchor {anchor.id!r} "
+                                f"(case.measure = {case.measure!r})")
+        arms: dict[Optional[str], Run]
+        if anchor.kind == "ratio" or case.statistic == "difference":
+            if set(anchor.arms) != {"a", "b"}:
+                raise NotApplicable(f"anchor {anchor.id}: a paired reading needs arms.a and arms.b")
+            arms = {"a": parse_arm(anchor, "a"), "b": parse_arm(anchor, "b")}
+            combine = "ratio" if anchor.kind == "ratio" else "difference"
+        else:
+            arms = {None: case}
+            combine = "value"
+        sampler = EngineSampler(case, arms, combine)  # resolves the commands: unset -> SKIP first
+        if case.measure == "per_pid_memory_mib":
+            sampler.memory = PerPidMemory.open()
+        _lock(resources)
+        return sampler

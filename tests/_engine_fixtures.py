@@ -1,0 +1,69 @@
+"""Shared helpers for the engine tests: the real cached build, tiny models, planted-fault tools.
+
+Import the fixtures into a test module with ``from _engine_fixtures import *`` (tests/ is on
+sys.path under pytest's default rootdir-relative import mode).
+"""
+from __future__ import annotations
+
+import os
+import stat
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from lawbench.core.engines.llamacpp import LlamaCpp, build_llamacpp, locate_llamacpp
+from lawbench.core.store.synthetic import SyntheticSpec, build_synthetic
+
+DATA = Path(__file__).parent / "data"
+
+TINY = SyntheticSpec(id="tiny", n_layer=2, n_embd=256, n_ff=512, n_head=4, n_head_kv=2,
+                     n_vocab=512, context_length=512)
+
+
+@pytest.fixture(scope="session")
+def llama() -> LlamaCpp:
+    """The real llama.cpp: a runner's own build (LAWBENCH_LLAMA_DIR) or the cached b11434 build.
+
+    The first run builds it (about 4-5 min on 2 cores); later runs take it from the cache.
+    """
+    if os.environ.get("LAWBENCH_LLAMA_DIR"):
+        return locate_llamacpp()
+    return build_llamacpp(progress=None)
+
+
+@pytest.fixture(scope="session")
+def synth_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("synthetic")
+
+
+@pytest.fixture(scope="session")
+def tiny_f16(synth_dir) -> Path:
+    return build_synthetic(TINY, cache_dir=synth_dir)
+
+
+def write_script(path: Path, body: str) -> Path:
+    path.write_text("#!/bin/sh\n" + textwrap.dedent(body).lstrip())
+    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return path
+
+
+# The options real llama-bench b11434 lists in --help that bench_command checks for.
+FAKE_HELP = "-o, --output <csv|json|jsonl|md|sql>\n  --no-warmup\n  -d, --n-depth <n>\n" \
+            "  -fa, --flash-attn <on|off|auto>\n  -t, --threads <n>\n"
+
+
+def fake_llama(tmp_path: Path, bench_body: str, help_text: str = FAKE_HELP) -> LlamaCpp:
+    """A llama.cpp whose llama-bench is a shell script: ``bench_body`` runs for any real call,
+    ``--help`` prints ``help_text``. Used to plant crashes, hangs and signals for real."""
+    bin_dir = tmp_path / "fakebin"
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "help.txt").write_text(help_text)
+    bench = write_script(bin_dir / "llama-bench", f"""
+        if [ "$1" = "--help" ]; then cat "{bin_dir}/help.txt"; exit 0; fi
+        {bench_body}
+    """)
+    quant = write_script(bin_dir / "llama-quantize", "exit 0\n")
+    perp = write_script(bin_dir / "llama-perplexity", "exit 0\n")
+    return LlamaCpp(bin_dir=bin_dir, version="fake", backend="cpu", build_info={},
+                    llama_bench=bench, llama_perplexity=perp, llama_quantize=quant)

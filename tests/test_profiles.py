@@ -1,0 +1,251 @@
+"""Hardware profiles: the shipped files load and carry their sources; broken files fail clearly."""
+from __future__ import annotations
+
+import textwrap
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+from lawbench.core.errors import DataError, UsageError
+from lawbench.core.hardware import toml_out
+from lawbench.core.hardware.bandwidth import _profile_dict
+from lawbench.core.hardware.cli import add_profiles_parser, profiles_command
+from lawbench.core.hardware.profiles import (get_profile, load_profile_file, load_profiles,
+                                             validate_profile)
+
+SHIPPED = {"cpu", "cpu-ddr4", "gb10", "gtx1060", "h200"}
+
+GOOD = """
+id = "{id}"
+description = "a test box"
+[fingerprint]
+cpu_model_contains = "Test CPU"
+[[tiers]]
+name = "ram"
+kind = "ram"
+bandwidth_spec_gbs = {{ value = 10.0, source = "test" }}
+[eta]
+ram = {{ value = 0.5, source = "test" }}
+"""
+
+
+def write(folder: Path, name: str, text: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return path
+
+
+def facts(profile):
+    for tier in profile.tiers:
+        for fact in (tier.capacity_gb, tier.bandwidth_spec_gbs, tier.bandwidth_measured_gbs):
+            if fact is not None:
+                yield fact
+    yield from profile.eta.values()
+    for per_format in profile.eta_format.values():
+        yield from per_format.values()
+    yield from profile.constants.values()
+
+
+# --------------------------------------------------------------------------- shipped profiles
+
+
+def test_every_shipped_profile_loads():
+    profiles = load_profiles()
+    assert SHIPPED <= set(profiles)
+    folder = resources.files("lawbench.hardware_profiles")
+    for entry in folder.iterdir():
+        if entry.name.endswith(".toml"):
+            assert load_profile_file(entry).id == entry.name.removesuffix(".toml")
+
+
+@pytest.mark.parametrize("profile_id", sorted(SHIPPED))
+def test_every_shipped_number_names_its_source(profile_id):
+    profile = load_profiles()[profile_id]
+    assert "self-hosted" in profile.runner_labels
+    for fact in facts(profile):
+        assert len(fact.source) > 10, fact
+    if profile.fingerprint.generic:
+        return
+    assert profile.fingerprint.cpu_model_contains or profile.fingerprint.gpu_name_contains
+
+
+def test_estimates_are_marked_as_the_seed_marks_them():
+    gtx = load_profiles()["gtx1060"]
+    assert gtx.constants["tensor_parallel_efficiency"].estimate
+    assert gtx.constants["raid0_efficiency"].estimate
+    assert "[est]" in gtx.constants["tensor_parallel_efficiency"].source
+    assert not gtx.eta["vram"].estimate
+
+
+def test_the_seed_numbers_are_where_the_laws_look_for_them():
+    profiles = load_profiles()
+    gtx = profiles["gtx1060"]
+    assert gtx.eta_for("vram") == 0.56
+    assert gtx.eta_for("vram", "Q4_0") == 0.619
+    assert gtx.eta_for("vram", "Q4_K_M") == 0.553
+    assert gtx.eta_for("vram", "Q2_K") == 0.340
+    assert gtx.eta_for("vram", "IQ3_XS") == 0.56  # no per-format figure: the tier average
+    assert gtx.tier("vram").bandwidth_spec_gbs.value == 192.0
+    assert gtx.constants["cpu_attention_k_us"].value == 1.55
+    assert gtx.constants["eta_kv"].value == 0.70
+    assert profiles["gb10"].memory_reading == "per-pid"
+    assert profiles["h200"].tier("vram").bandwidth_spec_gbs.source.startswith("NVIDIA H200 spec")
+
+
+def test_generic_cpu_profile_leaves_bandwidth_to_the_machine():
+    cpu = load_profiles()["cpu"]
+    assert cpu.fingerprint.generic
+    ram = cpu.tier("ram")
+    assert ram.bandwidth_measured_gbs is None and ram.bandwidth_spec_gbs is None
+    with pytest.raises(ValueError, match="no bandwidth"):
+        ram.bandwidth_gbs()
+    assert cpu.eta["ram"].value == 0.65
+    assert [p.id for p in load_profiles().values() if p.fingerprint.generic] == ["cpu"]
+
+
+@pytest.mark.parametrize("profile_id", sorted(SHIPPED))
+def test_profiles_survive_a_toml_round_trip(profile_id):
+    import tomllib
+
+    profile = load_profiles()[profile_id]
+    text = toml_out.dumps(_profile_dict(profile))
+    assert validate_profile(tomllib.loads(text), "round-trip") == profile
+
+
+# --------------------------------------------------------------------------- extra folders
+
+
+def test_an_extra_folder_adds_profiles(tmp_path):
+    write(tmp_path / "more", "mine.toml", GOOD.format(id="mine"))
+    profiles = load_profiles([tmp_path / "more"])
+    assert "mine" in profiles and SHIPPED <= set(profiles)
+
+
+def test_duplicate_id_names_both_files(tmp_path):
+    first = write(tmp_path / "a", "one.toml", GOOD.format(id="twice"))
+    second = write(tmp_path / "b", "two.toml", GOOD.format(id="twice"))
+    with pytest.raises(DataError) as err:
+        load_profiles([tmp_path / "a", tmp_path / "b"])
+    assert str(first) in str(err.value) and str(second) in str(err.value)
+    assert err.value.field == "id"
+
+
+def test_duplicate_of_a_shipped_id_is_an_error(tmp_path):
+    write(tmp_path, "x.toml", GOOD.format(id="gtx1060"))
+    with pytest.raises(DataError, match="gtx1060.toml"):
+        load_profiles([tmp_path])
+
+
+def test_missing_folder_is_a_data_error(tmp_path):
+    with pytest.raises(DataError, match="does not exist"):
+        load_profiles([tmp_path / "nowhere"])
+
+
+def test_unknown_profile_lists_known_ids():
+    with pytest.raises(UsageError) as err:
+        get_profile("gtx1070", load_profiles())
+    for pid in SHIPPED:
+        assert pid in str(err.value)
+
+
+# --------------------------------------------------------------------------- broken files
+
+
+def broken(tmp_path: Path, text: str) -> DataError:
+    path = write(tmp_path, "broken.toml", text)
+    with pytest.raises(DataError) as err:
+        load_profiles([tmp_path])
+    message = str(err.value)
+    assert str(path) in message, message
+    assert "\n" not in message and "Traceback" not in message and "pydantic" not in message
+    return err.value
+
+
+def test_broken_toml_names_the_file_and_line(tmp_path):
+    err = broken(tmp_path, 'id = "x"\ndescription = \n')
+    assert "not valid TOML" in err.message and "line 2" in err.message
+
+
+def test_unknown_tier_field_names_the_field_and_what_is_allowed(tmp_path):
+    err = broken(tmp_path, GOOD.format(id="x").replace("bandwidth_spec_gbs", "bandwith_spec_gbs"))
+    assert err.field == "tiers.0.bandwith_spec_gbs"
+    assert "unknown field" in err.message and "bandwidth_spec_gbs" in err.message
+
+
+def test_unknown_fact_field(tmp_path):
+    err = broken(tmp_path, GOOD.format(id="x").replace('source = "test" }\n[eta]',
+                                                       'source = "test", unit = "GB/s" }\n[eta]'))
+    assert err.field == "tiers.0.bandwidth_spec_gbs.unit"
+    assert "estimate" in err.message  # the allowed fields of a Fact
+
+
+def test_eta_for_a_tier_that_does_not_exist(tmp_path):
+    err = broken(tmp_path, GOOD.format(id="x").replace("[eta]\nram", "[eta]\nvram"))
+    assert err.field == "eta.vram"
+    assert "ram" in err.message
+
+
+def test_eta_format_for_a_tier_that_does_not_exist(tmp_path):
+    err = broken(tmp_path, GOOD.format(id="x") + '[eta_format.disk]\nQ4_0 = { value = 1, source = "t" }\n')
+    assert err.field == "eta_format.disk"
+
+
+def test_a_number_that_is_not_a_number(tmp_path):
+    err = broken(tmp_path, GOOD.format(id="x").replace("value = 10.0", 'value = "fast"'))
+    assert err.field == "tiers.0.bandwidth_spec_gbs.value"
+    assert "'fast'" in err.message
+
+
+def test_a_fact_without_a_source(tmp_path):
+    err = broken(tmp_path, GOOD.format(id="x").replace('ram = { value = 0.5, source = "test" }',
+                                                       "ram = { value = 0.5 }"))
+    assert err.field == "eta.ram.source" and "missing" in err.message
+
+
+def test_a_bad_tier_kind(tmp_path):
+    err = broken(tmp_path, GOOD.format(id="x").replace('kind = "ram"', 'kind = "hbm"'))
+    assert err.field == "tiers.0.kind"
+
+
+def test_a_bad_id(tmp_path):
+    err = broken(tmp_path, GOOD.format(id="My Box"))
+    assert err.field == "id" and "lower-case" in err.message
+
+
+def test_duplicate_tier_names(tmp_path):
+    text = GOOD.format(id="x") + '[[tiers]]\nname = "ram"\nkind = "ram"\n'
+    # TOML puts the second [[tiers]] after [eta]; still one array, two tiers named "ram"
+    err = broken(tmp_path, text)
+    assert "unique" in err.message
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def _args(*argv):
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    add_profiles_parser(parser.add_subparsers(dest="command"))
+    return parser.parse_args(["profiles", *argv])
+
+
+def test_cli_lists_every_profile(capsys):
+    assert profiles_command(_args(), extra_dirs=()) == 0
+    out = capsys.readouterr().out
+    for pid in SHIPPED:
+        assert pid in out
+
+
+def test_cli_show_keeps_est_markers(capsys):
+    assert profiles_command(_args("show", "gtx1060"), extra_dirs=()) == 0
+    assert "[est]" in capsys.readouterr().out
+
+
+def test_cli_reports_a_broken_folder_without_a_traceback(tmp_path, capsys):
+    write(tmp_path, "bad.toml", 'id = "x"\n[[tiers]]\nname = 1\n')
+    assert profiles_command(_args("--profile-dir", str(tmp_path)), extra_dirs=()) == 2
+    err = capsys.readouterr().err
+    assert "bad.toml" in err and "Traceback" not in err
