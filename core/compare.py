@@ -22,7 +22,11 @@ class ComparisonRow:
     verdict_b: Optional[str]
     measured_a: Optional[float]
     measured_b: Optional[float]
-    ratio: Optional[float]  # measured_b / measured_a
+    predicted_a: Optional[float]
+    predicted_b: Optional[float]
+    # B / A of the measured values; for anchors that measure nothing (predictions), of the
+    # predicted ones, so a commit that moves a prediction shows up too.
+    ratio: Optional[float]
 
     @property
     def change(self) -> str:
@@ -57,18 +61,24 @@ def compare_runs(history: History, run_a: str, run_b: str) -> list[ComparisonRow
         rb: Optional[ResultRow] = b.get(anchor_id)
         either = ra or rb
         assert either is not None
-        ma = ra.measured if ra else None
-        mb = rb.measured if rb else None
+        ma, mb = (ra.measured if ra else None), (rb.measured if rb else None)
+        pa, pb = (ra.predicted if ra else None), (rb.predicted if rb else None)
+        ratio = _ratio(ma, mb) if ma is not None or mb is not None else _ratio(pa, pb)
         rows.append(ComparisonRow(anchor_id=anchor_id, quantity=either.quantity, unit=either.unit,
                                   verdict_a=ra.verdict if ra else None,
                                   verdict_b=rb.verdict if rb else None,
-                                  measured_a=ma, measured_b=mb, ratio=_ratio(ma, mb)))
+                                  measured_a=ma, measured_b=mb, predicted_a=pa, predicted_b=pb,
+                                  ratio=ratio))
     return rows
 
 
 def print_comparison(rows: list[ComparisonRow], run_a: str = "A", run_b: str = "B",
                      console: Any = None) -> None:
-    """A rich table of a comparison; verdicts coloured, verdict changes in bold."""
+    """A rich table of a comparison; verdicts coloured, verdict changes in bold.
+
+    The value columns show what was measured, or (marked "p") what was predicted when an anchor
+    measures nothing. Below 120 columns the quantity column gives way.
+    """
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
@@ -76,18 +86,28 @@ def print_comparison(rows: list[ComparisonRow], run_a: str = "A", run_b: str = "
     def verdict(v: Optional[str]) -> Text:
         return Text(v or "-", style=VERDICT_STYLE.get(v or "", "dim"))
 
+    def value(measured: Optional[float], predicted: Optional[float]) -> str:
+        return fmt_num(measured) if measured is not None or predicted is None \
+            else f"{fmt_num(predicted)} p"
+
     console = console or Console()
+    wide = console.width >= 120
     worse = sum(r.worse for r in rows)
     table = Table(title=f"compare {run_a[:12]} (A) -> {run_b[:12]} (B): {len(rows)} anchors, "
                         f"{worse} turned bad", title_justify="left")
-    for name, justify in (("anchor", "left"), ("quantity", "left"), ("A", "left"),
-                          ("B", "left"), ("measured A", "right"), ("measured B", "right"),
-                          ("B/A", "right"), ("change", "left")):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    table.add_column("anchor", overflow="fold")
+    if wide:
+        table.add_column("quantity", max_width=28)
+    for name in ("A", "B", "value A", "value B", "B/A", "change"):
+        table.add_column(name, no_wrap=True, justify="right" if "/" in name or "value" in name
+                         else "left")
     for r in rows:
-        quantity = f"{r.quantity} ({r.unit})" if r.quantity and r.unit else (r.quantity or "-")
-        table.add_row(r.anchor_id, quantity, verdict(r.verdict_a), verdict(r.verdict_b),
-                      fmt_num(r.measured_a), fmt_num(r.measured_b),
-                      "-" if r.ratio is None else f"{r.ratio:.3f}",
-                      Text(r.change, style="bold red" if r.worse else "bold"))
+        cells: list[Any] = [r.anchor_id]
+        if wide:
+            cells.append(f"{r.quantity} ({r.unit})" if r.quantity and r.unit
+                         else (r.quantity or "-"))
+        cells += [verdict(r.verdict_a), verdict(r.verdict_b), value(r.measured_a, r.predicted_a),
+                  value(r.measured_b, r.predicted_b), "-" if r.ratio is None else f"{r.ratio:.3f}",
+                  Text(r.change, style="bold red" if r.worse else "bold")]
+        table.add_row(*cells)
     console.print(table)

@@ -46,8 +46,8 @@ BEGIN SELECT RAISE(ABORT, 'lawbench history is append-only: {op} on {t} is refus
 
 
 def default_path() -> Path:
-    """`$LAWBENCH_HOME/history.sqlite`, else `./lawbench-out/history.sqlite`."""
-    home = os.environ.get("LAWBENCH_HOME")
+    """`$LAWBENCH_OUT/history.sqlite`, else `./lawbench-out/history.sqlite`."""
+    home = os.environ.get("LAWBENCH_OUT")
     return (Path(home) if home else Path("lawbench-out")) / "history.sqlite"
 
 

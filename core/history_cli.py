@@ -18,7 +18,7 @@ from lawbench.core.compare import compare_runs, print_comparison
 from lawbench.core.history import History, ResultRow, RunRow
 from lawbench.core.law import LawbenchError
 from lawbench.core.models import Verdict
-from lawbench.core.reports import VERDICT_STYLE, fmt_num, fmt_pair, jsonable
+from lawbench.core.reports import VERDICT_STYLE, fmt_band_edges, fmt_num, fmt_pair, jsonable
 
 
 def _common(suppress: bool) -> argparse.ArgumentParser:
@@ -27,7 +27,7 @@ def _common(suppress: bool) -> argparse.ArgumentParser:
     default: Any = argparse.SUPPRESS if suppress else None
     p = argparse.ArgumentParser(add_help=False)
     p.add_argument("--db", default=default, metavar="PATH",
-                   help="history file (default: $LAWBENCH_HOME/history.sqlite or "
+                   help="history file (default: $LAWBENCH_OUT/history.sqlite or "
                         "./lawbench-out/history.sqlite)")
     p.add_argument("--json", action="store_true",
                    default=argparse.SUPPRESS if suppress else False,
@@ -76,33 +76,65 @@ def _console(console: Any) -> Any:
     return console or Console()
 
 
+def _print_rows(console: Any, title: str, columns: dict[str, list[Any]],
+                narrow_drop: tuple[str, ...] = ()) -> None:
+    """A table whose cells wrap at spaces but never cut a word (an id, a number, a time).
+
+    Below 120 columns the `narrow_drop` columns give way; the JSON view always has them all.
+    """
+    from rich.table import Table
+
+    console = _console(console)
+    if console.width < 120:
+        columns = {k: v for k, v in columns.items() if k not in narrow_drop}
+    table = Table(title=title, title_justify="left")
+    for name, cells in columns.items():
+        if name == "reason":
+            table.add_column(name, overflow="fold")
+            continue
+        words = [w for c in cells for w in str(c).split()] + name.split()
+        table.add_column(name, min_width=min(30, max(map(len, words))))
+    for row in zip(*columns.values()):
+        table.add_row(*row)
+    console.print(table)
+
+
 def _runs(history: History, args: argparse.Namespace, console: Any) -> int:
     rows: list[RunRow] = history.runs(profile=args.profile, limit=getattr(args, "limit", 20))
     if args.json:
         _print_json(rows)
         return 0
-    from rich.table import Table
     from rich.text import Text
 
-    table = Table(title=f"{len(rows)} newest runs in {history.path}", title_justify="left")
-    for name in ("run", "started", "profile", "detected", "commit", "lawbench", "exit", "verdicts"):
-        # ids and times are what a user copies into the next command: never cut them
-        table.add_column(name, no_wrap=name in ("run", "started", "exit"))
-    for r in rows:
-        verdicts = Text()
+    def verdicts(r: RunRow) -> Text:
+        text = Text()
         for v in Verdict:
             if r.counts.get(v.value):
-                verdicts.append(f"{r.counts[v.value]} {v.value} ", style=VERDICT_STYLE[v.value])
-        table.add_row(r.run_id[:12], r.started, r.profile, r.detected_profile or "-",
-                      (r.commit or "-")[:10], r.version or "-",
-                      Text(str(r.exit_code), style="green" if r.exit_code == 0 else "red"),
-                      verdicts)
-    _console(console).print(table)
+                text.append(f"{r.counts[v.value]} {v.value} ", style=VERDICT_STYLE[v.value])
+        return text
+
+    _print_rows(console, f"{len(rows)} newest runs in {history.path}", {
+        "run": [r.run_id[:12] for r in rows],
+        "started (UTC)": [_when(r.started) for r in rows],
+        "profile": [r.profile for r in rows],
+        "detected": [r.detected_profile or "-" for r in rows],
+        "commit": [(r.commit or "-")[:10] for r in rows],
+        "exit": [Text(str(r.exit_code), style="green" if r.exit_code == 0 else "red")
+                 for r in rows],
+        "verdicts": [verdicts(r) for r in rows]}, narrow_drop=("detected",))
     return 0
 
 
-def _interval(lo: Optional[float], hi: Optional[float]) -> str:
-    return "-" if lo is None or hi is None else fmt_pair(lo, hi)
+def _when(started: str) -> str:
+    return started[:16].replace("T", " ")  # minutes are enough to tell nightly runs apart
+
+
+def _measured(r: ResultRow) -> str:
+    if r.measured is None:
+        return "-"
+    if r.ci_lo is None or r.ci_hi is None:
+        return fmt_num(r.measured)
+    return f"{fmt_num(r.measured)} {fmt_pair(r.ci_lo, r.ci_hi)}"
 
 
 def _anchor(history: History, args: argparse.Namespace, console: Any) -> int:
@@ -113,21 +145,28 @@ def _anchor(history: History, args: argparse.Namespace, console: Any) -> int:
     if args.json:
         _print_json(rows)
         return 0
-    from rich.table import Table
     from rich.text import Text
 
+    console = _console(console)
     unit = f" ({rows[-1].unit})" if rows[-1].unit else ""
-    table = Table(title=f"{args.anchor}: {rows[-1].quantity or ''}{unit}, {len(rows)} runs",
-                  title_justify="left")
-    for name in ("started", "run", "profile", "commit", "verdict", "measured", "CI", "band",
-                 "spread", "reason"):
-        table.add_column(name, no_wrap=name in ("started", "run", "verdict", "measured"))
-    for r in rows:
-        table.add_row(r.started, r.run_id[:12], r.profile, (r.commit or "-")[:10],
-                      Text(r.verdict, style=VERDICT_STYLE.get(r.verdict, "")),
-                      fmt_num(r.measured), _interval(r.ci_lo, r.ci_hi),
-                      _interval(r.band_lo, r.band_hi), fmt_num(r.spread, 2), Text(r.reason or ""))
-    _console(console).print(table)
+    _print_rows(console, f"{args.anchor}: {rows[-1].quantity or ''}{unit}, {len(rows)} runs", {
+        "started (UTC)": [_when(r.started) for r in rows],
+        "run": [r.run_id[:12] for r in rows],
+        "profile": [r.profile for r in rows],
+        "commit": [(r.commit or "-")[:10] for r in rows],
+        "verdict": [Text(r.verdict, style=VERDICT_STYLE.get(r.verdict, "")) for r in rows],
+        "predicted": [fmt_num(r.predicted) for r in rows],
+        "measured [CI]": [_measured(r) for r in rows],
+        "band": ["-" if r.band_lo is None or r.band_hi is None
+                 else fmt_band_edges(r.band_lo, r.band_hi) for r in rows],
+        "reason": [Text(r.reason or "") for r in rows]},
+        narrow_drop=("profile", "commit", "reason"))
+    if console.width < 120:  # the reasons follow the table rather than squeeze into it
+        for r in rows:
+            if r.reason:
+                style = VERDICT_STYLE.get(r.verdict, "")
+                console.print(Text(f"  {r.run_id[:12]} ") + Text(r.verdict, style=style)
+                              + Text(f": {r.reason}"))
     return 0
 
 

@@ -17,7 +17,8 @@ ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Half-open bands hold ±inf; "strings" keeps them readable in JSON instead of turning into null.
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="strings")
 
 
 # --------------------------------------------------------------------------- hardware profiles

@@ -229,9 +229,11 @@ def fmt_measured(r: Result) -> str:
 
 
 def fmt_band(r: Result) -> str:
-    if r.band is None:
-        return "-"
-    lo, hi = r.band
+    return "-" if r.band is None else fmt_band_edges(*r.band)
+
+
+def fmt_band_edges(lo: float, hi: float) -> str:
+    """A band as people read it: [lo, hi], or ≤ hi / ≥ lo for a half-open one."""
     if math.isinf(lo) and math.isinf(hi):
         return "any"
     if math.isinf(lo):

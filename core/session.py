@@ -108,7 +108,8 @@ class AnchorSession:
         write_json(record, self.out_dir / "run.json")
         append_step_summary(record)
         if not self.config.getoption("lawbench_no_history"):
-            History(self.out_dir / "history.sqlite").append(record)
+            with History(self.out_dir / "history.sqlite") as history:
+                history.append(record)
         self.record = record
         try:
             self.registry.pm.hook.lawbench_run_finished(record=record)

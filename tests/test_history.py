@@ -172,9 +172,9 @@ def test_a_foreign_sqlite_file_is_refused(tmp_path):
 
 
 def test_default_path(tmp_path, monkeypatch):
-    monkeypatch.setenv("LAWBENCH_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("LAWBENCH_OUT", str(tmp_path / "home"))
     assert default_path() == tmp_path / "home" / "history.sqlite"
-    monkeypatch.delenv("LAWBENCH_HOME")
+    monkeypatch.delenv("LAWBENCH_OUT")
     monkeypatch.chdir(tmp_path)
     with History() as h:
         assert h.path.resolve() == (tmp_path / "lawbench-out" / "history.sqlite").resolve()
@@ -210,6 +210,19 @@ def test_compare_joins_by_anchor_id(two_runs):
     assert not rows["x.kept"].worse and not rows["z.gone"].worse
     reverse = {r.anchor_id: r for r in compare_runs(store, RUN_B, RUN_A)}
     assert reverse["y.drops"].change == "FAIL -> PASS" and not reverse["y.drops"].worse
+
+
+def test_compare_predictions_by_their_predicted_value(store):
+    def pred(v: float) -> Result:
+        return result("p.only", measured=None, kind="prediction", predicted=v)
+    store.append(record(RUN_A, "2025-06-01T00:00:00+00:00", [pred(2.0)]))
+    store.append(record(RUN_B, "2025-06-02T00:00:00+00:00", [pred(3.0)]))
+    (row,) = compare_runs(store, RUN_A, RUN_B)
+    assert (row.measured_a, row.predicted_b, row.ratio) == (None, 3.0, pytest.approx(1.5))
+    console = Console(record=True, width=80, file=io.StringIO())
+    print_comparison([row], RUN_A, RUN_B, console=console)
+    text = console.export_text()
+    assert "2 p" in text and "3 p" in text and "1.500" in text
 
 
 def test_print_comparison_renders(two_runs):
@@ -253,6 +266,20 @@ def test_cli_anchor_series_and_table(two_runs, capsys):
     assert code == 0 and "y.drops: decode speed (tok/s), 2 runs" in out
     code, out, _ = run_cli(["history", "--db", str(store.path)], capsys)
     assert code == 0 and RUN_A[:12] in out and "1 FAIL" in out
+
+
+def test_cli_narrow_terminal_keeps_ids_and_numbers_whole(two_runs, capsys):
+    store, _, _ = two_runs
+    parser = argparse.ArgumentParser(prog="lawbench")
+    add_history_parser(parser.add_subparsers(dest="command"))
+    for argv in (["history"], ["history", "--anchor", "y.drops"]):
+        console = Console(record=True, width=80, file=io.StringIO())
+        assert history_command(parser.parse_args([*argv, "--db", str(store.path)]), console) == 0
+        text = console.export_text()
+        assert max(len(line) for line in text.splitlines()) <= 80
+        assert RUN_A[:12] in text and "…" not in text
+    assert "[4.5," in text and "5.5]" in text and "≤ 11" in text  # may wrap at the space
+    assert f"  {RUN_B[:12]} FAIL: fail here" in text  # reasons follow the table when narrow
 
 
 @pytest.mark.parametrize("where", ["before", "after"])

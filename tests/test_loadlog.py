@@ -65,4 +65,5 @@ def test_live_load_log_matches_the_file(llama, synth_dir, tmp_path):
     weights = sum(log.model_buffers.values())
     # the buffers hold every tensor (± the MiB rounding of the log), not more than the file
     assert abs(weights - q4.stat().st_size) < 0.1 * q4.stat().st_size
-    assert log.repacked["q4_0_8x8"] + sum(v for k, v in log.repacked.items() if k != "q4_0_8x8") > 0
+    if "CPU_REPACK" in log.model_buffers:  # CPUs without a repack kernel keep plain buffers
+        assert sum(log.repacked.values()) > 0

@@ -297,6 +297,7 @@ def _run_logged(cmd: list[str], log, progress, stage: str, env=None) -> tuple[in
     assert proc.stdout is not None
     for line in proc.stdout:
         log.write(line)
+        log.flush()  # so `tail -f build.log` follows a long build
         tail.append(line.rstrip("\n"))
         m = _PERCENT.match(line)
         n = _NINJA.match(line)
