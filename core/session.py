@@ -41,6 +41,7 @@ class RunContext:
                                 on_own_runner=profile_matches(self.machine, profile), strict=strict)
         self.anchor_set = load_all(self.registry, profiles=self.profiles.keys())
         self.llama_dir = llama_dir
+        self.bandwidth: Optional[dict] = None
 
     def selected(self, loaded: LoadedAnchor) -> bool:
         a = loaded.anchor
@@ -49,6 +50,32 @@ class RunContext:
         if a.kind == "prediction":
             return True  # predictions run anywhere, with the constants of the profile they bind to
         return not a.profiles or self.policy.profile.id in a.profiles
+
+    def measures_here(self) -> bool:
+        return self.policy.on_own_runner and any(
+            la.anchor.runs and la.anchor.kind != "prediction" and self.selected(la)
+            for la in self.anchor_set.anchors)
+
+    def complete_generic_profile(self) -> None:
+        """The generic `cpu` profile ships no RAM bandwidth: measure it here, in this run, so the
+        law prices decode with the bandwidth this machine has now (it drifts under load)."""
+        profile = self.policy.profile
+        ram = next((t for t in profile.tiers if t.kind == "ram"), None)
+        if not profile.fingerprint.generic or ram is None or ram.bandwidth_measured_gbs or ram.bandwidth_spec_gbs:
+            return
+        if not self.measures_here():
+            return
+        from lawbench.core.hardware.bandwidth import measure_ram_bandwidth, measured_profile
+
+        result = measure_ram_bandwidth()
+        print(f"lawbench: measured RAM read bandwidth {result.median_gbs:g} GB/s "
+              f"(median of {len(result.samples)}, {result.threads} threads) for profile {profile.id}", flush=True)
+        measured = measured_profile(profile, result, self.machine, profile_id=profile.id)
+        # keep the generic fingerprint: this is still the catch-all profile, now with a number
+        measured = measured.model_copy(update={"fingerprint": profile.fingerprint})
+        self.policy.profile = measured
+        self.profiles[profile.id] = measured
+        self.bandwidth = result.model_dump()
 
     def files(self) -> list[Path]:
         return sorted({Path(la.file).resolve() for la in self.anchor_set.anchors if self.selected(la)})
@@ -63,6 +90,7 @@ class AnchorSession:
         try:
             self.ctx = RunContext(opt("lawbench_profile"), laws=tuple(opt("lawbench_law")),
                                   strict=opt("lawbench_strict"), llama_dir=opt("lawbench_llama_dir"))
+            self.ctx.complete_generic_profile()
         except LawbenchError as exc:
             raise pytest.UsageError(str(exc)) from None
         self.registry = self.ctx.registry
@@ -101,7 +129,8 @@ class AnchorSession:
         record = RunRecord.new(
             self.policy.profile.id, detected_profile=self.ctx.detected,
             profile_matches=self.policy.on_own_runner, strict=self.policy.strict, argv=sys.argv,
-            machine=self.ctx.machine.model_dump(mode="json"), environment=environment_snapshot(),
+            machine=self.ctx.machine.model_dump(mode="json"),
+            environment={**environment_snapshot(), "ram_bandwidth": self.ctx.bandwidth},
             engine=self.resources.engine_info())
         record.finish(self.results + history_results(self))
         self.out_dir.mkdir(parents=True, exist_ok=True)

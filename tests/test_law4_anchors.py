@@ -113,7 +113,7 @@ BASE = {"model": "manifest:qwen3-30b-a3b", "quantity": "kv_bytes_per_pos"}
     ({**BASE, "quantity": "kv_bytes_ratio", "vs": {"kv_tpye": "f16"}}, "x", "case.vs.kv_tpye", "unknown field"),
     ({**BASE, "quantity": "expert_ceiling"}, "x", "case.experts_used", "needs case.experts_used"),
     (BASE, "furlongs", "unit", "does not fit quantity"),
-    ({**BASE, "model": "manifest:no-such-model"}, "B/pos", None, "no manifest 'no-such-model'"),
+    ({**BASE, "model": "manifest:no-such-model"}, "B/pos", "case.model", "no manifest 'no-such-model'"),
     ({**BASE, "quantity": "active_params", "experts_used": 999}, "B params", "case", "outside 0..128"),
 ])
 def test_bad_case_names_anchor_and_field(case, unit, field, words):

@@ -35,7 +35,13 @@ def load_model(ref: str, anchor_id: str = "") -> ModelShape:
     """A ModelShape for "manifest:<id>", "path:<file.gguf>" or "gguf:<catalogue id>"."""
     kind, _, name = ref.partition(":")
     if kind == "manifest":
-        return _manifest(name)
+        try:
+            return _manifest(name)
+        except DataError as exc:
+            if exc.message.startswith("no manifest"):  # a typo in the case, not in a manifest
+                raise DataError(CASE_FILE, exc.message, anchor=anchor_id or None,
+                                field="case.model") from None
+            raise
     if kind == "path":
         path = os.path.expandvars(os.path.expanduser(name))
         if not os.path.exists(path):

@@ -37,7 +37,7 @@ def role_of(name: str) -> str:
     """The role of a tensor from its llama.cpp name (gguf-py's tensor naming)."""
     if name.startswith("token_embd.") and "norm" not in name:
         return "embedding"
-    if name.startswith("output.") or name.startswith("lm_head."):
+    if name.startswith(("output.", "lm_head.")):
         return "output"
     if "_exps" in name or name.endswith(".exp_probs_b") or ".exp_probs_b." in name:
         return "routed_expert" if "_exps" in name else "router"
