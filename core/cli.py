@@ -43,7 +43,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         "--lawbench-out", str(out),
         "--junitxml", str(Path(args.junit) if args.junit else out / "junit.xml"),
         "-o", "junit_family=xunit2", "-o", "junit_suite_name=lawbench",
-        "-p", "no:cacheprovider", "-c", os.devnull, "--rootdir", str(out),
+        "-p", "no:cacheprovider", "-c", os.devnull, "--rootdir", os.path.commonpath([str(f.parent) for f in files]),
         "-rfEsx", "--tb=short",
     ]
     for law in args.law or ():

@@ -73,6 +73,21 @@ def evaluate(anchor: Anchor, law: Law, policy: RunPolicy, resources: Any = None)
         result = Result(**_base(anchor, profile.id), verdict=Verdict.ERROR,
                         reason=f"{type(exc).__name__} in law {law.name!r}: {exc}", detail={"traceback": tb})
     result.duration_s = round(time.monotonic() - started, 3)
+    return _apply_finding(anchor, result)
+
+
+def _apply_finding(anchor: Anchor, result: Result) -> Result:
+    """An open finding is expected to FAIL; if it passes, the finding has closed and someone must
+    update the anchor (pytest's strict xfail, in the user's words)."""
+    if not anchor.finding:
+        return result
+    if result.verdict is Verdict.FAIL:
+        result.detail["open_finding"] = anchor.finding
+        result.reason = f"open finding (expected FAIL, does not fail the build): {result.reason}"
+    elif result.verdict is Verdict.PASS:
+        result.verdict = Verdict.FAIL
+        result.reason = ("the open finding no longer reproduces: the law now lands in the published band; "
+                         "close it (remove `finding` from the anchor)")
     return result
 
 

@@ -205,6 +205,9 @@ class Anchor(Strict):
     budget: Budget = Field(default_factory=Budget)
     provenance: Provenance
     tags: list[str] = Field(default_factory=list)
+    # An open finding: the law does not reproduce this published number, and we say so. Its FAIL
+    # is reported and recorded but does not fail the build; a PASS does (the finding has closed).
+    finding: Optional[str] = None
 
     @field_validator("id")
     @classmethod
@@ -299,3 +302,8 @@ class Result(Strict):
     measurement: Optional[Measurement] = None
     detail: dict[str, Any] = Field(default_factory=dict)
     duration_s: float = 0.0
+
+    @property
+    def blocking(self) -> bool:
+        """Fails the build: FAIL / ERROR / VOID, except the expected FAIL of an open finding."""
+        return self.verdict.bad and not self.detail.get("open_finding")

@@ -119,7 +119,7 @@ class RunRecord(BaseModel):
         self.counts["history"] = 0  # carried for the record only: not a SKIP of a live anchor
         for r in self.results:
             self.counts["history" if is_history(r) else r.verdict.value] += 1
-        self.exit_code = 1 if any(r.verdict.bad for r in self.results) else 0
+        self.exit_code = 1 if any(r.blocking for r in self.results) else 0
         self.finished = utc_now()
         return self
 
@@ -252,6 +252,9 @@ def fmt_quantity(r: Result) -> str:
 def headline(record: RunRecord) -> str:
     counts = record.counts or {v.value: 0 for v in Verdict}
     parts = ", ".join(f"{counts.get(v.value, 0)} {v.value}" for v in Verdict)
+    findings = sum(1 for r in record.results if r.detail.get("open_finding"))
+    if findings:
+        parts += f" ({findings} of the FAILs are open findings, which do not fail the build)"
     if counts.get("history"):
         parts += f" (+{counts['history']} history)"
     state = "running" if record.exit_code is None else ("ok" if record.ok else "FAILED")

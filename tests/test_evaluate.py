@@ -126,3 +126,13 @@ def test_history_is_shown_not_run():
     a = make_anchor(status="refuted", refuted_by="x.y")
     r = evaluate_anchor(a, ToyLaw(boom=True))
     assert r.verdict is Verdict.SKIP and r.detail["history"] and "refuted by x.y" in r.reason
+
+
+def test_open_finding_fails_without_blocking_and_closing_it_blocks():
+    a = make_anchor(value=5.0, band={"abs": 0.01}, finding="the law gives 4, the register printed 5")
+    r = evaluate_anchor(a, ToyLaw(predicted=4.0))
+    assert r.verdict is Verdict.FAIL and not r.blocking and r.detail["open_finding"]
+    closed = evaluate_anchor(a, ToyLaw(predicted=5.0))
+    assert closed.verdict is Verdict.FAIL and closed.blocking and "no longer reproduces" in closed.reason
+    plain = evaluate_anchor(make_anchor(value=5.0, band={"abs": 0.01}), ToyLaw(predicted=4.0))
+    assert plain.blocking

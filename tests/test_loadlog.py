@@ -49,7 +49,10 @@ def test_gpu_offload_line(name):
     c = census_counts(_read(name))
     assert c["total_layers"] == TINY.n_layer + 1
     assert c["offloaded_layers"] == (TINY.n_layer + 1 if "ngl99" in name else 1)
-    assert any(k.startswith("buffer:CUDA0") for k in c)
+    # -ngl 99: all layers on the GPU, token_embd (0.25 MiB) stays in mapped host memory;
+    # -ngl 1: only the output layer (0.25 MiB) goes to the GPU
+    gpu, host = (2.50, 0.25) if "ngl99" in name else (0.25, 2.50)
+    assert c["buffer:CUDA0"] == round(gpu * MIB) and c["buffer:CPU_Mapped"] == round(host * MIB)
 
 
 def test_unknown_text_counts_nothing():
