@@ -33,6 +33,7 @@ from gguf.constants import (
 )
 
 from lawbench.core.law import LawbenchError
+from lawbench.core.paths import cache_root
 
 SUPPORTED_VERSIONS = (2, GGUF_VERSION)
 # Arrays longer than this are skipped (tokenizer tokens/scores/types/merges); per-layer arrays
@@ -281,7 +282,7 @@ _MEMORY: dict[tuple[str, int, int], GGUFHeader] = {}
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("LAWBENCH_CACHE") or "~/.cache/lawbench").expanduser() / "headers"
+    return cache_root() / "headers"
 
 
 def clear_memory_cache() -> None:

@@ -19,6 +19,7 @@ from typing import Iterator, Optional
 from filelock import FileLock, Timeout
 
 from lawbench.core.law import LawbenchError
+from lawbench.core.paths import cache_root
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -31,10 +32,6 @@ class BoxBusy(LawbenchError):
         self.holder = holder or {}
 
 
-def cache_root() -> Path:
-    """``$LAWBENCH_CACHE`` or ``~/.cache/lawbench``: builds, downloads, synthetic models, locks."""
-    env = os.environ.get("LAWBENCH_CACHE")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "lawbench"
 
 
 def read_holder(holder_file: Path) -> dict:

@@ -11,7 +11,7 @@ from typing import Any, Optional
 
 import pytest
 
-from lawbench.core.evaluate import RunPolicy, evaluate, history_result
+from lawbench.core.evaluate import evaluate, history_result
 from lawbench.core.law import Law
 from lawbench.core.loading import LoadedAnchor
 from lawbench.core.models import Result, Verdict

@@ -7,7 +7,6 @@ from typing import Any, Optional
 
 import pytest
 
-from lawbench.core.errors import UsageError
 from lawbench.core.evaluate import RunPolicy
 from lawbench.core.law import LawbenchError
 from lawbench.core.loading import LoadedAnchor, load_all

@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime
 import os
 import re
-import socket
 import statistics
 import threading
 import time

@@ -23,6 +23,7 @@ from typing import IO, Any, Optional, Union
 from filelock import FileLock
 
 from lawbench.core.law import LawbenchError
+from lawbench.core.paths import cache_root
 from lawbench.core.store.catalog import Catalog, PypiMember, RealModel, load_catalog
 
 MODEL_DIR_ENV = "LAWBENCH_MODEL_DIR"
@@ -35,7 +36,7 @@ class ModelStoreError(LawbenchError):
 
 
 def default_cache_dir() -> Path:
-    return Path(os.environ.get("LAWBENCH_CACHE") or "~/.cache/lawbench").expanduser()
+    return cache_root()
 
 
 def sha256_of(path: Path) -> str:

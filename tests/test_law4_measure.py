@@ -1,0 +1,263 @@
+"""Law 4 measured on this machine: the case -> llama-bench mapping, and real runs through core.
+
+Unit tests check the parameter mapping and the pricing of measured cases. Integration tests run
+real synthetic GGUFs and SmolLM2-135M through the real llama.cpp build (the run's `Resources`,
+which builds it once into the cache) and core's verdict logic: an agreement verdict from real
+samples, A/B arms interleaved in one run, a census from a real load log, a missing `path:` model
+failing on its own runner, and lawbench's SmolLM2 decode speed against a bare llama-bench.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import subprocess
+from importlib import resources as ir
+
+import pytest
+
+from lawbench.core.errors import DataError
+from lawbench.core.hardware.profiles import load_profiles
+from lawbench.core.loading import load_anchors
+from lawbench.core.models import Fact, HardwareProfile, Verdict
+from lawbench.plugins.law4.case import Law4Case, parse_case, priced_case
+from lawbench.plugins.law4.law import Law4, resolve_tiers
+from lawbench.plugins.law4.measure import bench_params
+from lawbench.testing import evaluate_anchor, make_anchor
+
+PROFILES = load_profiles()
+CPU_FILE = ir.files("lawbench.anchors.law4") / "cpu.toml"
+PROV = {"seed": "000_4a91008eeaefec79.txt", "register_id": "L-01", "quote": "test",
+        "band_rationale": "test"}
+
+
+def measured_cpu(gbs: float = 13.7, threads: int = 2) -> HardwareProfile:
+    """The generic cpu profile as a run completes it: RAM bandwidth measured, threads known."""
+    cpu = PROFILES["cpu"]
+    ram = cpu.tiers[0].model_copy(update={"bandwidth_measured_gbs": Fact(value=gbs, source="test")})
+    return cpu.model_copy(update={"tiers": [ram], "threads": threads})
+
+
+def law4_anchor(**fields):
+    data = dict(id="law4.test", law="law4", claim="test", quantity="decode_tok_s", unit="tok/s",
+                kind="agreement", band={"rel": 0.25}, profiles=["cpu"], provenance=PROV,
+                budget={"min_samples": 3, "max_samples": 6, "batch": 3, "timeout_s": 120})
+    data.update(fields)
+    return make_anchor(**data)
+
+
+# --------------------------------------------------------------------------- unit: the mapping
+
+
+def test_bench_params_on_the_generic_cpu_profile():
+    case = Law4Case.model_validate({"quantity": "decode_tok_s", "model": "gguf:syn-25m-q4_0",
+                                    "kv_type": "q8_0", "bench": {"n_gen": 16, "depth": 512, "reps": 2}})
+    assert bench_params(case, measured_cpu(threads=2)) == {
+        "n_gen": 16, "n_prompt": 0, "depth": 512, "threads": 2, "n_gpu_layers": 0,
+        "cache_type_k": "q8_0", "cache_type_v": "q8_0"}
+
+
+def test_bench_params_follow_the_placement_on_a_gpu_profile():
+    gpu = PROFILES["gtx1060"]
+    base = {"quantity": "decode_tok_s", "model": "gguf:x", "bench": {"flash_attn": "on", "ubatch": 1024}}
+    p = bench_params(Law4Case.model_validate({**base, "placement": {"ngl": 12, "n_cpu_moe": 4}}), gpu)
+    assert p["n_gpu_layers"] == 12 and p["n_cpu_moe"] == 4 and p["flash_attn"] == "on" and p["ubatch"] == 1024
+    assert "n_gpu_layers" not in bench_params(Law4Case.model_validate(base), gpu)  # all layers: llama-bench's default
+    p = bench_params(Law4Case.model_validate({**base, "bench": {"n_gpu_layers": 3}}), gpu)
+    assert p["n_gpu_layers"] == 3 and "cache_type_k" not in p  # f16 KV is llama-bench's default
+
+
+def test_measured_case_is_priced_at_the_mean_kv_length_of_its_visit():
+    case = Law4Case.model_validate({"quantity": "decode_tok_s", "model": "gguf:x",
+                                    "bench": {"n_gen": 32, "depth": 4096}})
+    assert priced_case(case).ctx == 4096 + 16  # token i reads depth + i + 1 positions; mean of 1..32 is 16.5
+    assert priced_case(Law4Case.model_validate({"quantity": "decode_tok_s", "model": "gguf:x",
+                                                "bench": {"n_gen": 1}})).ctx == 1
+
+
+@pytest.mark.parametrize("raw, field", [
+    ({"ctx": 10, "bench": {}}, "case"),  # ctx comes from the bench table
+    ({"bench": {"n_gen": 32, "n_prompt": 512}}, "case.bench"),  # one test per visit
+    ({"bench": {"reps": 0}}, "case.bench.reps"),
+    ({"bench": {"depht": 4096}}, "case.bench.depht"),  # extra="forbid": typos are errors
+])
+def test_bad_bench_tables_name_the_field(raw, field):
+    with pytest.raises(DataError) as exc:
+        parse_case({"quantity": "decode_tok_s", "model": "gguf:x", **raw}, "law4.bad")
+    assert exc.value.anchor == "law4.bad" and exc.value.field == field
+
+
+def test_generic_cpu_profile_prices_with_the_measured_bandwidth():
+    """The shipped cpu profile has no spec figure, so the run's measured read bandwidth is what
+    η_ram 0.65 multiplies (register L-11 pairs 0.65 with the measured stream, not the spec)."""
+    assert PROFILES["cpu"].tiers[0].bandwidth_spec_gbs is None
+    case = Law4Case.model_validate({"quantity": "decode_tok_s", "model": "gguf:x"})
+    tier = resolve_tiers(case, measured_cpu(gbs=13.7), moe=False)["ram"]
+    assert tier.bandwidth_gbs == 13.7 and tier.eta == 0.65
+
+
+def test_cpu_anchor_file_validates_and_states_its_bands():
+    loaded = load_anchors([CPU_FILE], laws=["law4"], profiles=PROFILES).anchors
+    anchors = [la.anchor for la in loaded]
+    assert len(anchors) >= 10 and all(a.profiles == ["cpu"] for a in anchors)
+    kinds = {a.kind for a in anchors}
+    assert {"agreement", "census"} <= kinds
+    for a in anchors:
+        assert a.id.startswith("law4.cpu.")
+        assert a.provenance.quote and a.provenance.band_rationale, a.id
+        if a.kind == "census":
+            continue
+        assert parse_case(a.case, a.id).bench is not None, f"{a.id}: a measured anchor needs a bench table"
+        if a.kind == "agreement" and a.band.rel is not None:
+            # L-01's published magnitude; never widened for this machine
+            assert a.band.rel == 0.25 and a.provenance.register_id == "L-01", a.id
+
+
+# --------------------------------------------------------------------------- integration
+
+def _toolchain_or_skip() -> None:
+    if os.environ.get("LAWBENCH_LLAMA_DIR"):
+        return
+    missing = [t for t in ("cmake", "c++") if shutil.which(t) is None]
+    if missing:
+        pytest.skip(f"no C++ toolchain to build llama.cpp ({', '.join(missing)} not on PATH) "
+                    "and no LAWBENCH_LLAMA_DIR")
+
+
+@pytest.fixture(scope="module")
+def res():
+    """The run's Resources: the cached llama.cpp build (built once if missing) and model store."""
+    _toolchain_or_skip()
+    from lawbench.core.resources import Resources
+
+    r = Resources(profile=PROFILES["cpu"])
+    try:
+        r.llama()
+        yield r
+    finally:
+        r.close()
+
+
+@pytest.fixture(scope="module")
+def cpu_profile() -> HardwareProfile:
+    """The cpu profile completed as a run does: this machine's RAM read bandwidth, measured now."""
+    from lawbench.core.hardware.bandwidth import measure_ram_bandwidth
+
+    result = measure_ram_bandwidth(repeats=5)
+    return measured_cpu(gbs=result.median_gbs, threads=result.threads)
+
+
+SYN = {"quantity": "decode_tok_s", "model": "gguf:syn-25m-q4_0", "bench": {"n_gen": 16, "reps": 3}}
+
+
+@pytest.mark.integration
+def test_agreement_verdict_from_real_samples(res, cpu_profile):
+    anchor = law4_anchor(case=SYN)
+    r = evaluate_anchor(anchor, Law4(), profile=cpu_profile, resources=res)
+    assert r.verdict in (Verdict.PASS, Verdict.FAIL, Verdict.VOID), r.reason
+    m = r.measurement
+    assert len(m.samples) >= 3 and all(s.value > 0 for s in m.samples)
+    assert r.predicted > 0 and r.measured == pytest.approx(statistics.median(s.value for s in m.samples))
+    assert r.detail["measured_over_predicted"] == pytest.approx(r.measured / r.predicted, rel=1e-6)
+    visits = m.protocol["visits"]
+    assert visits[0]["discarded"] and visits[0]["reps"] == 1  # the warm-up visit
+    assert all(v["reps"] == 3 for v in visits[1:])
+    assert m.protocol["bench_params"]["main"]["n_gpu_layers"] == 0
+    assert m.samples[0].raw["test"] == "tg16" and m.samples[0].predecessor  # after the warm-up
+
+
+@pytest.mark.integration
+def test_ratio_arms_run_interleaved_in_one_run(res, cpu_profile):
+    anchor = law4_anchor(
+        id="law4.test.ratio", quantity="decode_ratio", unit="x",
+        case={**SYN, "bench": {"n_gen": 8, "reps": 2}},
+        arms={"a": {"model": "gguf:syn-25m-q4_0"}, "b": {"bench": {"depth": 256}}},
+        budget={"min_samples": 3, "max_samples": 3, "batch": 1, "timeout_s": 120})
+    law = Law4()
+    r = evaluate_anchor(anchor, law, profile=cpu_profile, resources=res)
+    assert r.verdict in (Verdict.PASS, Verdict.FAIL, Verdict.VOID), r.reason
+    pred = law.predict(anchor, cpu_profile)
+    assert pred.detail["tok_s_a"] > pred.detail["tok_s_b"]  # the KV term: deeper is slower
+    visits = r.measurement.protocol["visits"]
+    order = "".join(v["arm"] for v in visits)
+    assert order == "ab" + "ab" + "ba" + "ab"  # warm-ups a, b; then rounds A B, B A, A B
+    assert [v["discarded"] for v in visits[:2]] == [True, True]
+    assert all(not v["discarded"] for v in visits[2:])
+    for prev, cur in zip(visits, visits[1:]):  # every visit records the configuration before it
+        assert cur["predecessor"] == r.measurement.protocol["arms"][prev["arm"]]
+    assert len(r.measurement.samples) == 3
+    assert [s.raw["order"] for s in r.measurement.samples] == ["ab", "ba", "ab"]
+    assert "d256" not in r.measurement.protocol["arms"]["a"] and "depth=256" in r.measurement.protocol["arms"]["b"]
+
+
+@pytest.mark.integration
+def test_census_counts_a_real_load_log(res, cpu_profile):
+    anchor = law4_anchor(id="law4.test.census", kind="census", band=None, quantity="census",
+                         unit="count", case={**SYN, "bench": {"n_gen": 4}},
+                         census={"minimum": {"repacked_tensors": 70, "buffer:CPU_REPACK": 1,
+                                             "kv_buffer:CPU": 1}, "forbidden": ["offloaded_layers"],
+                                 "exact": {"model_loads": 1}})
+    if "avx2" not in open("/proc/cpuinfo").read():
+        pytest.skip("Q4_0 repacks (q4_0_8x8) only where the CPU has AVX2 or a NEON/SVE variant")
+    r = evaluate_anchor(anchor, Law4(), profile=cpu_profile, resources=res)
+    counts = r.detail["counts"]
+    assert r.verdict is Verdict.PASS, (r.reason, counts)
+    assert counts["repack:q4_0_8x8"] == 70  # 10 blocks x 7 matrices; embeddings/norms stay in CPU
+    assert "load_tensors" in r.measurement.log
+    # the same census asked of a run with the fast path switched off must fail, naming the label
+    off = law4_anchor(id="law4.test.census-off", kind="census", band=None, quantity="census", unit="count",
+                      case={**SYN, "bench": {"n_gen": 4}}, census={"minimum": {"repacked_tensors": 1}})
+    from lawbench.plugins.law4 import measure
+
+    real = measure.bench_params
+    measure.bench_params = lambda case, profile: {**real(case, profile), "extra_args": ["--repack", "0"]}
+    try:
+        r_off = evaluate_anchor(off, Law4(), profile=cpu_profile, resources=res)
+    finally:
+        measure.bench_params = real
+    assert r_off.verdict is Verdict.FAIL and "repacked_tensors: counted 0" in r_off.reason
+
+
+@pytest.mark.integration
+def test_missing_path_model_fails_on_its_own_runner(res, cpu_profile, tmp_path):
+    missing = tmp_path / "not-here.gguf"
+    anchor = law4_anchor(case={"quantity": "decode_tok_s", "model": f"path:{missing}", "bench": {}})
+    r = evaluate_anchor(anchor, Law4(), profile=cpu_profile, resources=res, on_own_runner=True)
+    assert r.verdict is Verdict.FAIL and str(missing) in r.reason and "own runner" in r.reason
+    r = evaluate_anchor(anchor, Law4(), profile=cpu_profile, resources=res, on_own_runner=False)
+    assert r.verdict is Verdict.SKIP
+
+
+@pytest.mark.integration
+def test_smollm2_lawbench_matches_a_direct_llama_bench(res, cpu_profile):
+    """Interleaved: lawbench's sampler visit, then the same llama-bench command run bare, five
+    times (alternating which goes first). Each median must lie inside the other's range."""
+    from lawbench.core.engines.bench import bench_command, parse_records
+    from lawbench.plugins.law4.measure import sampler
+
+    anchor = law4_anchor(case={"quantity": "decode_tok_s", "model": "gguf:smollm2-135m-q4_1",
+                               "bench": {"n_gen": 32, "reps": 3}})
+    s = sampler(anchor, cpu_profile, res)
+    params = s.protocol()["bench_params"]["main"]
+    cmd = bench_command(res.llama(), res.model("smollm2-135m-q4_1"), repetitions=3, **params)
+    lawbench_ts: list[float] = []
+    direct_ts: list[float] = []
+
+    def direct() -> None:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True).stdout
+        direct_ts.extend(float(x) for x in parse_records(out)[0]["samples_ts"])
+
+    subprocess.run(cmd, capture_output=True, timeout=120, check=True)  # warm the bare path too
+    for i in range(5):
+        if i % 2:
+            direct()
+            lawbench_ts.extend(x.value for x in s.draw(3))
+        else:
+            lawbench_ts.extend(x.value for x in s.draw(3))
+            direct()
+    ml, md = statistics.median(lawbench_ts), statistics.median(direct_ts)
+    print(f"\nSmolLM2-135M Q4_1 tg32: lawbench median {ml:.2f} [{min(lawbench_ts):.2f}, {max(lawbench_ts):.2f}] "
+          f"vs direct llama-bench {md:.2f} [{min(direct_ts):.2f}, {max(direct_ts):.2f}] tok/s "
+          f"({len(lawbench_ts)} + {len(direct_ts)} readings, ratio {ml / md:.3f})")
+    assert min(direct_ts) <= ml <= max(direct_ts)
+    assert min(lawbench_ts) <= md <= max(lawbench_ts)
