@@ -12,7 +12,7 @@ import argparse
 import dataclasses
 import json
 import sys
-from typing import Any, Optional
+from typing import Any
 
 from lawbench.core.compare import compare_runs, print_comparison
 from lawbench.core.history import History, ResultRow, RunRow

