@@ -68,9 +68,11 @@ class Resources:
 
     def store(self) -> Any:
         if self._store is None:
+            from lawbench.core.engines.bench import quantize
             from lawbench.core.store.real import ModelStore
 
-            self._store = ModelStore()
+            # Synthetic models other than F16 are requantized with this run's llama-quantize.
+            self._store = ModelStore(quantize=lambda src, dst, t: quantize(self.llama(), src, dst, t))
         return self._store
 
     def model(self, model_id: str) -> Path:

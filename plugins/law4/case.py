@@ -10,6 +10,13 @@
     eta_kv = 0.70
     vs = { ctx = 0 }                      # ratio quantities: the reference arm, as overrides
 
+A measured anchor (agreement, measurement, ratio) adds a `bench` table: how llama-bench runs the
+case. The placement and KV type above drive -ngl / --n-cpu-moe / -ctk / -ctv, so the law prices
+exactly what is measured; with `bench`, the priced context is the generated tokens' average KV
+length (depth + (n_gen + 1) / 2), so `ctx` stays out.
+
+    bench = { n_gen = 32, depth = 4096, reps = 2, timeout_s = 120 }
+
 Constants the case leaves out come from the anchor's profile (tier bandwidth and η, η_kv, the
 CPU-attention k). Every field is checked here, so a typo names its field ("case.placement.ngl").
 """
@@ -120,6 +127,32 @@ class PlacementCase(Strict):
         return self
 
 
+class BenchCase(Strict):
+    """How llama-bench measures a case: one test (tg n_gen at depth, or pp n_prompt) per visit."""
+
+    n_gen: int = Field(default=32, ge=0)  # -n: tokens generated and timed (decode)
+    n_prompt: int = Field(default=0, ge=0)  # -p: a prefill test instead (n_gen = 0)
+    depth: int = Field(default=0, ge=0)  # -d: KV positions filled (untimed) before each repetition
+    threads: Optional[int] = Field(default=None, gt=0)  # -t; default: the profile's threads
+    n_gpu_layers: Optional[int] = Field(default=None, ge=0)  # -ngl; default: from case.placement
+    flash_attn: Optional[Literal["on", "off", "auto"]] = None  # -fa; default: llama-bench's
+    ubatch: Optional[int] = Field(default=None, gt=0)  # -ub
+    reps: int = Field(default=3, ge=1)  # -r: repetitions per visit (one engine process)
+    warmup: bool = True  # llama-bench's own warm-up run inside each visit
+    timeout_s: float = Field(default=120.0, gt=0)  # per visit (one llama-bench process)
+
+    @model_validator(mode="after")
+    def _one_test(self) -> "BenchCase":
+        if (self.n_gen > 0) == (self.n_prompt > 0):
+            raise ValueError("a bench table runs one test: give n_gen (decode) or n_prompt (prefill), not both")
+        return self
+
+    def priced_ctx(self) -> int:
+        """KV length the law prices a decode visit at: token i of n_gen reads depth + i + 1
+        positions, so the mean is depth + (n_gen + 1) / 2 (rounded)."""
+        return self.depth + (self.n_gen + 1) // 2 if self.n_gen else self.depth
+
+
 class Law4Case(Strict):
     quantity: Quantity
     model: Optional[str] = Field(default=None, pattern=r"^(manifest|path|gguf):.+")
@@ -139,9 +172,13 @@ class Law4Case(Strict):
     reference_kv_bytes: Optional[float] = Field(default=None, gt=0)  # a published kv-bytes/pos
     state_budget_gb: Optional[float] = Field(default=None, gt=0)
     vs: Optional[dict[str, Any]] = None  # the reference arm: overrides of this case
+    bench: Optional[BenchCase] = None  # measured anchors: how llama-bench runs this case
 
     @model_validator(mode="after")
     def _needs(self) -> "Law4Case":
+        if self.bench is not None and self.ctx:
+            raise ValueError("with a bench table the priced context comes from bench.depth and "
+                             "bench.n_gen; leave case.ctx out")
         for name in NEEDS[self.quantity]:
             value = getattr(self, name)
             if value is None or (name == "ctx" and value == 0):
@@ -149,6 +186,21 @@ class Law4Case(Strict):
         if self.quantity == "decode_tok_s" and self.model is None and self.baseline_tok_s is None:
             raise ValueError("decode_tok_s needs a model to price, or a published baseline_tok_s")
         return self
+
+
+def priced_case(case: Law4Case) -> Law4Case:
+    """The case the law prices: a measured case at the average KV length of its decode visit."""
+    if case.bench is None:
+        return case
+    return case.model_copy(update={"ctx": case.bench.priced_ctx()})
+
+
+def arm_case(raw: dict[str, Any], overrides: dict[str, Any], anchor_id: str, arm: str) -> Law4Case:
+    """One arm of a two-arm anchor: the case with the arm's overrides laid over it."""
+    try:
+        return Law4Case.model_validate(_deep_merge(raw, overrides))
+    except ValidationError as exc:
+        raise validation_error(CASE_FILE, exc, anchor=anchor_id, prefix=f"arms.{arm}") from None
 
 
 def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:

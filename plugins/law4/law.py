@@ -3,7 +3,13 @@
 predict() turns an anchor's case into one number in the anchor's unit. The arithmetic lives in
 `pricing` (pure functions); this module resolves the model (manifest, GGUF header), the tiers
 (profile constants, overridden by the case where the published figure used other ones), and the
-quantity. Measurement through llama-bench (`sampler`) is a separate piece of work.
+quantity. Measurement through llama-bench (`sampler`, `census`) lives in `measure`.
+
+A measured anchor prices exactly what it runs: a case with a `bench` table is priced at the mean
+KV length of its decode visit (bench.depth + (n_gen + 1) / 2), and an anchor with arms a, b is
+priced as the ratio of the two arms' decode speeds. Its model file is fetched (real) or built
+(synthetic) through the run's model store, since the measurement needs the file anyway;
+prediction anchors read headers only and never download.
 """
 from __future__ import annotations
 
@@ -15,8 +21,8 @@ from lawbench.core.errors import DataError
 from lawbench.core.law import Law, NotApplicable, Prediction
 from lawbench.core.models import Anchor, HardwareProfile
 from lawbench.plugins.law4 import pricing as P
-from lawbench.plugins.law4.case import (CASE_FILE, Law4Case, parse_case, reference_arm,
-                                        unit_scale)
+from lawbench.plugins.law4.case import (CASE_FILE, Law4Case, parse_case, priced_case,
+                                        reference_arm, unit_scale)
 from lawbench.plugins.law4.shape import ModelShape, ShapeError
 
 
@@ -31,8 +37,12 @@ def _manifest(manifest_id: str) -> ModelShape:
     return load_manifest(manifest_id)
 
 
-def load_model(ref: str, anchor_id: str = "") -> ModelShape:
-    """A ModelShape for "manifest:<id>", "path:<file.gguf>" or "gguf:<catalogue id>"."""
+def load_model(ref: str, anchor_id: str = "", store: Any = None) -> ModelShape:
+    """A ModelShape for "manifest:<id>", "path:<file.gguf>" or "gguf:<catalogue id>".
+
+    :param store: a ModelStore that may fetch or build a "gguf:" model; without one only a file
+        already in the cache is read (a prediction never downloads).
+    """
     kind, _, name = ref.partition(":")
     if kind == "manifest":
         try:
@@ -52,7 +62,7 @@ def load_model(ref: str, anchor_id: str = "") -> ModelShape:
     if kind == "gguf":
         try:
             from lawbench.core.store.real import ModelStore
-            path = str(ModelStore().path(name, fetch=False))
+            path = str(store.path(name) if store is not None else ModelStore().path(name, fetch=False))
         except ImportError:  # pragma: no cover - the store ships with core
             raise NotApplicable("the model store is not installed") from None
         except Exception as exc:  # not in the catalogue, not fetched yet
@@ -141,11 +151,16 @@ class Law4(Law):
     title = "Decode speed is a placement identity: bytes per token over η·bandwidth per tier"
     anchors_package = "lawbench.anchors.law4"
 
+    _resources: Any = None  # the run's Resources, once sampler() or census() has been handed it
+
     def predict(self, anchor: Anchor, profile: HardwareProfile) -> Prediction:
+        store = self._store_for(anchor, profile)
+        if anchor.arms:
+            return self._predict_arms(anchor, profile, store)
         case = parse_case(anchor.case, anchor.id)
         scale = unit_scale(case.quantity, anchor.unit, anchor.id)
         try:
-            value, detail = self.compute(case, profile, anchor)
+            value, detail = self.compute(priced_case(case), profile, anchor, store=store)
         except P.TierMissing as exc:
             raise TierUnknown(f"profile {profile.id!r}: {exc}") from None
         except ShapeError as exc:
@@ -153,10 +168,55 @@ class Law4(Law):
         detail.update(quantity=case.quantity, si_value=value, unit=anchor.unit)
         return Prediction(value=value / scale, detail=detail)
 
+    def _predict_arms(self, anchor: Anchor, profile: HardwareProfile, store: Any) -> Prediction:
+        """Two-arm anchors: decode tok/s of arm a over arm b, each arm = case ⊕ arms.<name>."""
+        from lawbench.plugins.law4.measure import arm_cases
+
+        scale = unit_scale("decode_ratio", anchor.unit, anchor.id)
+        detail: dict[str, Any] = {"quantity": "decode_ratio", "unit": anchor.unit}
+        speeds = {}
+        for arm, case in arm_cases(anchor).items():
+            if case.quantity != "decode_tok_s":
+                raise DataError(CASE_FILE, f"a two-arm anchor prices decode_tok_s per arm, not "
+                                           f"{case.quantity!r}", anchor=anchor.id, field="case.quantity")
+            case = priced_case(case)
+            try:
+                speeds[arm], detail[f"arm_{arm}"] = self.tok_s(case, self._shape(case, anchor.id, store), profile)
+            except P.TierMissing as exc:
+                raise TierUnknown(f"profile {profile.id!r}: {exc}") from None
+            except ShapeError as exc:
+                raise DataError(CASE_FILE, str(exc), anchor=anchor.id, field=f"arms.{arm}") from None
+        ratio = speeds["a"] / speeds["b"]
+        detail.update(si_value=ratio, tok_s_a=speeds["a"], tok_s_b=speeds["b"])
+        return Prediction(value=ratio / scale, detail=detail)
+
+    def _store_for(self, anchor: Anchor, profile: HardwareProfile) -> Any:
+        """The model store a measured anchor's predict() may fetch or build through; None for
+        prediction anchors (header only). Before the run's first measurement hands this law its
+        Resources, a stand-in that builds and fetches without taking the box lock."""
+        if anchor.kind == "prediction":
+            return None
+        from lawbench.plugins.law4.measure import predict_resources
+
+        return (self._resources or predict_resources(profile)).store()
+
+    def sampler(self, anchor: Anchor, profile: HardwareProfile, resources: Any) -> Any:
+        from lawbench.plugins.law4 import measure
+
+        self._resources = resources
+        return measure.sampler(anchor, profile, resources)
+
+    def census(self, anchor: Anchor, profile: HardwareProfile, resources: Any) -> Any:
+        from lawbench.plugins.law4 import measure
+
+        self._resources = resources
+        return measure.census(anchor, profile, resources)
+
     # One method per family of quantities keeps each path short enough to check by eye.
-    def compute(self, case: Law4Case, profile: HardwareProfile, anchor: Anchor) -> tuple[float, dict[str, Any]]:
+    def compute(self, case: Law4Case, profile: HardwareProfile, anchor: Anchor,
+                store: Any = None) -> tuple[float, dict[str, Any]]:
         q = case.quantity
-        shape = self._shape(case, anchor.id)
+        shape = self._shape(case, anchor.id, store)
         if q in ("kv_bytes_per_pos", "kv_bytes_ratio", "kv_reference_ratio", "kv_compression_needed"):
             return self._kv(case, shape, anchor)
         if q in ("active_bytes_per_token", "active_params", "total_params", "routed_share",
@@ -167,16 +227,16 @@ class Law4(Law):
             if q == "decode_tok_s":
                 return tok_s, detail
             ref = reference_arm(case, anchor.case, anchor.id)
-            ref_tok_s, ref_detail = self.tok_s(ref, self._shape(ref, anchor.id), profile)
+            ref_tok_s, ref_detail = self.tok_s(ref, self._shape(ref, anchor.id, store), profile)
             ratio = tok_s / ref_tok_s
             out = {"arm": detail, "reference_arm": ref_detail, "ratio": ratio}
             return (ratio - 1.0 if q == "decode_change" else ratio), out
         return self._slope(case, shape, profile)
 
-    def _shape(self, case: Law4Case, anchor_id: str) -> Optional[ModelShape]:
+    def _shape(self, case: Law4Case, anchor_id: str, store: Any = None) -> Optional[ModelShape]:
         if case.model is None:
             return None
-        shape = load_model(case.model, anchor_id)
+        shape = load_model(case.model, anchor_id, store)
         if case.weight_type:
             try:
                 shape = shape.with_weight_type(case.weight_type)
