@@ -114,12 +114,14 @@ def _evaluate(anchor: Anchor, law: Law, profile: HardwareProfile, policy: RunPol
         census = law.census(anchor, profile, resources)
         return _census_result(anchor, base, census)
 
+    # The sampler first: it hands the law this run's resources (engine, model store), which a
+    # prediction priced from the real model file may need.
+    sampler = law.sampler(anchor, profile, resources)
     predicted: Optional[float] = None
     if anchor.kind == "agreement":
         predicted = law.predict(anchor, profile).value
         if not predicted or predicted <= 0:
             raise LawbenchError(f"anchor {anchor.id}: the law predicted {predicted!r}, cannot form a ratio")
-    sampler = law.sampler(anchor, profile, resources)
 
     def statistic(samples):
         values = sampler.statistic(samples)
