@@ -98,3 +98,14 @@ def test_engine_show_bad_dir_is_one_line(cli_env, tmp_path):
     p = run_cli(["engine", "show", "--llama-dir", str(tmp_path / "nope")], cli_env, tmp_path)
     assert p.returncode in (1, 2) and "Traceback" not in p.stderr
     assert str(tmp_path / "nope") in p.stderr
+
+
+def test_committed_schemas_are_current(cli_env, tmp_path):
+    """docs/schema is what editors load: it must match what `lawbench schema` exports now."""
+    from pathlib import Path
+
+    p = run_cli(["schema", "--out", "s"], cli_env, tmp_path)
+    assert p.returncode == 0
+    docs = Path(__file__).parent.parent / "docs" / "schema"
+    for f in (tmp_path / "s").iterdir():
+        assert (docs / f.name).read_text() == f.read_text(), f"regenerate: lawbench schema --out docs/schema ({f.name})"
