@@ -71,3 +71,14 @@ def registered(plugin: Any, name: Optional[str] = None) -> Iterator[Any]:
 def lawbench_plugin():
     """``with lawbench_plugin(my_module) as registry: ...`` — registered for this test only."""
     return registered
+
+
+@pytest.fixture
+def private_lawbench_cache(tmp_path_factory, monkeypatch):
+    """An empty ``$LAWBENCH_CACHE`` (header cache in memory and on disk) for one test."""
+    from lawbench.core import gguf_header
+
+    monkeypatch.setenv("LAWBENCH_CACHE", str(tmp_path_factory.mktemp("cache")))
+    gguf_header.clear_memory_cache()
+    yield
+    gguf_header.clear_memory_cache()

@@ -23,13 +23,8 @@ from lawbench.core.law import LawbenchError
 TEN_MB = 10 * 1024 * 1024
 
 
-@pytest.fixture(autouse=True)
-def _private_cache(tmp_path_factory, monkeypatch):
-    """Each test gets an empty header cache (in memory and on disk)."""
-    monkeypatch.setenv("LAWBENCH_CACHE", str(tmp_path_factory.mktemp("cache")))
-    gh.clear_memory_cache()
-    yield
-    gh.clear_memory_cache()
+# each test gets an empty header cache (in memory and on disk)
+pytestmark = pytest.mark.usefixtures("private_lawbench_cache")
 
 
 @pytest.fixture(scope="module")

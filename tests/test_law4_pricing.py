@@ -19,12 +19,8 @@ from lawbench.plugins.law4.manifest import load_manifest
 from lawbench.plugins.law4.shape import ModelShape, ShapeError, role_of
 
 
-@pytest.fixture(autouse=True)
-def _private_cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("LAWBENCH_CACHE", str(tmp_path_factory.mktemp("cache")))
-    gh.clear_memory_cache()
-    yield
-    gh.clear_memory_cache()
+# each test gets an empty header cache (in memory and on disk)
+pytestmark = pytest.mark.usefixtures("private_lawbench_cache")
 
 
 def write_gguf(path: Path, arch: str, meta: dict, tensors: dict) -> Path:
