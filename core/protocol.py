@@ -37,12 +37,17 @@ def _snapshot() -> dict[str, Any]:
 
 class ArmSampler:
     """Samples one or two arms. One arm: every reading is a sample. Two arms (a, b): each round
-    visits both, in alternating order, and yields one sample = median(a) / median(b)."""
+    visits both, in alternating order, and yields one sample = median(a) / median(b), or
+    median(a) − median(b) with ``combine="difference"`` (e.g. a memory delta between two modes)."""
 
     def __init__(self, arms: dict[str, ArmVisit], *, labels: Optional[dict[str, str]] = None,
-                 reps_per_visit: int = 1, warmup: bool = True, protocol: Optional[dict] = None):
+                 reps_per_visit: int = 1, warmup: bool = True, protocol: Optional[dict] = None,
+                 combine: str = "ratio"):
         if set(arms) not in ({"main"}, {"a", "b"}):
             raise ValueError("arms must be {'main'} or {'a', 'b'}")
+        if combine not in ("ratio", "difference"):
+            raise ValueError("combine must be 'ratio' or 'difference'")
+        self.combine = combine
         self.arms = arms
         self.labels = labels or {k: k for k in arms}
         self.reps = max(1, reps_per_visit)
@@ -98,11 +103,13 @@ class ArmSampler:
                         self._last = self.labels[arm]
                     a, b = _median(got["a"].values), _median(got["b"].values)
                     self._round += 1
-                    if a is None or not b:
+                    if a is None or b is None or (self.combine == "ratio" and not b):
                         continue
-                    out.append(Sample(value=a / b, arm="a/b", predecessor=preds[order[0]],
+                    value, arm = (a / b, "a/b") if self.combine == "ratio" else (a - b, "a-b")
+                    out.append(Sample(value=value, arm=arm, predecessor=preds[order[0]],
                                       raw={"a": got["a"].values, "b": got["b"].values, "order": "".join(order),
-                                           "predecessor_a": preds["a"], "predecessor_b": preds["b"]}))
+                                           "predecessor_a": preds["a"], "predecessor_b": preds["b"],
+                                           "raw_a": got["a"].raw, "raw_b": got["b"].raw}))
         except EngineError as exc:
             exc.samples = out + list(exc.samples)
             raise
@@ -118,6 +125,7 @@ class ArmSampler:
     def protocol(self) -> dict[str, Any]:
         return {"warmup_visits_per_arm": 1 if self.warmup else 0, "reps_per_visit": self.reps,
                 "interleaved": set(self.arms) == {"a", "b"}, "order": "ABBA" if len(self.arms) == 2 else "A",
+                "statistic": self.combine if len(self.arms) == 2 else "value",
                 "arms": self.labels, "visits": self.visits, **self._extra}
 
 

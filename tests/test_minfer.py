@@ -209,9 +209,11 @@ def test_prefill_ratio_from_interleaved_pairs(engine, anchors):
     r = run(anchors["minfer.r54.ratio.exp-off-vs-default"])
     assert r.verdict is Verdict.PASS, r.reason
     assert r.measured == pytest.approx(3020.7 / 3181.0)
-    arms = [s.arm for s in r.measurement.samples]
-    assert arms[:4] == ["a", "b", "b", "a"]  # alternating order cancels drift
-    assert r.measurement.samples[1].predecessor == "EXP=0"
+    orders = [s.raw["order"] for s in r.measurement.samples]
+    assert orders[:2] == ["ab", "ba"]  # alternating order cancels drift
+    # the default arm's first visit ran right after the EXP=0 arm, and the record says so
+    assert r.measurement.samples[0].raw["predecessor_b"] == "EXP=0"
+    assert r.measurement.samples[1].predecessor == "default"
 
 
 def test_prefill_measurement_fails_when_the_fast_path_is_gone(engine, anchors):
@@ -277,7 +279,7 @@ def test_plane_delta_through_a_fake_nvidia_smi(engine, anchors, tmp_path, monkey
     r = run(anchors["minfer.r54.memory.plane-delta"])
     assert r.verdict is Verdict.PASS, r.reason
     assert r.measured == pytest.approx(1454.0)
-    assert r.measurement.environment["memory_instrument"] == "nvidia-smi --query-compute-apps"
+    assert r.measurement.protocol["memory_instrument"] == "nvidia-smi --query-compute-apps"
 
 
 # ------------------------------------------------------------------ the plane's arithmetic

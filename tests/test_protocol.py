@@ -56,3 +56,13 @@ def test_fault_keeps_samples_taken_so_far():
     with pytest.raises(EngineError) as ei:
         s.draw(5)
     assert [x.value for x in ei.value.samples] == [10.0, 10.0]
+
+
+def test_difference_of_paired_arms():
+    s = ArmSampler({"a": lambda reps: Visit([7636.0] * reps), "b": lambda reps: Visit([6182.0] * reps)},
+                   warmup=False, combine="difference")
+    samples = s.draw(2)
+    assert [x.value for x in samples] == [1454.0, 1454.0] and samples[0].arm == "a-b"
+    assert s.protocol()["statistic"] == "difference"
+    with pytest.raises(ValueError):
+        ArmSampler({"main": sleeper(0.01)}, combine="sum")

@@ -14,7 +14,7 @@ NotApplicable — a SKIP elsewhere, a FAIL on a gb10 runner, where a skip is not
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from lawbench.core.law import Census, Law, NotApplicable, Prediction, Sampler
 from lawbench.core.models import Anchor, HardwareProfile
@@ -22,7 +22,7 @@ from lawbench.plugins.minfer.case import Run, parse_arm, parse_case
 from lawbench.plugins.minfer.engine import child_env, engine_argv, run_engine
 from lawbench.plugins.minfer.labels import count_labels
 from lawbench.plugins.minfer.memory import PerPidMemory
-from lawbench.plugins.minfer.sampling import EngineSampler
+from lawbench.plugins.minfer.sampling import EngineReader
 
 DEBUG_ENV = {"MINFER_MMQ_RAW_NB_DEBUG": "1"}
 PLANE_ROW_MULTIPLE = 256  # seed 002: the plane is registered only where id % 256 == 0
@@ -74,17 +74,18 @@ class Minfer(Law):
         if case.measure not in ("per_pid_memory_mib", "prefill_tok_s"):
             raise NotApplicable(f"law 'minfer' cannot measure anchor {anchor.id!r} "
                                 f"(case.measure = {case.measure!r})")
-        arms: dict[Optional[str], Run]
+        arms: dict[str, Run]
         if anchor.kind == "ratio" or case.statistic == "difference":
             if set(anchor.arms) != {"a", "b"}:
                 raise NotApplicable(f"anchor {anchor.id}: a paired reading needs arms.a and arms.b")
             arms = {"a": parse_arm(anchor, "a"), "b": parse_arm(anchor, "b")}
             combine = "ratio" if anchor.kind == "ratio" else "difference"
         else:
-            arms = {None: case}
-            combine = "value"
-        sampler = EngineSampler(case, arms, combine)  # resolves the commands: unset -> SKIP first
+            arms = {"main": case}
+            combine = "ratio"  # unused with one arm: every reading is a sample
+        reader = EngineReader(case, arms)  # resolves the commands first: unset -> SKIP first
         if case.measure == "per_pid_memory_mib":
-            sampler.memory = PerPidMemory.open()
+            reader.memory = PerPidMemory.open()
+        sampler = reader.sampler(combine)
         _lock(resources)
         return sampler
