@@ -9,11 +9,21 @@ from __future__ import annotations
 import enum
 import math
 import re
-from typing import Any, Literal, Optional
+from typing import Annotated, Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+
+
+def _check_id(v: str) -> str:
+    if not ID_RE.match(v):
+        raise ValueError("an id must be lower-case letters, digits, '.', '_' or '-'")
+    return v
+
+
+# Every id a data file defines (profile, anchor, model, manifest): stable, lower-case, never reused.
+Id = Annotated[str, AfterValidator(_check_id)]
 
 
 class Strict(BaseModel):
@@ -60,7 +70,7 @@ class Fingerprint(Strict):
 
 
 class HardwareProfile(Strict):
-    id: str
+    id: Id
     description: str
     runner_labels: list[str] = Field(default_factory=list)
     fingerprint: Fingerprint
@@ -72,13 +82,6 @@ class HardwareProfile(Strict):
     memory_reading: Literal["aggregate", "per-pid", "host"] = "aggregate"
     threads: Optional[int] = None
     notes: list[str] = Field(default_factory=list)
-
-    @field_validator("id")
-    @classmethod
-    def _id_shape(cls, v: str) -> str:
-        if not ID_RE.match(v):
-            raise ValueError("profile id must be lower-case letters, digits, '.', '_' or '-'")
-        return v
 
     @model_validator(mode="after")
     def _eta_refers_to_tiers(self) -> "HardwareProfile":
@@ -187,7 +190,7 @@ AnchorKind = Literal["prediction", "measurement", "agreement", "ratio", "census"
 
 
 class Anchor(Strict):
-    id: str
+    id: Id
     law: str
     claim: str
     quantity: str
@@ -208,13 +211,6 @@ class Anchor(Strict):
     # An open finding: the law does not reproduce this published number, and we say so. Its FAIL
     # is reported and recorded but does not fail the build; a PASS does (the finding has closed).
     finding: Optional[str] = None
-
-    @field_validator("id")
-    @classmethod
-    def _id_shape(cls, v: str) -> str:
-        if not ID_RE.match(v):
-            raise ValueError("anchor id must be lower-case letters, digits, '.', '_' or '-'")
-        return v
 
     @model_validator(mode="after")
     def _kind_needs(self) -> "Anchor":

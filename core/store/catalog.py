@@ -15,7 +15,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from lawbench.core.errors import DataError
 from lawbench.core.loading import read_toml, validation_error
-from lawbench.core.models import ID_RE, Strict
+from lawbench.core.models import Id, Strict
 
 CATALOG_PACKAGE = "lawbench.anchors"
 SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
@@ -59,7 +59,7 @@ class ModelSource(Strict):
 
 
 class RealModel(Strict):
-    id: str
+    id: Id
     description: str
     file: str  # the file name in the cache: $LAWBENCH_CACHE/models/<id>/<file>
     sha256: Optional[str] = None  # required for PyPI sources; optional for a runner's own file
@@ -67,13 +67,6 @@ class RealModel(Strict):
     source: ModelSource
     homepage: Optional[str] = None
     license: Optional[str] = None
-
-    @field_validator("id")
-    @classmethod
-    def _id_shape(cls, v: str) -> str:
-        if not ID_RE.match(v):
-            raise ValueError("model id must be lower-case letters, digits, '.', '_' or '-'")
-        return v
 
     @field_validator("sha256")
     @classmethod

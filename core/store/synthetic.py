@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 from pathlib import Path
 from typing import Any, Callable, Literal, Optional
 
@@ -23,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from lawbench.core.errors import DataError
 from lawbench.core.law import LawbenchError
+from lawbench.core.models import Id
 
 # Bump when the file this module writes changes, so cached files are rebuilt.
 GENERATOR_VERSION = 1
@@ -41,7 +41,6 @@ WEIGHT_TYPES: dict[str, tuple[int, str]] = {
     "Q6_K": (256, "MOSTLY_Q6_K"), "IQ4_XS": (256, "MOSTLY_IQ4_XS"),
     "TQ1_0": (256, "MOSTLY_TQ1_0"), "TQ2_0": (256, "MOSTLY_TQ2_0"),
 }
-_ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 _N_SPECIAL, _N_BYTES = 3, 256  # <unk> <s> </s>, then <0x00>..<0xFF>
 
 Quantize = Callable[[Path, Path, str], None]
@@ -52,7 +51,7 @@ class SyntheticSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    id: str
+    id: Id
     architecture: Literal["llama"] = "llama"
     n_layer: int = Field(gt=0)
     n_embd: int = Field(gt=0)
@@ -63,13 +62,6 @@ class SyntheticSpec(BaseModel):
     context_length: int = Field(default=4096, gt=0)
     weight_type: str = "F16"
     seed: int = Field(default=0, ge=0)
-
-    @field_validator("id")
-    @classmethod
-    def _id_shape(cls, v: str) -> str:
-        if not _ID_RE.match(v):
-            raise ValueError("synthetic model id must be lower-case letters, digits, '.', '_' or '-'")
-        return v
 
     @field_validator("weight_type")
     @classmethod

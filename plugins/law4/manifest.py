@@ -30,7 +30,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from lawbench.core.errors import DataError
 from lawbench.core.loading import read_toml, validation_error
-from lawbench.core.models import ID_RE, Strict
+from lawbench.core.models import Id, Strict
 from lawbench.plugins.law4.shape import (ROLES, ModelShape, ShapeError, TensorEntry, layer_of,
                                          role_of, type_bytes)
 
@@ -70,7 +70,7 @@ class TensorTemplate(Strict):
 
 
 class Manifest(Strict):
-    id: str
+    id: Id
     name: str
     architecture: str
     source: str  # "model config: <repo>/config.json", or the register entry the numbers come from
@@ -79,13 +79,6 @@ class Manifest(Strict):
     weight_type: str = "BF16"
     metadata: dict[str, Any]
     tensor: list[TensorTemplate] = Field(default_factory=list)
-
-    @field_validator("id")
-    @classmethod
-    def _id_shape(cls, v: str) -> str:
-        if not ID_RE.match(v):
-            raise ValueError("manifest id must be lower-case letters, digits, '.', '_' or '-'")
-        return v
 
 
 def _flatten(table: dict[str, Any], prefix: str = "") -> dict[str, Any]:
