@@ -6,7 +6,6 @@ letter (V) and word in the summary. ``lawbench run`` is a thin front door over t
 """
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Optional
 
 import pytest
@@ -120,7 +119,3 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):
 def history_results(session: Any) -> list[Result]:
     """Superseded / refuted / retired anchors of the selected laws, for the record's history table."""
     return [history_result(la.anchor, session.policy.profile.id) for la in session.history]
-
-
-def anchor_path(loaded: LoadedAnchor) -> Path:
-    return Path(loaded.file).resolve()
