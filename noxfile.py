@@ -36,7 +36,8 @@ def lint(session: nox.Session) -> None:
 
 @nox.session(default=False)
 def benchmark(session: nox.Session) -> None:
-    """Print lawbench's own overhead and header-scan figures (speed goals live here, not in tests)."""
+    """Print lawbench's own overhead and header-scan figures (speed goals live here, not in tests),
+    and whether the cpu profile's verdicts reproduce over three back-to-back runs."""
     session.install("-e", ".")
-    for script in ("benchmarks/header_scan.py", "benchmarks/overhead.py"):
+    for script in ("benchmarks/header_scan.py", "benchmarks/overhead.py", "benchmarks/reproducibility.py"):
         session.run("python", script, *session.posargs)

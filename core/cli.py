@@ -1,5 +1,6 @@
-"""`lawbench`: the front door. Exit 0 when all that ran passed, 1 on FAIL / ERROR / VOID, 2 on a
-usage or data error (one line naming the file, anchor and field — never a traceback)."""
+"""`lawbench`: the front door. Exit 0 when all that ran passed, 1 on FAIL / ERROR / VOID (or an
+output that could not be written), 2 on a usage or data error (one line naming the file, anchor and
+field — never a traceback), 130 / 143 when a run is stopped by SIGINT / SIGTERM."""
 from __future__ import annotations
 
 import argparse
@@ -23,25 +24,71 @@ def _err(msg: str) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from lawbench.core.law import EngineInterrupted
+    from lawbench.core.reports import interrupt_exit_code
+    from lawbench.core.session import StopSignals
+
+    # SIGTERM (a cancelled CI job) stops the run as Ctrl-C does; the anchor session installs its
+    # own handler for the measuring part, which records the signal in the run record.
+    stop = StopSignals()
+    stop.install()
+    try:
+        return _run(args, stop)
+    except KeyboardInterrupt as exc:
+        name = stop.received or EngineInterrupted.signal_of(exc)
+        _err(f"interrupted by {name}")
+        return interrupt_exit_code(name)
+    finally:
+        stop.restore()
+
+
+def _run(args: argparse.Namespace, stop) -> int:
     import pytest
 
     from lawbench.core.session import RunContext
 
     # Validate everything before pytest starts, so a data error is one line and exit 2.
     ctx = RunContext(args.profile, laws=tuple(args.law or ()), strict=args.strict, llama_dir=args.llama_dir)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     files = ctx.files()
     if not files:
         _err(f"no anchors selected for profile {ctx.policy.profile.id!r}")
         return EXIT_USAGE
+    out = Path(args.out)
+    junit = Path(args.junit) if args.junit else out / "junit.xml"
+    problem = _unwritable(out, "--out folder") or _unwritable(junit, "--junit file", file=True)
+    if problem:
+        _err(problem)
+        return EXIT_USAGE
     machine = "matches" if ctx.policy.on_own_runner else "does not match"
     print(f"lawbench {__version__}: profile {ctx.policy.profile.id} (detected: {ctx.detected}; "
           f"this machine {machine} it), {len(files)} anchor file(s)", flush=True)
+    probe = _SessionProbe()
+    rc = pytest.main(_pytest_args(args, ctx, files, out, junit), plugins=[probe])
+    stop.closing = True  # the record is written: a late signal must not turn into a traceback
+    return _run_exit_code(rc, probe.session, stop)
+
+
+def _unwritable(path: Path, what: str, file: bool = False) -> Optional[str]:
+    """Why `path` (a folder, or with `file` a file in a folder) cannot take lawbench's output."""
+    import tempfile
+
+    folder = path.parent if file else path
+    if file and path.is_dir():
+        return f"cannot write the {what} {path}: it is a folder; give a file path"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        return f"cannot write the {what} {path}: {exc.strerror or exc}; give a writable path"
+    return None
+
+
+def _pytest_args(args: argparse.Namespace, ctx, files: list[Path], out: Path, junit: Path) -> list[str]:
     pytest_args = [str(f) for f in files] + [
         "--lawbench-profile", ctx.policy.profile.id,
         "--lawbench-out", str(out),
-        "--junitxml", str(Path(args.junit) if args.junit else out / "junit.xml"),
+        "--junitxml", str(junit),
         "-o", "junit_family=xunit2", "-o", "junit_suite_name=lawbench",
         "-p", "no:cacheprovider", "-c", os.devnull, "--rootdir", os.path.commonpath([str(f.parent) for f in files]),
         "-rfEsx", "--tb=short",
@@ -58,16 +105,37 @@ def cmd_run(args: argparse.Namespace) -> int:
         pytest_args += ["-k", args.k]
     if args.verbose:
         pytest_args.append("-v")
-    pytest_args += args.pytest_args or []
-    rc = pytest.main(pytest_args)
-    if rc in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
-        return EXIT_OK if rc == pytest.ExitCode.OK else EXIT_BAD
+    return pytest_args + (args.pytest_args or [])
+
+
+class _SessionProbe:
+    """Keeps the anchor session once pytest.main returns: its record, its signal, its outputs."""
+
+    session = None
+
+    def pytest_sessionstart(self, session) -> None:
+        from lawbench.core.pytest_plugin import SESSION_NAME
+
+        self.session = session.config.pluginmanager.get_plugin(SESSION_NAME)
+
+
+def _run_exit_code(rc: int, session, stop) -> int:
+    import pytest
+
+    from lawbench.core.reports import interrupt_exit_code
+
+    record = getattr(session, "record", None)
+    if record is not None and record.interrupted:
+        return record.exit_code
+    if rc == pytest.ExitCode.INTERRUPTED:  # stopped before the session could write a record
+        return interrupt_exit_code(getattr(session, "stop", stop).received or stop.received or "SIGINT")
     if rc == pytest.ExitCode.NO_TESTS_COLLECTED:
-        _err("no anchors matched the selection (-k / --law)")
+        _err("no anchors matched the selection (-k / --law); nothing was run or recorded")
         return EXIT_USAGE
     if rc == pytest.ExitCode.USAGE_ERROR:
         return EXIT_USAGE
-    return EXIT_BAD  # interrupted or internal error: never report success
+    code = EXIT_OK if rc == pytest.ExitCode.OK else EXIT_BAD  # internal error: never success
+    return max(code, EXIT_BAD) if getattr(session, "output_errors", None) else code
 
 
 # --------------------------------------------------------------------------- check / schema / laws

@@ -6,14 +6,15 @@ anchor's measurements are skipped with the reason and its predictions still run.
 """
 from __future__ import annotations
 
+import math
 import time
 import traceback
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from lawbench.core.law import EngineError, Law, LawbenchError, NotApplicable
 from lawbench.core.models import Anchor, HardwareProfile, Measurement, Result, Verdict
-from lawbench.core.verdicts import classify, decide_sequential, median, relative_spread
+from lawbench.core.verdicts import classify, decide_sequential, looks, median, relative_spread
 
 
 @dataclass
@@ -102,7 +103,8 @@ def _evaluate(anchor: Anchor, law: Law, profile: HardwareProfile, policy: RunPol
         reason = "" if verdict is Verdict.PASS else \
             f"the law predicts {pred.value:.6g} {anchor.unit}, outside the published band [{band[0]:.6g}, {band[1]:.6g}]"
         return Result(**base, verdict=verdict, reason=reason, predicted=pred.value, measured=None,
-                      interval=(pred.value, pred.value), band=band, detail=pred.detail)
+                      interval=(pred.value, pred.value), band=band, detail=pred.detail,
+                      statistic="the law's prediction (a point: no sampling)")
 
     if anchor.profiles and profile.id not in anchor.profiles:
         raise NotApplicable(f"anchor binds to {', '.join(anchor.profiles)}, not {profile.id}")
@@ -118,32 +120,58 @@ def _evaluate(anchor: Anchor, law: Law, profile: HardwareProfile, policy: RunPol
     # prediction priced from the real model file may need.
     sampler = law.sampler(anchor, profile, resources)
     predicted: Optional[float] = None
+    calibrated: Optional[Callable[[float], float]] = None
+    detail: dict[str, Any] = {}
     if anchor.kind == "agreement":
-        predicted = law.predict(anchor, profile).value
-        if not predicted or predicted <= 0:
+        prediction = law.predict(anchor, profile)
+        predicted, calibrated = prediction.value, prediction.from_reference
+        if not predicted or predicted <= 0 or not math.isfinite(predicted):
             raise LawbenchError(f"anchor {anchor.id}: the law predicted {predicted!r}, cannot form a ratio")
+        if calibrated is not None and not anchor.arms:
+            raise LawbenchError(f"anchor {anchor.id}: a prediction calibrated on a reference arm needs arms a and b")
+        detail.update(predicted=predicted, predicted_unit=anchor.unit, prediction=prediction.detail)
 
     def statistic(samples):
+        if calibrated is not None:
+            # Per round: arm a measured over the law's arm a, priced with arm b of the same round.
+            return [s.raw["value_a"] / calibrated(s.raw["value_b"]) for s in samples]
         values = sampler.statistic(samples)
         return [v / predicted for v in values] if predicted else values
 
     band = anchor.band_interval()
-    decision = decide_sequential(sampler.draw, statistic, band, anchor.budget)
-    raw = sampler.statistic(decision.samples) if decision.samples else []
+    decision = decide_sequential(sampler.draw, statistic, band, anchor.budget,
+                                 log=getattr(sampler, "log_scale", True))
     m = Measurement(samples=decision.samples, protocol=sampler.protocol(), environment=sampler.environment())
-    measured = decision.statistic
-    detail: dict[str, Any] = {}
+    raw = sampler.statistic(decision.samples) if decision.samples else []
+    detail["interval"] = {"method": decision.method, "confidence_per_look": round(decision.confidence, 6),
+                          "looks": looks(anchor.budget), "n": len(decision.values),
+                          "family_confidence": anchor.budget.confidence}
+    if calibrated is not None:
+        detail["calibrated_on"] = "arm b, round by round"
     if predicted:
-        detail["measured_over_predicted"] = measured
-        measured = median(raw) if raw else None
-        detail["measured_median"] = measured
+        # One statistic per result: the band, the value and the interval are all measured/predicted;
+        # the raw speed (in the anchor's unit) is kept beside the prediction, in the detail.
+        detail.update(measured_median=median(raw) if raw else None, measured_unit=anchor.unit)
+        if calibrated is not None:
+            detail["measured_median"] = median([s.raw["value_a"] for s in decision.samples]) \
+                if decision.samples else None
+            detail["measured_unit"] = "tok/s of arm a"
     reason = decision.reason
     if decision.verdict is Verdict.FAIL:
         reason = (f"interval [{decision.interval[0]:.4g}, {decision.interval[1]:.4g}] lies outside the band "
                   f"[{band[0]:.4g}, {band[1]:.4g}]")
-    return Result(**base, verdict=decision.verdict, reason=reason, predicted=predicted, measured=measured,
+    base.update(unit="x" if predicted else anchor.unit,
+                statistic=_statistic_name(anchor, predicted is not None, decision.method))
+    return Result(**base, verdict=decision.verdict, reason=reason, measured=decision.statistic,
                   interval=decision.interval, band=band, spread=relative_spread(decision.values),
                   measurement=m, detail=detail)
+
+
+def _statistic_name(anchor: Anchor, agreement: bool, method: str) -> str:
+    what = "measured/predicted" if agreement else anchor.quantity
+    unit = "per interleaved round" if anchor.arms else "per engine visit"
+    centre = "geometric mean" if "log" in method else "mean"
+    return f"{centre} of {what}, one sample {unit}"
 
 
 def _census_result(anchor: Anchor, base: dict[str, Any], census: Any) -> Result:
@@ -165,4 +193,4 @@ def _census_result(anchor: Anchor, base: dict[str, Any], census: Any) -> Result:
     verdict = Verdict.FAIL if problems else Verdict.PASS
     m = Measurement(environment=census.environment, log=census.log[-4000:] if census.log else None)
     return Result(**base, verdict=verdict, reason="; ".join(problems), measurement=m,
-                  detail={"counts": dict(census.counts)})
+                  detail={"counts": dict(census.counts)}, statistic="label counts from one engine run")

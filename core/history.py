@@ -109,6 +109,9 @@ class History:
             self._con = sqlite3.connect(str(self.path), timeout=30, isolation_level=None)
             self._con.row_factory = sqlite3.Row
             self._prepare()
+        except sqlite3.OperationalError as exc:  # a full disk, a folder in the way: not the file's fault
+            self.close()
+            raise self._error(f"cannot open the history ({exc})") from None
         except sqlite3.DatabaseError as exc:
             self.close()
             raise self._error(f"cannot open the history ({exc}); move the file aside to start a "

@@ -11,7 +11,7 @@ the anchor's budget (see lawbench.core.verdicts). Anything a law cannot do raise
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Iterable, Optional, Protocol
+from typing import Any, Callable, ClassVar, Iterable, Optional, Protocol
 
 from lawbench.core.models import Anchor, HardwareProfile, Sample
 
@@ -36,10 +36,38 @@ class EngineError(LawbenchError):
         self.log = log
 
 
+class EngineInterrupted(EngineError):
+    """The run was stopped (SIGINT / SIGTERM) while the engine ran; the engine's process group is
+    already ended. An EngineError so that the samples taken so far ride through the samplers to the
+    record like any fault's; the runner records the anchor as ERROR and then stops the run.
+    """
+
+    def __init__(self, message: str, signal_name: str = "SIGINT",
+                 samples: Optional[list[Sample]] = None, log: str = ""):
+        super().__init__(message, samples=samples, log=log)
+        self.signal_name = signal_name
+
+    @staticmethod
+    def signal_of(exc: BaseException) -> str:
+        """The signal behind a KeyboardInterrupt: lawbench's handlers raise it with the signal's
+        name; Python's own SIGINT handler raises it bare."""
+        name = exc.args[0] if exc.args else None
+        return name if isinstance(name, str) and name.startswith("SIG") else "SIGINT"
+
+
 @dataclass
 class Prediction:
+    """The law's number for an anchor's case.
+
+    ``from_reference``: for an agreement anchor whose machine constant (η·BW) is not published
+    for the profile, the law's prediction of arm a given what arm b measured in the same round —
+    the constant is calibrated on arm b, round by round, so machine drift cancels and the
+    anchor tests the law's shape. ``value`` is then the predicted a/b ratio, for people.
+    """
+
     value: float
     detail: dict[str, Any] = field(default_factory=dict)
+    from_reference: Optional[Callable[[float], float]] = field(default=None, compare=False, repr=False)
 
 
 @dataclass

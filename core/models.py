@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 import math
 import re
-from typing import Annotated, Any, Literal, Optional
+from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
@@ -40,6 +40,9 @@ class Fact(Strict):
     value: float
     source: str
     estimate: bool = False  # the source itself marks the number [est]
+    # For an efficiency (η): which bandwidth of its tier it multiplies — the spec-sheet figure or
+    # a measured one. The register reads both ways (L-01's table vs L-11), so it is never implied.
+    basis: Optional[Literal["spec", "measured"]] = None
 
 
 class Tier(Strict):
@@ -80,7 +83,9 @@ class HardwareProfile(Strict):
     eta_format: dict[str, dict[str, Fact]] = Field(default_factory=dict)
     constants: dict[str, Fact] = Field(default_factory=dict)  # e.g. cpu_attention_k_us, eta_kv
     memory_reading: Literal["aggregate", "per-pid", "host"] = "aggregate"
-    threads: Optional[int] = None
+    # Engine threads. "all-but-one" leaves one core to a neighbour on a shared runner: a busy
+    # core then slows one of our threads' barriers at most, not every op of every token.
+    threads: Optional[Union[Annotated[int, Field(ge=1, le=4096)], Literal["all-but-one"]]] = None
     notes: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
@@ -91,7 +96,37 @@ class HardwareProfile(Strict):
         for key in list(self.eta) + list(self.eta_format):
             if key not in names:
                 raise ValueError(f"eta refers to unknown tier {key!r} (tiers: {sorted(names)})")
+        for where, tier, fact in self._efficiencies():
+            if fact.basis is None:
+                raise ValueError(f"{where} needs a basis: \"spec\" or \"measured\" (which bandwidth "
+                                 "of its tier this η multiplies)")
+            t = next((t for t in self.tiers if t.name == tier), None)
+            if t is not None and getattr(t, f"bandwidth_{fact.basis}_gbs") is None \
+                    and not (fact.basis == "measured" and self.fingerprint.generic):
+                raise ValueError(f"{where} has basis {fact.basis!r}, but tier {tier!r} "
+                                 f"has no bandwidth_{fact.basis}_gbs")
         return self
+
+    def _efficiencies(self) -> list[tuple[str, Optional[str], Fact]]:
+        """Every η with the tier it applies to: eta.<tier>, eta_format.<tier>.<fmt>, and the
+        constants named eta_<tier>_… (eta_kv applies to whichever tier holds the KV cache)."""
+        names = {t.name for t in self.tiers}
+        out: list[tuple[str, Optional[str], Fact]] = [(f"eta.{k}", k, f) for k, f in self.eta.items()]
+        out += [(f"eta_format.{k}.{fmt}", k, f) for k, table in self.eta_format.items()
+                for fmt, f in table.items()]
+        for key, f in self.constants.items():
+            if key.startswith("eta_"):
+                tier = key.split("_")[1]
+                out.append((f"constants.{key}", tier if tier in names else None, f))
+        return out
+
+    def engine_threads(self) -> Optional[int]:
+        """The thread count to run an engine with here (None: the engine's own default)."""
+        if self.threads == "all-but-one":
+            from lawbench.core.hardware.bandwidth import usable_cpus
+
+            return max(1, usable_cpus() - 1)
+        return self.threads
 
     def tier(self, name: str) -> Tier:
         for t in self.tiers:
@@ -101,11 +136,15 @@ class HardwareProfile(Strict):
 
     def eta_for(self, tier: str, fmt: Optional[str] = None) -> float:
         """η for a tier, per format when the profile measured one (L-15), else the tier average."""
+        return self.eta_fact(tier, fmt).value
+
+    def eta_fact(self, tier: str, fmt: Optional[str] = None) -> Fact:
+        """The η Fact (value, source, basis) for a tier, per format where published."""
         if fmt is not None and fmt in self.eta_format.get(tier, {}):
-            return self.eta_format[tier][fmt].value
+            return self.eta_format[tier][fmt]
         if tier not in self.eta:
             raise KeyError(f"profile {self.id!r} has no eta for tier {tier!r}")
-        return self.eta[tier].value
+        return self.eta[tier]
 
 
 # --------------------------------------------------------------------------- anchors
@@ -171,13 +210,25 @@ class Provenance(Strict):
 
 
 class Budget(Strict):
-    """How many samples a measurement may take before an unresolved interval becomes VOID."""
+    """How many samples a measurement may take before an unresolved interval becomes VOID.
 
-    min_samples: int = 3
-    max_samples: int = 9
-    batch: int = 3
-    timeout_s: float = 600.0
-    confidence: float = 0.95
+    A sample is one engine visit (or one interleaved round of two arms). The rule looks after
+    min_samples and after every batch up to max_samples; `confidence` is for all looks together
+    (each look is taken at 1 - (1 - confidence) / looks: lawbench.core.verdicts).
+    """
+
+    # Three at least: a Student-t interval on two samples is too wide to resolve any band.
+    min_samples: int = Field(default=3, ge=3, le=1000)
+    max_samples: int = Field(default=9, ge=3, le=1000)
+    batch: int = Field(default=3, ge=1, le=1000)
+    timeout_s: float = Field(default=600.0, gt=0, allow_inf_nan=False)
+    confidence: float = Field(default=0.95, gt=0.5, lt=1.0)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "Budget":
+        if self.max_samples < self.min_samples:
+            raise ValueError(f"max_samples {self.max_samples} is below min_samples {self.min_samples}")
+        return self
 
 
 class CensusSpec(Strict):
@@ -291,7 +342,10 @@ class Result(Strict):
     unit: str = ""
     published: Optional[float] = None
     predicted: Optional[float] = None
-    measured: Optional[float] = None  # the statistic the verdict is about (median, ratio, count)
+    # One statistic per result: `measured`, `interval` and `band` are all in `unit`, and
+    # `statistic` says what they are; raw speeds and predictions in other units live in `detail`.
+    statistic: str = ""
+    measured: Optional[float] = None  # the statistic the verdict is about
     interval: Optional[tuple[float, float]] = None  # its confidence interval
     band: Optional[tuple[float, float]] = None
     spread: Optional[float] = None  # relative spread of the samples (IQR / median)

@@ -36,18 +36,25 @@ def _snapshot() -> dict[str, Any]:
 
 
 class ArmSampler:
-    """Samples one or two arms. One arm: every reading is a sample. Two arms (a, b): each round
-    visits both, in alternating order, and yields one sample = median(a) / median(b), or
-    median(a) − median(b) with ``combine="difference"`` (e.g. a memory delta between two modes)."""
+    """Samples one or two arms. A visit (one engine process) gives one value from its repetitions
+    (``per_visit``: their median by default). One arm: each visit is one sample. Two arms (a, b):
+    each round visits both, in alternating order, and yields one sample = a / b, or a − b with
+    ``combine="difference"`` (e.g. a memory delta between two modes); raw value_a / value_b keep
+    the two visits' values for a law that prices a from b (Prediction.from_reference)."""
 
     def __init__(self, arms: dict[str, ArmVisit], *, labels: Optional[dict[str, str]] = None,
                  reps_per_visit: int = 1, warmup: bool = True, protocol: Optional[dict] = None,
-                 combine: str = "ratio"):
+                 combine: str = "ratio", per_visit: Optional[Callable[[list[float]], Optional[float]]] = None):
         if set(arms) not in ({"main"}, {"a", "b"}):
             raise ValueError("arms must be {'main'} or {'a', 'b'}")
         if combine not in ("ratio", "difference"):
             raise ValueError("combine must be 'ratio' or 'difference'")
         self.combine = combine
+        # A visit's value from its repetitions: the median, unless the law knows better (the
+        # fastest repetition of a speed: a neighbour only ever slows a repetition down).
+        self.per_visit = per_visit or _median
+        # Ratios and speeds are positive and multiplicative: their interval is taken on logs.
+        self.log_scale = combine == "ratio"
         self.arms = arms
         self.labels = labels or {k: k for k in arms}
         self.reps = max(1, reps_per_visit)
@@ -83,15 +90,17 @@ class ArmSampler:
         out: list[Sample] = []
         try:
             if set(self.arms) == {"main"}:
-                while len(out) < n:
+                # One sample per visit: repetitions inside one process share its luck (page
+                # cache, placement, clocks), so only visits are independent enough to count.
+                for _ in range(n):
                     pred = self._last
-                    visit = self._visit("main", min(self.reps, n - len(out)) if self.reps > 1 else 1)
-                    for i, v in enumerate(visit.values):
-                        out.append(Sample(value=v, predecessor=pred if i == 0 else self.labels["main"],
-                                          raw={"visit": len(self.visits) - 1, **visit.raw}))
+                    visit = self._visit("main", self.reps)
                     self._last = self.labels["main"]
-                    if not visit.values:
-                        break
+                    value = self.per_visit(visit.values)
+                    if value is None:
+                        continue
+                    out.append(Sample(value=value, predecessor=pred,
+                                      raw={"visit": len(self.visits) - 1, "reps": visit.values, **visit.raw}))
             else:
                 for _ in range(n):
                     order = ("a", "b") if self._round % 2 == 0 else ("b", "a")
@@ -101,13 +110,14 @@ class ArmSampler:
                         preds[arm] = self._last
                         got[arm] = self._visit(arm, self.reps)
                         self._last = self.labels[arm]
-                    a, b = _median(got["a"].values), _median(got["b"].values)
+                    a, b = self.per_visit(got["a"].values), self.per_visit(got["b"].values)
                     self._round += 1
                     if a is None or b is None or (self.combine == "ratio" and not b):
                         continue
                     value, arm = (a / b, "a/b") if self.combine == "ratio" else (a - b, "a-b")
                     out.append(Sample(value=value, arm=arm, predecessor=preds[order[0]],
-                                      raw={"a": got["a"].values, "b": got["b"].values, "order": "".join(order),
+                                      raw={"a": got["a"].values, "b": got["b"].values, "value_a": a,
+                                           "value_b": b, "order": "".join(order),
                                            "predecessor_a": preds["a"], "predecessor_b": preds["b"],
                                            "raw_a": got["a"].raw, "raw_b": got["b"].raw}))
         except EngineError as exc:
@@ -124,7 +134,10 @@ class ArmSampler:
 
     def protocol(self) -> dict[str, Any]:
         return {"warmup_visits_per_arm": 1 if self.warmup else 0, "reps_per_visit": self.reps,
-                "interleaved": set(self.arms) == {"a", "b"}, "order": "ABBA" if len(self.arms) == 2 else "A",
+                "interleaved": set(self.arms) == {"a", "b"},
+                "sampling_unit": "round of both arms" if len(self.arms) == 2 else "engine visit",
+                "per_visit": getattr(self.per_visit, "__name__", "custom").lstrip("_"),
+                "order": "ABBA" if len(self.arms) == 2 else "A",
                 "statistic": self.combine if len(self.arms) == 2 else "value",
                 "arms": self.labels, "visits": self.visits, **self._extra}
 

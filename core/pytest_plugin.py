@@ -6,12 +6,13 @@ letter (V) and word in the summary. ``lawbench run`` is a thin front door over t
 """
 from __future__ import annotations
 
+import time
 from typing import Any, Optional
 
 import pytest
 
 from lawbench.core.evaluate import evaluate, history_result
-from lawbench.core.law import Law
+from lawbench.core.law import EngineInterrupted, Law
 from lawbench.core.loading import LoadedAnchor
 from lawbench.core.models import Result, Verdict
 
@@ -72,8 +73,18 @@ class AnchorItem(pytest.Item):
 
     def runtest(self) -> None:
         session = self.config.pluginmanager.get_plugin(SESSION_NAME)
-        self.result = evaluate(self.anchor, self.law, session.policy, session.resources)
+        started = time.monotonic()
+        try:
+            self.result = evaluate(self.anchor, self.law, session.policy, session.resources)
+        except KeyboardInterrupt as exc:  # stopped outside the engine: record the anchor anyway
+            self.result = interrupted_result(self.anchor, session.policy.profile.id,
+                                             EngineInterrupted.signal_of(exc))
+            self.result.duration_s = round(time.monotonic() - started, 3)
+            session.results.append(self.result)
+            raise
         session.results.append(self.result)
+        if session.stop.received:  # the engine was ended and its samples kept: now stop the run
+            raise KeyboardInterrupt(session.stop.received)
         if self.result.verdict is Verdict.SKIP:
             pytest.skip(self.result.reason)
         if self.result.detail.get("open_finding"):
@@ -101,7 +112,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     if isinstance(item, AnchorItem) and report.when == "call" and item.result is not None:
         r = item.result
         report.lawbench_verdict = r.verdict.value
-        for key in ("verdict", "kind", "published", "predicted", "measured", "interval", "band", "unit", "reason"):
+        for key in ("verdict", "kind", "published", "predicted", "statistic", "measured", "interval", "band",
+                    "unit", "reason"):
             value = getattr(r, key)
             if value is not None and value != "":
                 item.user_properties.append((key, value.value if key == "verdict" else value))
@@ -114,6 +126,14 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):
     if verdict == "ERROR":
         return "error", "E", "ERROR"
     return None
+
+
+def interrupted_result(anchor: Any, profile_id: str, signal_name: str) -> Result:
+    """The anchor that was running when the run was stopped outside the engine (building it,
+    fetching a model): an ERROR that says so, so the record shows where the run stopped."""
+    return Result(anchor_id=anchor.id, law=anchor.law, kind=anchor.kind, profile=profile_id,
+                  quantity=anchor.quantity, unit=anchor.unit, published=anchor.value,
+                  verdict=Verdict.ERROR, reason=f"interrupted by {signal_name} before the anchor finished")
 
 
 def history_results(session: Any) -> list[Result]:

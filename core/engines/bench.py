@@ -6,6 +6,8 @@ builds fall back to ``-o json``, whose records are also flushed one by one and a
 cut-off array. Every fault (tool missing, non-zero exit, killed by a signal, hang past the timeout)
 is an EngineError with a one-line message naming the model and the command; the log tail rides in
 ``EngineError.log`` and the finished records in ``EngineError.samples`` / ``EngineError.run``.
+When lawbench itself is stopped (SIGINT, or SIGTERM through its handler) the tool's process group is
+ended and waited for, and the error is an EngineInterrupted that keeps the finished records too.
 
 The model-load log (census source): llama-bench silences llama.cpp's log unless ``-v`` is given;
 with ``-v`` it prints the load log ("offloaded N/M layers to GPU" on GPU builds, "<buffer> model
@@ -25,8 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence, Union
 
+import psutil
+
 from lawbench.core.engines.llamacpp import LlamaCpp
-from lawbench.core.law import EngineError
+from lawbench.core.law import EngineError, EngineInterrupted
 from lawbench.core.models import Sample
 
 Value = Union[int, str, Sequence[Union[int, str]]]
@@ -147,10 +151,48 @@ class _Proc:
     wall_s: float
     timed_out: bool = False
     missing: str = ""
+    interrupted: str = ""  # the signal that stopped lawbench while this ran (SIGINT, SIGTERM)
+
+
+GROUP_EXIT_WAIT_S = 5.0
+
+
+def end_group(proc: subprocess.Popen) -> tuple[str, str]:
+    """Kill the process group ``proc`` leads, wait for it, and return what it had printed.
+
+    The group was made by us (start_new_session) and holds only the tool and its children; a
+    child left running would keep timing the box after lawbench has released its lock.
+    """
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    out, err = proc.communicate()
+    deadline = time.monotonic() + GROUP_EXIT_WAIT_S
+    while _group_alive(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.02)  # grandchildren are not ours to wait for: watch the group empty
+    return out or "", err or ""
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    # A zombie still counts for killpg, and a container's PID 1 may never reap it.
+    for p in psutil.process_iter(["status"]):
+        try:
+            if os.getpgid(p.pid) == pgid and p.info["status"] != psutil.STATUS_ZOMBIE:
+                return True
+        except (OSError, psutil.Error):
+            continue
+    return False
 
 
 def run_process(cmd: list[str], timeout_s: float, env: Optional[dict] = None) -> _Proc:
-    """Run in a fresh process group; on timeout kill the whole group, keep what was printed."""
+    """Run in a fresh process group; on timeout or interrupt end the whole group, keep what was
+    printed. A KeyboardInterrupt (SIGINT, or SIGTERM through lawbench's handler) is returned as
+    ``interrupted`` for the caller to raise as EngineInterrupted with the finished records."""
     t0 = time.monotonic()
     try:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -162,12 +204,12 @@ def run_process(cmd: list[str], timeout_s: float, env: Optional[dict] = None) ->
         out, err = proc.communicate(timeout=timeout_s)
         return _Proc(proc.returncode, out, err, time.monotonic() - t0)
     except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)  # the group: tools may have children of their own
-        except ProcessLookupError:
-            pass
-        out, err = proc.communicate()
+        out, err = end_group(proc)
         return _Proc(proc.returncode, out, err, time.monotonic() - t0, timed_out=True)
+    except KeyboardInterrupt as exc:
+        out, err = end_group(proc)
+        return _Proc(proc.returncode, out, err, time.monotonic() - t0,
+                     interrupted=EngineInterrupted.signal_of(exc))
 
 
 def parse_records(text: str) -> list[dict[str, Any]]:
@@ -207,6 +249,9 @@ def _fault(p: _Proc, tool: str, subject: str, cmd: list[str], timeout_s: float) 
     command = shlex.join(cmd)
     if p.missing:
         return f"{tool} cannot be started ({p.missing}): {cmd[0]}"
+    if p.interrupted:
+        return (f"{where} was interrupted by {p.interrupted}; its process group was ended; "
+                f"command: {command}")
     if p.timed_out:
         return f"{where} did not finish within {timeout_s:g} s and was killed; command: {command}"
     if p.returncode is not None and p.returncode < 0:
@@ -219,6 +264,12 @@ def _fault(p: _Proc, tool: str, subject: str, cmd: list[str], timeout_s: float) 
     if p.returncode != 0:
         return f"{where} exited with code {p.returncode}: {_reason(p.stderr)}; command: {command}"
     return None
+
+
+def _engine_error(p: _Proc, fault: str, **kw: Any) -> EngineError:
+    if p.interrupted:
+        return EngineInterrupted(fault, signal_name=p.interrupted, **kw)
+    return EngineError(fault, **kw)
 
 
 def run_bench(llama: LlamaCpp, model: Union[Path, str], *, timeout_s: float = 600,
@@ -247,7 +298,7 @@ def run_bench(llama: LlamaCpp, model: Union[Path, str], *, timeout_s: float = 60
                  f"command: {shlex.join(cmd)}")
     if fault:
         kept = f" ({len(records)} finished tests kept)" if records else ""
-        err = EngineError(fault + kept, samples=run.samples(), log=run.stderr_tail)
+        err = _engine_error(p, fault + kept, samples=run.samples(), log=run.stderr_tail)
         err.run = run  # type: ignore[attr-defined]
         raise err
     return run
@@ -278,4 +329,4 @@ def quantize(llama: LlamaCpp, src: Union[Path, str], dst: Union[Path, str], type
     if fault:
         if dst.is_file() and not existed:  # a half-written model must not pass for a whole one
             dst.unlink()
-        raise EngineError(fault, log=_tail(p.stdout + "\n" + p.stderr))
+        raise _engine_error(p, fault, log=_tail(p.stdout + "\n" + p.stderr))

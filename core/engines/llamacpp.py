@@ -292,19 +292,27 @@ def _run_logged(cmd: list[str], log, progress, stage: str, env=None) -> tuple[in
     log.flush()
     tail: deque = deque(maxlen=40)
     last = -1
+    # Its own process group, ended on an interrupt: a compiler left running would load the box
+    # after lawbench has released its lock.
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            errors="replace", env=env)
+                            errors="replace", env=env, start_new_session=True)
     assert proc.stdout is not None
-    for line in proc.stdout:
-        log.write(line)
-        log.flush()  # so `tail -f build.log` follows a long build
-        tail.append(line.rstrip("\n"))
-        m = _PERCENT.match(line)
-        n = _NINJA.match(line)
-        pct = int(m.group(1)) if m else (100 * int(n.group(1)) // max(1, int(n.group(2))) if n else -1)
-        if pct > last:  # make restarts its counter per target; report only forward progress
-            last = pct
-            _say(progress, f"{stage}: {pct}%")
+    try:
+        for line in proc.stdout:
+            log.write(line)
+            log.flush()  # so `tail -f build.log` follows a long build
+            tail.append(line.rstrip("\n"))
+            m = _PERCENT.match(line)
+            n = _NINJA.match(line)
+            pct = int(m.group(1)) if m else (100 * int(n.group(1)) // max(1, int(n.group(2))) if n else -1)
+            if pct > last:  # make restarts its counter per target; report only forward progress
+                last = pct
+                _say(progress, f"{stage}: {pct}%")
+    except BaseException:
+        from lawbench.core.engines.bench import end_group
+
+        end_group(proc)
+        raise
     proc.wait()
     log.flush()
     return proc.returncode, tail

@@ -85,6 +85,9 @@ def validate_profile(data: dict[str, Any], label: str) -> HardwareProfile:
     try:
         return HardwareProfile.model_validate(data)
     except ValidationError as exc:
+        first = exc.errors()[0]
+        if not first.get("loc") and "basis" in str(first.get("msg")):  # name the η's key
+            _check_eta_basis(data, label)
         raise _data_error(exc, label) from None
 
 
@@ -106,6 +109,34 @@ def _check_tier_references(data: dict[str, Any], label: str) -> None:
                 known = ", ".join(sorted(str(n) for n in names if n)) or "(no tiers)"
                 raise DataError(label, f"refers to tier {key!r}, which this profile does not "
                                        f"define (tiers: {known})", field=f"{table}.{key}")
+
+
+def _check_eta_basis(data: dict[str, Any], label: str) -> None:
+    """Every η names the bandwidth it multiplies, and its tier has that bandwidth (issue 6: the
+    register reads η against the spec in Law 4's table and against a measured stream in L-11)."""
+    tiers = {t.get("name"): t for t in data.get("tiers") or [] if isinstance(t, dict)}
+    generic = isinstance(data.get("fingerprint"), dict) and data["fingerprint"].get("generic")
+    entries: list[tuple[str, Any, Any]] = []
+    for key, fact in (data.get("eta") or {}).items():
+        entries.append((f"eta.{key}", key, fact))
+    for key, table in (data.get("eta_format") or {}).items():
+        for fmt, fact in (table if isinstance(table, dict) else {}).items():
+            entries.append((f"eta_format.{key}.{fmt}", key, fact))
+    for key, fact in (data.get("constants") or {}).items():
+        if str(key).startswith("eta_"):
+            entries.append((f"constants.{key}", str(key).split("_")[1], fact))
+    for where, tier, fact in entries:
+        if not isinstance(fact, dict):
+            continue
+        basis = fact.get("basis")
+        if basis not in ("spec", "measured"):
+            got = "missing" if basis is None else f"{basis!r}"
+            raise DataError(label, f"an η must say which bandwidth of its tier it multiplies: "
+                                   f'basis = "spec" or "measured" ({got})', field=f"{where}.basis")
+        t = tiers.get(tier)
+        if isinstance(t, dict) and not t.get(f"bandwidth_{basis}_gbs") and not (basis == "measured" and generic):
+            raise DataError(label, f"this η multiplies the {basis} bandwidth, but tier {tier!r} has no "
+                                   f"bandwidth_{basis}_gbs", field=f"{where}.basis")
 
 
 def _data_error(exc: ValidationError, label: str) -> DataError:

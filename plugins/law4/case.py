@@ -138,6 +138,11 @@ class BenchCase(Strict):
     flash_attn: Optional[Literal["on", "off", "auto"]] = None  # -fa; default: llama-bench's
     ubatch: Optional[int] = Field(default=None, gt=0)  # -ub
     reps: int = Field(default=3, ge=1)  # -r: repetitions per visit (one engine process)
+    # One visit's value from its repetitions: their median, or the fastest one — a neighbour on
+    # a shared box only ever slows a repetition, so the fastest is the engine's own speed
+    # (the register's min-of-N rule, C-24, turned around). Use "fastest" only where the
+    # band is on a ratio of arms that share it, never against a published mean.
+    per_visit: Literal["median", "fastest"] = "median"
     warmup: bool = True  # llama-bench's own warm-up run inside each visit
     timeout_s: float = Field(default=120.0, gt=0)  # per visit (one llama-bench process)
 
@@ -173,6 +178,9 @@ class Law4Case(Strict):
     state_budget_gb: Optional[float] = Field(default=None, gt=0)
     vs: Optional[dict[str, Any]] = None  # the reference arm: overrides of this case
     bench: Optional[BenchCase] = None  # measured anchors: how llama-bench runs this case
+    # The tier's η·BW is not published for this profile: arm b, run interleaved with arm a, is
+    # the calibration reference, so the law predicts only the ratio of the arms' bytes per token.
+    calibrate: bool = False
 
     @model_validator(mode="after")
     def _needs(self) -> "Law4Case":
@@ -183,6 +191,8 @@ class Law4Case(Strict):
             value = getattr(self, name)
             if value is None or (name == "ctx" and value == 0):
                 raise ValueError(f"quantity {self.quantity!r} needs case.{name}")
+        if self.calibrate and self.bench is None:
+            raise ValueError("calibrate = true is a measured design: it needs a bench table")
         if self.quantity == "decode_tok_s" and self.model is None and self.baseline_tok_s is None:
             raise ValueError("decode_tok_s needs a model to price, or a published baseline_tok_s")
         return self
@@ -193,6 +203,14 @@ def priced_case(case: Law4Case) -> Law4Case:
     if case.bench is None:
         return case
     return case.model_copy(update={"ctx": case.bench.priced_ctx()})
+
+
+def calibrated(case: Law4Case, profile_tiers: list[tuple[str, str]]) -> Law4Case:
+    """The case priced with every tier at one unit rate (η·BW = 1 GB/s, KV read at the same rate)
+    for calibration on a reference arm: byte seconds then scale as 1/c with the calibrated c,
+    and the CPU-attention term (the case's k, if any) stays in seconds."""
+    unit = {name: TierOverride(kind=kind, bandwidth_gbs=1.0, eta=1.0) for name, kind in profile_tiers}
+    return case.model_copy(update={"tiers": unit, "eta_kv": 1.0})
 
 
 def arm_case(raw: dict[str, Any], overrides: dict[str, Any], anchor_id: str, arm: str) -> Law4Case:

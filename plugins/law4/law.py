@@ -21,7 +21,7 @@ from lawbench.core.errors import DataError
 from lawbench.core.law import Law, NotApplicable, Prediction
 from lawbench.core.models import Anchor, HardwareProfile
 from lawbench.plugins.law4 import pricing as P
-from lawbench.plugins.law4.case import (CASE_FILE, Law4Case, parse_case, priced_case,
+from lawbench.plugins.law4.case import (CASE_FILE, Law4Case, calibrated, parse_case, priced_case,
                                         reference_arm, unit_scale)
 from lawbench.plugins.law4.shape import ModelShape, ShapeError
 
@@ -85,8 +85,9 @@ def _const(profile: HardwareProfile, key: str) -> Optional[float]:
 def resolve_tiers(case: Law4Case, profile: HardwareProfile, moe: bool) -> dict[str, P.TierRate]:
     """The profile's tiers with the case's overrides laid over them.
 
-    Bandwidth is the spec figure where the profile has one: the profile's η values are fractions of
-    the spec (achieved ÷ spec), so η and bandwidth must be taken as a pair.
+    η and bandwidth are taken as a pair: each η in a profile names its basis (the spec figure or a
+    measured one), and the tier's bandwidth of that basis is the one it multiplies. A case that
+    overrides the bandwidth states the figure its published number was priced with.
     """
     out: dict[str, P.TierRate] = {}
     names = [t.name for t in profile.tiers] + [n for n in case.tiers if n not in {t.name for t in profile.tiers}]
@@ -97,23 +98,33 @@ def resolve_tiers(case: Law4Case, profile: HardwareProfile, moe: bool) -> dict[s
         if kind is None:
             raise DataError(CASE_FILE, f"tier {name!r} is not in profile {profile.id!r}; give its kind",
                             field=f"case.tiers.{name}.kind")
+        eta_fact = None
+        if prof is not None and not (over and over.eta is not None):
+            moe_eta = profile.constants.get(f"eta_{name}_moe") if moe else None  # the MoE scatter penalty
+            try:
+                eta_fact = moe_eta or profile.eta_fact(name, case.weight_format)
+            except KeyError:
+                eta_fact = None
+        eta = over.eta if over and over.eta is not None else (eta_fact.value if eta_fact else None)
         bw = over.bandwidth() if over else None
         if bw is None and prof is not None:
-            fact = prof.bandwidth_spec_gbs or prof.bandwidth_measured_gbs
+            fact = _bandwidth_fact(prof, eta_fact.basis if eta_fact else None)
             bw = fact.value if fact else None
-        eta = over.eta if over else None
-        if eta is None and prof is not None:
-            moe_eta = _const(profile, f"eta_{name}_moe") if moe else None  # the MoE scatter penalty
-            try:
-                eta = moe_eta or profile.eta_for(name, case.weight_format)
-            except KeyError:
-                eta = None
         cap = over.capacity_gb if over and over.capacity_gb else None
         if cap is None and prof is not None and prof.capacity_gb is not None:
             cap = prof.capacity_gb.value
         if bw is not None:
             out[name] = P.TierRate(name, kind, bw, eta, cap)
     return out
+
+
+def _bandwidth_fact(tier: Any, basis: Optional[str]) -> Any:
+    """The bandwidth an η multiplies: of its basis; without an η, the spec figure, else measured."""
+    if basis == "measured":
+        return tier.bandwidth_measured_gbs
+    if basis == "spec":
+        return tier.bandwidth_spec_gbs
+    return tier.bandwidth_spec_gbs or tier.bandwidth_measured_gbs
 
 
 def resolve_placement(case: Law4Case, tiers: dict[str, P.TierRate], n_layer: Optional[int]) -> P.Placement:
@@ -158,6 +169,9 @@ class Law4(Law):
         if anchor.arms:
             return self._predict_arms(anchor, profile, store)
         case = parse_case(anchor.case, anchor.id)
+        if case.calibrate:
+            raise DataError(CASE_FILE, "calibrate = true needs two arms: arms.a (held out) and "
+                            "arms.b (the calibration reference)", anchor=anchor.id, field="case.calibrate")
         scale = unit_scale(case.quantity, anchor.unit, anchor.id)
         try:
             value, detail = self.compute(priced_case(case), profile, anchor, store=store)
@@ -180,6 +194,9 @@ class Law4(Law):
                 raise DataError(CASE_FILE, f"a two-arm anchor prices decode_tok_s per arm, not "
                                            f"{case.quantity!r}", anchor=anchor.id, field="case.quantity")
             case = priced_case(case)
+            if case.calibrate:
+                detail["calibrated_on"] = "arm b"
+                case = calibrated(case, [(t.name, t.kind) for t in profile.tiers])
             try:
                 speeds[arm], detail[f"arm_{arm}"] = self.tok_s(case, self._shape(case, anchor.id, store), profile)
             except P.TierMissing as exc:
@@ -188,7 +205,36 @@ class Law4(Law):
                 raise DataError(CASE_FILE, str(exc), anchor=anchor.id, field=f"arms.{arm}") from None
         ratio = speeds["a"] / speeds["b"]
         detail.update(si_value=ratio, tok_s_a=speeds["a"], tok_s_b=speeds["b"])
-        return Prediction(value=ratio / scale, detail=detail)
+        if "calibrated_on" not in detail:
+            return Prediction(value=ratio / scale, detail=detail)
+        return self._calibrated(detail, scale)
+
+    @staticmethod
+    def _calibrated(detail: dict[str, Any], scale: float) -> Prediction:
+        """Arm a's speed given arm b's, with the tier's η·BW (c) calibrated on arm b.
+
+        Each arm's price at c = 1 GB/s splits into byte seconds S (weights and KV: scale as 1/c)
+        and fixed seconds F (CPU attention: compute, not bytes). Arm b measured at t_b gives
+        c = S_b / (t_b − F_b); the law then says t_a = S_a / c + F_a.
+        """
+        def split(arm: str) -> tuple[float, float]:
+            seconds = detail[f"arm_{arm}"]["pricing"]["seconds"]
+            fixed = seconds.get("cpu_attention", 0.0)
+            return sum(seconds.values()) - fixed, fixed
+
+        (s_a, f_a), (s_b, f_b) = split("a"), split("b")
+
+        def from_reference(tok_s_b: float) -> float:
+            t_b = 1.0 / tok_s_b
+            if t_b <= f_b:  # the fixed term alone outlasts arm b's token: no rate explains it
+                return float("nan")
+            c = s_b / (t_b - f_b)
+            return 1.0 / (s_a / c + f_a) / scale
+
+        detail.update(bytes_per_token_a=s_a * 1e9, bytes_per_token_b=s_b * 1e9,
+                      fixed_seconds_a=f_a, fixed_seconds_b=f_b,
+                      note="value = bytes ratio b/a; the verdict uses per-round predictions from arm b")
+        return Prediction(value=s_b / s_a / scale, detail=detail, from_reference=from_reference)
 
     def _store_for(self, anchor: Anchor, profile: HardwareProfile) -> Any:
         """The model store a measured anchor's predict() may fetch or build through; None for

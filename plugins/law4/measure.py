@@ -48,7 +48,7 @@ def bench_params(case: Law4Case, profile: HardwareProfile) -> dict[str, Any]:
     params: dict[str, Any] = {
         "n_gen": b.n_gen, "n_prompt": b.n_prompt,
         "depth": b.depth or None,
-        "threads": b.threads or profile.threads,
+        "threads": b.threads or profile.engine_threads(),
         "n_gpu_layers": ngl,
         "flash_attn": b.flash_attn,
         "cache_type_k": case.kv_type if case.kv_type != "f16" else None,
@@ -123,6 +123,10 @@ def _visit(llama: Any, model: Path, params: dict[str, Any], bench: BenchCase):
     return visit
 
 
+def fastest(values: list[float]) -> Optional[float]:
+    return max(values) if values else None
+
+
 def _label(case: Law4Case, params: dict[str, Any]) -> str:
     model = (case.model or "").partition(":")[2]
     opts = " ".join(f"{k}={v}" for k, v in params.items() if k not in ("n_gen", "n_prompt"))
@@ -160,7 +164,12 @@ def sampler(anchor: Anchor, profile: HardwareProfile, resources: Any) -> ArmSamp
     labels = {name: _label(c, params[name]) for name, c in cases.items()}
     if len(set(labels.values())) != len(labels):
         labels = {name: f"{name}: {lab}" for name, lab in labels.items()}
+    per_visit = {c.bench.per_visit for c in cases.values()}  # type: ignore[union-attr]
+    if len(per_visit) != 1:
+        raise DataError(CASE_FILE, "both arms must take a visit's value the same way",
+                        anchor=anchor.id, field="arms.b.bench.per_visit")
     return ArmSampler(arms, labels=labels, reps_per_visit=reps.pop(),
+                      per_visit=fastest if per_visit.pop() == "fastest" else None,
                       protocol={"engine": "llama-bench", "llama_cpp": llama.version,
                                 "bench_params": params, "models": {k: str(v) for k, v in files.items()}})
 
