@@ -11,12 +11,10 @@ with an entry point, as a third-party law is, and runs it through core's own run
 """
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
