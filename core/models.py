@@ -97,14 +97,15 @@ class HardwareProfile(Strict):
             if key not in names:
                 raise ValueError(f"eta refers to unknown tier {key!r} (tiers: {sorted(names)})")
         for where, tier, fact in self._efficiencies():
+            # "<field>: <message>": core.hardware.profiles names the field from this prefix
             if fact.basis is None:
-                raise ValueError(f"{where} needs a basis: \"spec\" or \"measured\" (which bandwidth "
-                                 "of its tier this η multiplies)")
+                raise ValueError(f"{where}.basis: an η must say which bandwidth of its tier it "
+                                 f'multiplies: basis = "spec" or "measured"')
             t = next((t for t in self.tiers if t.name == tier), None)
             if t is not None and getattr(t, f"bandwidth_{fact.basis}_gbs") is None \
                     and not (fact.basis == "measured" and self.fingerprint.generic):
-                raise ValueError(f"{where} has basis {fact.basis!r}, but tier {tier!r} "
-                                 f"has no bandwidth_{fact.basis}_gbs")
+                raise ValueError(f"{where}.basis: this η multiplies the {fact.basis} bandwidth, but "
+                                 f"tier {tier!r} has no bandwidth_{fact.basis}_gbs")
         return self
 
     def _efficiencies(self) -> list[tuple[str, Optional[str], Fact]]:

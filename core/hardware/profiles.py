@@ -5,6 +5,8 @@ One file is one profile. Every problem becomes a DataError naming the file and t
 """
 from __future__ import annotations
 
+import re
+
 import os
 import sys
 import typing
@@ -85,9 +87,6 @@ def validate_profile(data: dict[str, Any], label: str) -> HardwareProfile:
     try:
         return HardwareProfile.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        if not first.get("loc") and "basis" in str(first.get("msg")):  # name the η's key
-            _check_eta_basis(data, label)
         raise _data_error(exc, label) from None
 
 
@@ -111,32 +110,7 @@ def _check_tier_references(data: dict[str, Any], label: str) -> None:
                                        f"define (tiers: {known})", field=f"{table}.{key}")
 
 
-def _check_eta_basis(data: dict[str, Any], label: str) -> None:
-    """Every η names the bandwidth it multiplies, and its tier has that bandwidth (issue 6: the
-    register reads η against the spec in Law 4's table and against a measured stream in L-11)."""
-    tiers = {t.get("name"): t for t in data.get("tiers") or [] if isinstance(t, dict)}
-    generic = isinstance(data.get("fingerprint"), dict) and data["fingerprint"].get("generic")
-    entries: list[tuple[str, Any, Any]] = []
-    for key, fact in (data.get("eta") or {}).items():
-        entries.append((f"eta.{key}", key, fact))
-    for key, table in (data.get("eta_format") or {}).items():
-        for fmt, fact in (table if isinstance(table, dict) else {}).items():
-            entries.append((f"eta_format.{key}.{fmt}", key, fact))
-    for key, fact in (data.get("constants") or {}).items():
-        if str(key).startswith("eta_"):
-            entries.append((f"constants.{key}", str(key).split("_")[1], fact))
-    for where, tier, fact in entries:
-        if not isinstance(fact, dict):
-            continue
-        basis = fact.get("basis")
-        if basis not in ("spec", "measured"):
-            got = "missing" if basis is None else f"{basis!r}"
-            raise DataError(label, f"an η must say which bandwidth of its tier it multiplies: "
-                                   f'basis = "spec" or "measured" ({got})', field=f"{where}.basis")
-        t = tiers.get(tier)
-        if isinstance(t, dict) and not t.get(f"bandwidth_{basis}_gbs") and not (basis == "measured" and generic):
-            raise DataError(label, f"this η multiplies the {basis} bandwidth, but tier {tier!r} has no "
-                                   f"bandwidth_{basis}_gbs", field=f"{where}.basis")
+_FIELD_PREFIX = re.compile(r"^([A-Za-z_][\w.-]*\.basis): (.*)$", re.S)
 
 
 def _data_error(exc: ValidationError, label: str) -> DataError:
@@ -145,6 +119,9 @@ def _data_error(exc: ValidationError, label: str) -> DataError:
     loc = tuple(first.get("loc", ()))
     field = ".".join(str(part) for part in loc) or None
     message = _describe(first, loc)
+    named = _FIELD_PREFIX.match(message) if not loc else None
+    if named:  # a rule of the whole profile that knows its field ("eta.ram.basis: …")
+        field, message = named.group(1), named.group(2)
     if len(errors) > 1:
         message += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
     return DataError(label, message, field=field)
@@ -160,7 +137,8 @@ def _describe(error: dict[str, Any], loc: tuple) -> str:
         return "required field is missing"
     msg = str(error.get("msg", "invalid value"))
     msg = msg.removeprefix("Value error, ")
-    if "input" in error and kind not in ("model_type", "dict_type", "list_type"):
+    # A rule of the whole profile would quote the whole file back: say only what is wrong.
+    if "input" in error and loc and kind not in ("model_type", "dict_type", "list_type"):
         return f"{msg} (got {error['input']!r})"
     return msg
 
