@@ -151,11 +151,11 @@ def _evaluate(anchor: Anchor, law: Law, profile: HardwareProfile, policy: RunPol
     if predicted:
         # One statistic per result: the band, the value and the interval are all measured/predicted;
         # the raw speed (in the anchor's unit) is kept beside the prediction, in the detail.
-        detail.update(measured_median=median(raw) if raw else None, measured_unit=anchor.unit)
-        if calibrated is not None:
-            detail["measured_median"] = median([s.raw["value_a"] for s in decision.samples]) \
-                if decision.samples else None
-            detail["measured_unit"] = "tok/s of arm a"
+        if calibrated is not None:  # the raw speed is arm a's; a/b alone means nothing here
+            raw, unit = [s.raw["value_a"] for s in decision.samples], "tok/s of arm a"
+        else:
+            unit = anchor.unit
+        detail.update(measured_median=median(raw) if raw else None, measured_unit=unit)
     reason = decision.reason
     if decision.verdict is Verdict.FAIL:
         reason = (f"interval [{decision.interval[0]:.4g}, {decision.interval[1]:.4g}] lies outside the band "
