@@ -31,7 +31,7 @@ def tests(session: nox.Session) -> None:
 def lint(session: nox.Session) -> None:
     """Static checks (not part of the contract; run when you like)."""
     session.install("ruff")
-    session.run("ruff", "check", "core", "plugins", "lawbench", "tests", "noxfile.py")
+    session.run("ruff", "check", "core", "plugins", "src", "tests", "noxfile.py")
 
 
 @nox.session(default=False)

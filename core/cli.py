@@ -8,10 +8,10 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Any, Optional
 
 from lawbench import __version__
-from lawbench.core.law import LawbenchError
+from lawbench.core.errors import LawbenchError
 
 EXIT_OK, EXIT_BAD, EXIT_USAGE = 0, 1, 2
 
@@ -24,7 +24,7 @@ def _err(msg: str) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from lawbench.core.law import EngineInterrupted
+    from lawbench.core.errors import EngineInterrupted
     from lawbench.core.reports import interrupt_exit_code
     from lawbench.core.session import StopSignals
 
@@ -47,41 +47,39 @@ def _run(args: argparse.Namespace, stop) -> int:
 
     from lawbench.core.session import RunContext
 
-    # Validate everything before pytest starts, so a data error is one line and exit 2.
+    # Validate everything before pytest starts, so a data error is one line and exit 2. The
+    # context is built once and handed to pytest, which runs the anchors on it.
     ctx = RunContext(args.profile, laws=tuple(args.law or ()), strict=args.strict, llama_dir=args.llama_dir)
+    _report_plugin_problems(ctx.registry)
     files = ctx.files()
     if not files:
         _err(f"no anchors selected for profile {ctx.policy.profile.id!r}")
         return EXIT_USAGE
     out = Path(args.out)
     junit = Path(args.junit) if args.junit else out / "junit.xml"
-    problem = _unwritable(out, "--out folder") or _unwritable(junit, "--junit file", file=True)
-    if problem:
-        _err(problem)
-        return EXIT_USAGE
+    _check_outputs(out, junit)
     machine = "matches" if ctx.policy.on_own_runner else "does not match"
     print(f"lawbench {__version__}: profile {ctx.policy.profile.id} (detected: {ctx.detected}; "
           f"this machine {machine} it), {len(files)} anchor file(s)", flush=True)
-    probe = _SessionProbe()
-    rc = pytest.main(_pytest_args(args, ctx, files, out, junit), plugins=[probe])
+    rc = pytest.main(_pytest_args(args, ctx, files, out, junit), plugins=[ctx])
     stop.closing = True  # the record is written: a late signal must not turn into a traceback
-    return _run_exit_code(rc, probe.session, stop)
+    return _run_exit_code(rc, ctx.session, stop)
 
 
-def _unwritable(path: Path, what: str, file: bool = False) -> Optional[str]:
-    """Why `path` (a folder, or with `file` a file in a folder) cannot take lawbench's output."""
-    import tempfile
+def _check_outputs(out: Path, junit: Path) -> None:
+    """Refuse before measuring when run.json, the history or the JUnit XML could not be written."""
+    from lawbench.core.errors import UsageError
+    from lawbench.core.paths import writable_dir
 
-    folder = path.parent if file else path
-    if file and path.is_dir():
-        return f"cannot write the {what} {path}: it is a folder; give a file path"
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=folder):
-            pass
-    except OSError as exc:
-        return f"cannot write the {what} {path}: {exc.strerror or exc}; give a writable path"
-    return None
+    if junit.is_dir():
+        raise UsageError(f"cannot write the --junit file {junit}: it is a folder; give a file path")
+    writable_dir(out, "--out folder", fix="give a writable path")
+    writable_dir(junit.parent, f"--junit file {junit}: its folder", fix="give a writable path")
+
+
+# pytest's settings for an anchor run, passed with -c so that a project's own pytest
+# configuration in the current folder never changes how anchors run.
+RUN_INI = Path(__file__).with_name("anchor-run.ini")
 
 
 def _pytest_args(args: argparse.Namespace, ctx, files: list[Path], out: Path, junit: Path) -> list[str]:
@@ -89,9 +87,7 @@ def _pytest_args(args: argparse.Namespace, ctx, files: list[Path], out: Path, ju
         "--lawbench-profile", ctx.policy.profile.id,
         "--lawbench-out", str(out),
         "--junitxml", str(junit),
-        "-o", "junit_family=xunit2", "-o", "junit_suite_name=lawbench",
-        "-p", "no:cacheprovider", "-c", os.devnull, "--rootdir", os.path.commonpath([str(f.parent) for f in files]),
-        "-rfEsx", "--tb=short",
+        "-c", str(RUN_INI), "--rootdir", os.path.commonpath([str(f.parent) for f in files]),
     ]
     for law in args.law or ():
         pytest_args += ["--lawbench-law", law]
@@ -106,17 +102,6 @@ def _pytest_args(args: argparse.Namespace, ctx, files: list[Path], out: Path, ju
     if args.verbose:
         pytest_args.append("-v")
     return pytest_args + (args.pytest_args or [])
-
-
-class _SessionProbe:
-    """Keeps the anchor session once pytest.main returns: its record, its signal, its outputs."""
-
-    session = None
-
-    def pytest_sessionstart(self, session) -> None:
-        from lawbench.core.pytest_plugin import SESSION_NAME
-
-        self.session = session.config.pluginmanager.get_plugin(SESSION_NAME)
 
 
 def _run_exit_code(rc: int, session, stop) -> int:
@@ -145,46 +130,50 @@ def cmd_check(args: argparse.Namespace) -> int:
     from lawbench.core.hardware.profiles import load_profiles
     from lawbench.core.loading import load_all
     from lawbench.core.registry import get_registry
+    from lawbench.core.store.catalog import load_catalog
 
     reg = get_registry()
     profiles = load_profiles(extra_dirs=reg.profile_dirs)
-    anchors = load_all(reg, profiles=profiles.keys())
-    n_models = ""
-    try:
-        from lawbench.core.store.catalog import load_catalog
-
-        cat = load_catalog()
-        n_models = f", {len(getattr(cat, 'model', []))} real + {len(getattr(cat, 'synthetic', []))} synthetic models"
-    except ImportError:
-        pass
+    anchors = load_all(reg, profiles=profiles.keys())  # each anchor checked by its own law
+    cat = load_catalog()
     active = sum(1 for a in anchors.anchors if a.anchor.runs)
-    print(f"ok: {len(reg.laws)} laws, {len(profiles)} profiles, {len(anchors.anchors)} anchors "
-          f"({active} active){n_models}")
+    summary = (f"{len(reg.laws)} laws, {len(profiles)} profiles, {len(anchors.anchors)} anchors "
+               f"({active} active), {len(cat.model)} real + {len(cat.synthetic)} synthetic models")
+    if reg.broken:
+        _report_plugin_problems(reg)
+        _err(f"{len(reg.broken)} plugin problem(s) above; checked the rest: {summary}")
+        return EXIT_USAGE
+    print(f"ok: {summary}")
     return EXIT_OK
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
-    from lawbench.core.models import AnchorFile, HardwareProfile
-    from lawbench.core.reports import RunRecord
-
-    schemas = {"anchors": AnchorFile, "profile": HardwareProfile, "run-record": RunRecord}
-    try:
-        from lawbench.core.store.catalog import Catalog
-
-        schemas["models"] = Catalog
-    except ImportError:
-        pass
     from pydantic import TypeAdapter
 
+    from lawbench.core.errors import UsageError
+    from lawbench.core.models import AnchorFile, HardwareProfile
+    from lawbench.core.registry import get_registry
+    from lawbench.core.reports import RunRecord
+    from lawbench.core.store.catalog import Catalog
+
+    schemas: dict[str, Any] = {"anchors": AnchorFile, "profile": HardwareProfile, "run-record": RunRecord,
+                               "models": Catalog}
+    for name, law in get_registry().laws.items():
+        if law.case_model is not None:  # the `case` table of that law's anchors
+            schemas[f"case-{name}"] = law.case_model
     rendered = {name: TypeAdapter(model).json_schema() for name, model in schemas.items()}
-    if args.out:
-        out = Path(args.out)
+    if not args.out:
+        print(json.dumps(rendered, indent=2))
+        return EXIT_OK
+    out = Path(args.out)
+    try:
         out.mkdir(parents=True, exist_ok=True)
         for name, schema in rendered.items():
             (out / f"{name}.schema.json").write_text(json.dumps(schema, indent=2) + "\n")
             print(out / f"{name}.schema.json")
-    else:
-        print(json.dumps(rendered, indent=2))
+    except OSError as exc:
+        raise UsageError(f"cannot write the schemas into --out {out}: {exc.strerror or exc}; "
+                         "give a writable folder") from None
     return EXIT_OK
 
 
@@ -194,19 +183,40 @@ def cmd_laws(args: argparse.Namespace) -> int:
 
     reg = get_registry()
     for name, law in reg.laws.items():
-        anchors = load_anchors(law.anchor_files()).anchors
+        try:
+            anchors = load_anchors(law.anchor_files()).anchors
+        except (ImportError, OSError) as exc:
+            reg.report(f"{reg.origin_of(law)}: law {name!r}: anchors_package {law.anchors_package!r} "
+                       f"cannot be read ({type(exc).__name__}: {exc})")
+            anchors = []
         kinds: dict[str, int] = {}
         for la in anchors:
             kinds[la.anchor.kind] = kinds.get(la.anchor.kind, 0) + 1
         summary = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())) or "no anchors"
         print(f"{name:8} {law.title}  [{summary}]  ({reg.law_origin[name]})")
+    _report_plugin_problems(reg)
     return EXIT_OK
+
+
+_reported: set[str] = set()
+
+
+def _report_plugin_problems(registry: Any) -> None:
+    """Each broken plugin once per command, on stderr: the rest keeps working."""
+    for problem in registry.broken:
+        if problem not in _reported:
+            _reported.add(problem)
+            print(f"lawbench: warning: broken plugin: {problem}", file=sys.stderr)
 
 
 # --------------------------------------------------------------------------- parser
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(registry: Any = None) -> argparse.ArgumentParser:
+    from lawbench.core.engines.cli import add_engine_parser
+    from lawbench.core.hardware.cli import add_profiles_parser
+    from lawbench.core.history_cli import add_history_parser
+
     p = argparse.ArgumentParser(prog="lawbench", description=__doc__)
     p.add_argument("--version", action="version", version=f"lawbench {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
@@ -226,40 +236,36 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=cmd_run)
 
     sub.add_parser("check", help="validate every data file and cross-reference").set_defaults(func=cmd_check)
-    schema = sub.add_parser("schema", help="export JSON Schema for anchors, profiles and run records")
+    schema = sub.add_parser("schema", help="export JSON Schema for anchors, cases, profiles and run records")
     schema.add_argument("--out", default=None, help="write one file per schema into this folder")
     schema.set_defaults(func=cmd_schema)
     sub.add_parser("laws", help="list registered laws and their anchors").set_defaults(func=cmd_laws)
-
-    _optional(sub, "lawbench.core.hardware.cli", "add_profiles_parser")
-    _optional(sub, "lawbench.plugins.law4.cli", "add_predict_parser")
-    _optional(sub, "lawbench.core.engines.cli", "add_engine_parser")
-    _optional(sub, "lawbench.core.history_cli", "add_history_parser")
+    add_profiles_parser(sub)
+    add_engine_parser(sub)
+    add_history_parser(sub)
+    # Commands the laws bring (lawbench_commands): core names none of them.
+    for name, command in sorted((registry.commands if registry is not None else {}).items()):
+        cp = sub.add_parser(name, help=command.help, description=command.description or command.help,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+        command.add_arguments(cp)
+        cp.set_defaults(func=command.run)
     return p
 
 
-def _optional(sub, module: str, attr: str) -> None:
-    import importlib
-
-    try:
-        adder: Callable = getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError):
-        return
-    adder(sub)
-
-
 def main(argv: Optional[list[str]] = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return EXIT_USAGE
+    from lawbench.core.errors import DataError, UsageError
+    from lawbench.core.registry import PluginError, get_registry
+
     try:
+        registry = get_registry()
+        _report_plugin_problems(registry)
+        parser = build_parser(registry)
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return EXIT_USAGE
         return int(args.func(args))
     except LawbenchError as exc:
-        from lawbench.core.errors import DataError, UsageError
-        from lawbench.core.registry import PluginError
-
         _err(str(exc))
         if isinstance(exc, (DataError, UsageError, PluginError)):
             return EXIT_USAGE

@@ -1,9 +1,61 @@
-"""Errors for people: each says what was wrong, where (file, anchor id, field) and what to do."""
+"""Errors for people: each says what was wrong, where (file, anchor id, field) and what to do.
+
+Every lawbench error lives here, below everything else (no lawbench imports), so any module may
+raise one without an import cycle. The CLI maps them to exit codes: DataError, UsageError and
+PluginError are 2; an EngineError inside a run is an ERROR verdict.
+"""
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
-from lawbench.core.law import LawbenchError
+from pydantic import ValidationError
+
+if TYPE_CHECKING:
+    from lawbench.core.models import Sample
+
+
+class LawbenchError(Exception):
+    """An error for people: says what was wrong, where, and what to do."""
+
+
+# The file a law names in a DataError about an anchor: a law does not know which file the anchor
+# came from; core puts the real path in (DataError.located).
+ANCHOR_FILE = "<anchor file>"
+
+
+class NotApplicable(LawbenchError):
+    """The anchor cannot run here (missing GPU, wrong profile, …): a SKIP with this reason."""
+
+
+class EngineError(LawbenchError):
+    """The engine is missing, crashed, was killed or timed out: an ERROR verdict.
+
+    ``samples`` keeps whatever was measured before the fault, so nothing is lost.
+    """
+
+    def __init__(self, message: str, samples: Optional[list["Sample"]] = None, log: str = ""):
+        super().__init__(message)
+        self.samples = list(samples or [])
+        self.log = log
+
+
+class EngineInterrupted(EngineError):
+    """The run was stopped (SIGINT / SIGTERM) while the engine ran; the engine's process group is
+    already ended. An EngineError so that the samples taken so far ride through the samplers to the
+    record like any fault's; the runner records the anchor as ERROR and then stops the run.
+    """
+
+    def __init__(self, message: str, signal_name: str = "SIGINT",
+                 samples: Optional[list["Sample"]] = None, log: str = ""):
+        super().__init__(message, samples=samples, log=log)
+        self.signal_name = signal_name
+
+    @staticmethod
+    def signal_of(exc: BaseException) -> str:
+        """The signal behind a KeyboardInterrupt: lawbench's handlers raise it with the signal's
+        name; Python's own SIGINT handler raises it bare."""
+        name = exc.args[0] if exc.args else None
+        return name if isinstance(name, str) and name.startswith("SIG") else "SIGINT"
 
 
 class DataError(LawbenchError):
@@ -19,6 +71,37 @@ class DataError(LawbenchError):
             where.append(f"field {field}")
         super().__init__(f"{': '.join(where)}: {message}")
 
+    def located(self, file: str, anchor: Optional[str] = None) -> "DataError":
+        """This error placed in the anchor file it is about: a law checking a case names the
+        anchor and the field but not the file (it writes a placeholder such as ANCHOR_FILE)."""
+        own_file = self.file and not self.file.startswith("<")  # e.g. a manifest the case names
+        message = f"{self.file}: {self.message}" if own_file and self.file != file else self.message
+        return DataError(file, message, anchor=self.anchor or anchor, field=self.field)
+
 
 class UsageError(LawbenchError):
     """The command line asked for something that does not exist (unknown profile, law). Exit 2."""
+
+
+class PluginError(LawbenchError):
+    """A plugin registered something malformed or duplicate, or broke while checking an anchor."""
+
+
+def field_path(loc: tuple) -> str:
+    """pydantic's error location as a dotted field path: ('band', 'rel') -> 'band.rel'."""
+    return ".".join(str(p) for p in loc) or "(top level)"
+
+
+def validation_error(file: str, exc: ValidationError, anchor: Optional[str] = None,
+                     prefix: str = "") -> DataError:
+    err = exc.errors()[0]
+    where = field_path(tuple(err.get("loc", ())))
+    if prefix:
+        where = f"{prefix}.{where}" if where != "(top level)" else prefix
+    msg = err.get("msg", "invalid")
+    if err.get("type") == "extra_forbidden":
+        msg = "unknown field (check the spelling; see `lawbench schema`)"
+    more = len(exc.errors()) - 1
+    if more:
+        msg += f" (and {more} more problem{'s' if more > 1 else ''})"
+    return DataError(file, msg, anchor=anchor, field=where)

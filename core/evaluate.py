@@ -12,6 +12,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
+from lawbench.core.errors import DataError
 from lawbench.core.law import EngineError, Law, LawbenchError, NotApplicable
 from lawbench.core.models import Anchor, HardwareProfile, Measurement, Result, Verdict
 from lawbench.core.verdicts import classify, decide_sequential, looks, median, relative_spread
@@ -55,7 +56,9 @@ def _skip(anchor: Anchor, policy: RunPolicy, reason: str, profile_id: str) -> Re
     return Result(**_base(anchor, profile_id), verdict=Verdict.SKIP, reason=reason)
 
 
-def evaluate(anchor: Anchor, law: Law, policy: RunPolicy, resources: Any = None) -> Result:
+def evaluate(anchor: Anchor, law: Law, policy: RunPolicy, resources: Any = None,
+             file: Optional[str] = None) -> Result:
+    """:param file: the anchor's file, so that a data error found while running names it."""
     started = time.monotonic()
     if not anchor.runs:
         return history_result(anchor, policy.profile.id)
@@ -67,12 +70,16 @@ def evaluate(anchor: Anchor, law: Law, policy: RunPolicy, resources: Any = None)
     except EngineError as exc:
         m = Measurement(samples=exc.samples, log=exc.log[-4000:] if exc.log else None)
         result = Result(**_base(anchor, profile.id), verdict=Verdict.ERROR, reason=str(exc), measurement=m)
+    except DataError as exc:
+        reason = str(exc.located(file, anchor.id) if file else exc)
+        result = Result(**_base(anchor, profile.id), verdict=Verdict.ERROR, reason=reason)
     except LawbenchError as exc:
         result = Result(**_base(anchor, profile.id), verdict=Verdict.ERROR, reason=str(exc))
     except Exception as exc:  # a plugin bug: report it on the anchor, keep the run going
         tb = traceback.format_exc(limit=6)
         result = Result(**_base(anchor, profile.id), verdict=Verdict.ERROR,
-                        reason=f"{type(exc).__name__} in law {law.name!r}: {exc}", detail={"traceback": tb})
+                        reason=f"{type(exc).__name__} in law {law.name!r}: {exc!r} (a bug in the law plugin, "
+                               "or a case field its case_model does not check)", detail={"traceback": tb})
     result.duration_s = round(time.monotonic() - started, 3)
     return _apply_finding(anchor, result)
 
@@ -97,6 +104,8 @@ def _evaluate(anchor: Anchor, law: Law, profile: HardwareProfile, policy: RunPol
     base = _base(anchor, profile.id)
     if anchor.kind == "prediction":
         pred = law.predict(anchor, profile)
+        if not isinstance(pred.value, (int, float)) or not math.isfinite(pred.value):
+            raise LawbenchError(f"anchor {anchor.id}: law {law.name!r} predicted {pred.value!r}, not a finite number")
         band = anchor.band_interval()
         verdict = classify((pred.value, pred.value), band)
         assert verdict is not None  # a point is never straddling

@@ -5,7 +5,10 @@ tokenizer string (seconds for a 152k vocabulary). predict() needs only the archi
 and the tensor table, so this scanner walks the header with gguf's own constants and types, skips
 long arrays by their length without decoding them (a `SkippedArray` placeholder records what was
 there), and stops at the start of the tensor data. Little-endian files only (every GGUF that
-llama.cpp writes on x86 and ARM); a big-endian file is refused with a clear error.
+llama.cpp writes on x86 and ARM); a big-endian file is refused with a clear error. Only regular
+files are read (a named pipe, a device or a folder is refused at once, never waited on), and
+arrays may nest at most MAX_ARRAY_DEPTH deep. Every fault is a GGUFHeaderError: a DataError that
+names the file (exit 2 at the command line).
 
 Results are cached by file identity (realpath, size, mtime_ns): in this process, and as JSON under
 `$LAWBENCH_CACHE/headers/` (default `~/.cache/lawbench`).
@@ -32,13 +35,16 @@ from gguf.constants import (
     GGUFValueType,
 )
 
-from lawbench.core.law import LawbenchError
+from lawbench.core.errors import DataError
 from lawbench.core.paths import cache_root
 
 SUPPORTED_VERSIONS = (2, GGUF_VERSION)
 # Arrays longer than this are skipped (tokenizer tokens/scores/types/merges); per-layer arrays
 # (head counts, sliding-window patterns) are far shorter and are kept.
 MAX_KEPT_ARRAY = 1024
+# Arrays of arrays: gguf-py writes them, tokenizers use one level; deeper is a corrupt or hostile
+# file, and scanning it must not exhaust Python's recursion limit.
+MAX_ARRAY_DEPTH = 8
 GGML_MAX_DIMS = 4
 # Bump when the cached JSON's shape or the scanner's output changes, so old entries are ignored.
 CACHE_FORMAT = 1
@@ -57,8 +63,11 @@ _SCALAR_CODE = {
 _SCALAR_SIZE = {t: struct.calcsize("<" + c) for t, c in _SCALAR_CODE.items()}
 
 
-class GGUFHeaderError(LawbenchError):
+class GGUFHeaderError(DataError):
     """A GGUF header cannot be read; the message names the file and what is wrong."""
+
+    def __init__(self, file: str, message: str):
+        super().__init__(file, message)
 
 
 @dataclass(frozen=True)
@@ -99,7 +108,7 @@ class GGUFHeader:
         if full in self.metadata:
             return self.metadata[full]
         if default is _MISSING:
-            raise GGUFHeaderError(f"{self.path}: no metadata key {full!r} in this GGUF header")
+            raise GGUFHeaderError(self.path, f"no metadata key {full!r} in this GGUF header")
         return default
 
     @property
@@ -123,7 +132,7 @@ class _Scanner:
         self.buf, self.size, self.path, self.pos = buf, size, path, 0
 
     def fail(self, message: str) -> GGUFHeaderError:
-        return GGUFHeaderError(f"{self.path}: {message}")
+        return GGUFHeaderError(self.path, message)
 
     def truncated(self, at: int, what: str) -> GGUFHeaderError:
         return self.fail(f"truncated inside the GGUF header at byte {at} while reading {what} "
@@ -159,25 +168,38 @@ class _Scanner:
         except ValueError:
             raise self.fail(f"metadata key {key!r} has unknown value type {raw} at byte {at}") from None
 
-    def value(self, vtype: GGUFValueType, key: str) -> Any:
+    def value(self, vtype: GGUFValueType, key: str, depth: int = 0) -> Any:
         code = _SCALAR_CODE.get(vtype)
         if code is not None:
             return struct.unpack_from("<" + code, self.buf, self.need(_SCALAR_SIZE[vtype], key))[0]
         if vtype == GGUFValueType.STRING:
             return self.string(f"the value of {key!r}")
-        # ARRAY: item type, length, items
-        item_type = self.value_type(key)
-        length = self.u64(f"the length of {key!r}")
+        item_type, length = self.array_head(key, depth)
         if length > MAX_KEPT_ARRAY:
-            self.skip_items(item_type, length, key)
+            self.skip_items(item_type, length, key, depth)
             return SkippedArray(item_type, length)
         code = _SCALAR_CODE.get(item_type)
         if code is not None:
             start = self.need(_SCALAR_SIZE[item_type] * length, key)
             return list(struct.unpack_from(f"<{length}{code}", self.buf, start))
-        return [self.value(item_type, key) for _ in range(length)]
+        return [self.value(item_type, key, depth + 1) for _ in range(length)]
 
-    def skip_items(self, item_type: GGUFValueType, length: int, key: str) -> None:
+    def array_head(self, key: str, depth: int) -> tuple[GGUFValueType, int]:
+        """An array's item type and length, refused when nested too deep or longer than the
+        bytes left could hold (so a corrupt length fails here, not after a long loop)."""
+        at = self.pos
+        if depth >= MAX_ARRAY_DEPTH:
+            raise self.fail(f"metadata key {key!r} nests arrays more than {MAX_ARRAY_DEPTH} deep "
+                            f"(at byte {at}): a corrupt header")
+        item_type = self.value_type(key)
+        length = self.u64(f"the length of {key!r}")
+        smallest = _SCALAR_SIZE.get(item_type) or (8 if item_type == GGUFValueType.STRING else 12)
+        if length * smallest > self.size - self.pos:
+            raise self.truncated(self.pos, f"the {length} items of {key!r} (at least "
+                                           f"{length * smallest} bytes)")
+        return item_type, length
+
+    def skip_items(self, item_type: GGUFValueType, length: int, key: str, depth: int = 0) -> None:
         size = _SCALAR_SIZE.get(item_type)
         if size is not None:
             self.need(size * length, key)
@@ -195,8 +217,8 @@ class _Scanner:
             self.pos = pos
         else:  # nested arrays
             for _ in range(length):
-                inner = self.value_type(key)
-                self.skip_items(inner, self.u64(f"the length of {key!r}"), key)
+                inner, inner_length = self.array_head(key, depth + 1)
+                self.skip_items(inner, inner_length, key, depth + 1)
 
     def tensor(self, index: int) -> TensorInfo:
         name = self.string(f"the name of tensor #{index}")
@@ -269,8 +291,8 @@ def _scan(buf: Any, size: int, path: str) -> GGUFHeader:
 
 def _scan_file(path: str, fd: int, size: int) -> GGUFHeader:
     if size == 0:
-        raise GGUFHeaderError(f"{path}: truncated inside the GGUF header at byte 0 (the file is empty): "
-                              f"need more of the file")
+        raise GGUFHeaderError(path, "truncated inside the GGUF header at byte 0 (the file is empty): "
+                                    "need more of the file")
     # mmap touches only the header's pages, however large the model is.
     with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as buf:
         return _scan(buf, size, path)
@@ -338,17 +360,28 @@ def _save_disk(key: tuple[str, int, int], h: GGUFHeader) -> None:
         pass  # a read-only cache costs speed, never correctness
 
 
+def _kind_of(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "a special file"
+
+
 def read_header(path: str | os.PathLike[str], *, use_cache: bool = True) -> GGUFHeader:
     """The header of the GGUF file at `path`; works on a header-only or truncated file."""
     shown = os.fspath(path)
     try:
-        fd = os.open(shown, os.O_RDONLY)
+        # O_NONBLOCK: opening a named pipe must not wait for a writer; it is refused just below.
+        fd = os.open(shown, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as e:
-        raise GGUFHeaderError(f"{shown}: cannot open ({e.strerror})") from None
+        raise GGUFHeaderError(shown, f"cannot open ({e.strerror}); give the path of a .gguf file") from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise GGUFHeaderError(f"{shown}: not a regular file")
+            raise GGUFHeaderError(shown, f"is {_kind_of(st.st_mode)}, not a regular file; "
+                                         f"give the path of a .gguf file")
         key = (os.path.realpath(shown), st.st_size, st.st_mtime_ns)
         if use_cache:
             h = _MEMORY.get(key) or _load_disk(key, shown)

@@ -15,8 +15,8 @@ import sys
 from typing import Any
 
 from lawbench.core.compare import compare_runs, print_comparison
+from lawbench.core.errors import LawbenchError
 from lawbench.core.history import History, ResultRow, RunRow
-from lawbench.core.law import LawbenchError
 from lawbench.core.models import Verdict
 from lawbench.core.reports import VERDICT_STYLE, fmt_band_edges, fmt_num, fmt_pair, jsonable
 

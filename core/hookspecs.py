@@ -12,6 +12,7 @@ import pluggy
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
 
+    from lawbench.core.commands import Command
     from lawbench.core.law import Law
 
 PROJECT = "lawbench"
@@ -38,6 +39,28 @@ def lawbench_profile_dirs() -> "Iterable[Traversable]":
     twice is an error naming both files.
 
     :return: an iterable of folders; every ``*.toml`` in each is one profile.
+    """
+
+
+@hookspec
+def lawbench_model_catalogs() -> "Iterable[Traversable]":
+    """Yield model-catalogue TOML files (``[[model]]`` real files, ``[[synthetic]]`` factory specs).
+
+    A case may then name a model as ``gguf:<id>``; the store fetches or builds it with checksums.
+    A model id declared twice is an error naming both files.
+
+    :return: an iterable of files (importlib.resources Traversables or paths).
+    """
+
+
+@hookspec
+def lawbench_commands() -> "Iterable[Command]":
+    """Yield :class:`lawbench.Command` records: sub-commands of ``lawbench`` a law brings
+    (Law 4 brings ``predict``).
+
+    A name already taken by core or another plugin is an error naming the distribution.
+
+    :return: an iterable of :class:`lawbench.Command`.
     """
 
 

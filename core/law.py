@@ -13,46 +13,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Iterable, Optional, Protocol
 
+from pydantic import BaseModel, ValidationError
+
+from lawbench.core.errors import (  # noqa: F401
+    ANCHOR_FILE,
+    EngineError,
+    EngineInterrupted,
+    LawbenchError,
+    NotApplicable,
+    validation_error,
+)
 from lawbench.core.models import Anchor, HardwareProfile, Sample
-
-
-class LawbenchError(Exception):
-    """An error for people: says what was wrong, where, and what to do."""
-
-
-class NotApplicable(LawbenchError):
-    """The anchor cannot run here (missing GPU, wrong profile, …): a SKIP with this reason."""
-
-
-class EngineError(LawbenchError):
-    """The engine is missing, crashed, was killed or timed out: an ERROR verdict.
-
-    ``samples`` keeps whatever was measured before the fault, so nothing is lost.
-    """
-
-    def __init__(self, message: str, samples: Optional[list[Sample]] = None, log: str = ""):
-        super().__init__(message)
-        self.samples = list(samples or [])
-        self.log = log
-
-
-class EngineInterrupted(EngineError):
-    """The run was stopped (SIGINT / SIGTERM) while the engine ran; the engine's process group is
-    already ended. An EngineError so that the samples taken so far ride through the samplers to the
-    record like any fault's; the runner records the anchor as ERROR and then stops the run.
-    """
-
-    def __init__(self, message: str, signal_name: str = "SIGINT",
-                 samples: Optional[list[Sample]] = None, log: str = ""):
-        super().__init__(message, samples=samples, log=log)
-        self.signal_name = signal_name
-
-    @staticmethod
-    def signal_of(exc: BaseException) -> str:
-        """The signal behind a KeyboardInterrupt: lawbench's handlers raise it with the signal's
-        name; Python's own SIGINT handler raises it bare."""
-        name = exc.args[0] if exc.args else None
-        return name if isinstance(name, str) and name.startswith("SIG") else "SIGINT"
 
 
 @dataclass
@@ -92,12 +63,38 @@ class Sampler(Protocol):
 
 
 class Law:
-    """Base class for a law. Subclass, set ``name`` and ``anchors_package``, override what applies."""
+    """Base class for a law. Subclass, set ``name``, ``anchors_package`` and ``case_model``,
+    override what applies."""
 
     name: ClassVar[str] = ""  # lower-case, unique: "law4"
     title: ClassVar[str] = ""
     # importlib.resources package holding this law's anchor TOML files, e.g. "lawbench.anchors.law4"
     anchors_package: ClassVar[Optional[str]] = None
+    # The pydantic model of this law's `case` table (extra="forbid", so a typo is an error).
+    # `lawbench check` validates every anchor's case with it; `lawbench schema` exports it.
+    case_model: ClassVar[Optional[type[BaseModel]]] = None
+
+    def case(self, anchor: Anchor) -> Any:
+        """The anchor's case validated by ``case_model`` (the raw table for a law without one).
+
+        :raises DataError: naming the anchor and the dotted field, e.g. ``case.terms.1``.
+        """
+        if self.case_model is None:
+            return anchor.case
+        try:
+            return self.case_model.model_validate(anchor.case)
+        except ValidationError as exc:
+            raise validation_error(ANCHOR_FILE, exc, anchor=anchor.id, prefix="case") from None
+
+    def check_anchor(self, anchor: Anchor) -> None:
+        """Check everything this law reads from an anchor, without running anything.
+
+        Called for every anchor by ``lawbench check`` and before every run, so a data error is
+        exit 2 before the first measurement. The default validates the case with ``case_model``;
+        a law with arms or cross-field rules overrides this and raises DataError naming the
+        field (the file is filled in by core).
+        """
+        self.case(anchor)
 
     def predict(self, anchor: Anchor, profile: HardwareProfile) -> Prediction:
         raise NotApplicable(f"law {self.name!r} has no prediction for anchor {anchor.id!r}")

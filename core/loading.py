@@ -8,7 +8,7 @@ from typing import Any, Iterable, Optional
 
 from pydantic import ValidationError
 
-from lawbench.core.errors import DataError
+from lawbench.core.errors import DataError, PluginError, field_path, validation_error  # noqa: F401
 from lawbench.core.models import Anchor
 
 if sys.version_info >= (3, 11):
@@ -18,38 +18,38 @@ else:  # pragma: no cover
 
 
 def read_toml(path: Any) -> dict:
-    """Parse one TOML file (a path or an importlib.resources Traversable)."""
+    """Parse one TOML file (a path or an importlib.resources Traversable). Every fault is a
+    DataError naming the file: missing, not a regular file, unreadable, not UTF-8, malformed, or
+    nested too deep for the parser."""
+    import os
+    import stat
+
     name = str(path)
+    if isinstance(path, (str, os.PathLike)):
+        path = Path(path)
+        try:
+            mode = path.stat().st_mode
+        except FileNotFoundError:
+            raise DataError(name, "file not found") from None
+        except OSError as exc:
+            raise DataError(name, f"cannot read the file: {exc.strerror or exc}") from None
+        if not stat.S_ISREG(mode):  # a folder, a named pipe (reading it would wait forever), a device
+            raise DataError(name, "not a regular file; give the path of a .toml file")
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise DataError(name, "file not found") from None
     except UnicodeDecodeError as exc:
         raise DataError(name, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise DataError(name, f"cannot read the file: {exc.strerror or exc}") from None
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise DataError(name, f"malformed TOML: {exc}") from None
-
-
-def field_path(loc: tuple) -> str:
-    """pydantic's error location as a dotted field path: ('band', 'rel') -> 'band.rel'."""
-    return ".".join(str(p) for p in loc) or "(top level)"
-
-
-def validation_error(file: str, exc: ValidationError, anchor: Optional[str] = None,
-                     prefix: str = "") -> DataError:
-    err = exc.errors()[0]
-    where = field_path(tuple(err.get("loc", ())))
-    if prefix:
-        where = f"{prefix}.{where}" if where != "(top level)" else prefix
-    msg = err.get("msg", "invalid")
-    if err.get("type") == "extra_forbidden":
-        msg = "unknown field (check the spelling; see `lawbench schema`)"
-    more = len(exc.errors()) - 1
-    if more:
-        msg += f" (and {more} more problem{'s' if more > 1 else ''})"
-    return DataError(file, msg, anchor=anchor, field=where)
+    except RecursionError:
+        raise DataError(name, "arrays or tables nested too deeply to parse (hundreds of levels); "
+                              "a TOML data file needs a few") from None
 
 
 @dataclass
@@ -122,18 +122,95 @@ def load_anchors(files: Iterable[Any], *, laws: Optional[Iterable[str]] = None,
                                 anchor=a.id, field=ref_field)
             if ref == a.id:
                 raise DataError(la.file, "an anchor cannot supersede or refute itself", anchor=a.id, field=ref_field)
+    _check_lineage(loaded, seen)
     return AnchorSet(loaded)
 
 
+LINEAGE = ("superseded_by", "refuted_by")
+
+
+def _check_lineage(loaded: list[LoadedAnchor], seen: dict[str, LoadedAnchor]) -> None:
+    """superseded_by / refuted_by chains must end: in a loop (a -> b -> a) no anchor is the current
+    claim. Every reference is known to exist here. A loop is reported at the anchor where the walk
+    entered it, with the whole loop and the field of each step."""
+    done: set[str] = set()
+    for la in loaded:
+        # Depth first, without recursion: the path holds (anchor id, the fields still to follow).
+        path: list[tuple[str, list[str]]] = [(la.anchor.id, list(LINEAGE))]
+        taken: list[str] = []  # the field followed out of each anchor on the path but the last
+        while path:
+            anchor_id, todo = path[-1]
+            if not todo:
+                done.add(anchor_id)
+                path.pop()
+                if taken:
+                    taken.pop()
+                continue
+            fld = todo.pop(0)
+            ref = getattr(seen[anchor_id].anchor, fld)
+            if ref is None or ref in done:
+                continue
+            on_path = [step[0] for step in path]
+            if ref in on_path:
+                i = on_path.index(ref)
+                _lineage_loop(list(zip(on_path[i:], taken[i:] + [fld])), seen)
+            path.append((ref, list(LINEAGE)))
+            taken.append(fld)
+
+
+def _lineage_loop(loop: list[tuple[str, str]], seen: dict[str, LoadedAnchor]) -> None:
+    first = seen[loop[0][0]]
+    steps = " ".join(f"{aid} -{fld}->" for aid, fld in loop)
+    elsewhere = sorted({f"{aid} in {seen[aid].file}" for aid, _ in loop if seen[aid].file != first.file})
+    where = f" ({'; '.join(elsewhere)})" if elsewhere else ""
+    raise DataError(first.file, f"the superseded_by / refuted_by chain loops: {steps} {first.anchor.id}{where}; "
+                                "it must end at an anchor that names neither (the current claim)",
+                    anchor=first.anchor.id, field=loop[0][1])
+
+
 def law_anchor_files(registry: Any) -> list[Any]:
+    """Every law's anchor files. A law whose anchors_package cannot be read, or holds no TOML
+    (package data forgotten in its pyproject), is reported as broken; the others still load."""
     files: list[Any] = []
     for law in registry.laws.values():
-        files.extend(law.anchor_files())
+        where = f"{registry.origin_of(law)}: law {law.name!r}: anchors_package {law.anchors_package!r}"
+        try:
+            found = list(law.anchor_files())
+        except (ImportError, OSError, TypeError, ValueError) as exc:
+            registry.report(f"{where} cannot be read ({type(exc).__name__}: {exc}); its anchors are not loaded")
+            continue
+        if law.anchors_package and not found:
+            registry.report(f"{where} holds no *.toml anchor files; declare them as package data "
+                            "in the plugin's pyproject ([tool.setuptools.package-data])")
+        files.extend(found)
     return files
 
 
 def load_all(registry: Any, profiles: Optional[Iterable[str]] = None) -> AnchorSet:
-    return load_anchors(law_anchor_files(registry), laws=registry.laws.keys(), profiles=profiles)
+    """Every law's anchors, cross-checked, each checked by its own law (case, arms, units)."""
+    anchor_set = load_anchors(law_anchor_files(registry), laws=registry.laws.keys(), profiles=profiles)
+    check_with_laws(anchor_set, registry)
+    return anchor_set
+
+
+def check_with_laws(anchor_set: AnchorSet, registry: Any) -> None:
+    """Law.check_anchor for every anchor: a data error names the anchor's real file; a law that
+    breaks while checking is named by its distribution."""
+    from lawbench.core.errors import LawbenchError
+
+    for la in anchor_set.anchors:
+        law = registry.law(la.anchor.law)
+        try:
+            law.check_anchor(la.anchor)
+        except DataError as exc:
+            raise exc.located(la.file, la.anchor.id) from None
+        except ValidationError as exc:  # a law that validated its case by hand
+            raise validation_error(la.file, exc, anchor=la.anchor.id, prefix="case") from None
+        except LawbenchError as exc:
+            raise DataError(la.file, str(exc), anchor=la.anchor.id) from None
+        except Exception as exc:
+            raise PluginError(f"{registry.origin_of(law)}: law {law.name!r} failed while checking anchor "
+                              f"{la.anchor.id} ({la.file}): {type(exc).__name__}: {exc}") from None
 
 
 def as_path(traversable: Any) -> Path:

@@ -18,8 +18,8 @@ from typing import Iterator, Optional
 
 from filelock import FileLock, Timeout
 
-from lawbench.core.law import LawbenchError
-from lawbench.core.paths import cache_root
+from lawbench.core.errors import LawbenchError
+from lawbench.core.paths import cache_root, writable_dir
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -61,11 +61,7 @@ def box_lock(name: str = "lawbench", timeout: float = 0, cache_dir: Optional[Pat
     """
     if not _NAME_RE.match(name):
         raise LawbenchError(f"box lock name {name!r} must be letters, digits, '.', '_' or '-'")
-    locks = (cache_dir or cache_root()) / "locks"
-    try:
-        locks.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise LawbenchError(f"cannot create the lock folder {locks}: {exc.strerror}") from None
+    locks = writable_dir((cache_dir or cache_root()) / "locks", "lock folder")
     lock_file, holder_file = locks / f"{name}.lock", locks / f"{name}.holder.json"
     lock = FileLock(str(lock_file), timeout=timeout)
     try:

@@ -2,10 +2,31 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
+
+from lawbench.core.errors import UsageError
+
+CACHE_ENV = "LAWBENCH_CACHE"
 
 
 def cache_root() -> Path:
     """``$LAWBENCH_CACHE`` or ``~/.cache/lawbench``: builds, downloads, models, headers, locks."""
-    env = os.environ.get("LAWBENCH_CACHE")
+    env = os.environ.get(CACHE_ENV)
     return Path(env).expanduser() if env else Path.home() / ".cache" / "lawbench"
+
+
+def writable_dir(path: Path, what: str = "cache folder", fix: str = "") -> Path:
+    """``path``, created if need be, once a file can be made in it.
+
+    :param fix: what to do instead; default: point ``$LAWBENCH_CACHE`` at a writable folder.
+    :raises UsageError: naming the folder, why, and the fix (exit 2, not a traceback).
+    """
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as exc:
+        fix = fix or f"set {CACHE_ENV} to a writable folder (now {os.environ.get(CACHE_ENV) or 'unset'})"
+        raise UsageError(f"cannot write the {what} {path}: {exc.strerror or exc}; {fix}") from None
+    return path

@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from lawbench.core.law import EngineError
+from lawbench.core.errors import EngineError
 from lawbench.core.models import Sample
 
 # One visit of an arm: run the engine once, asking for `reps` repetitions; return one reading per

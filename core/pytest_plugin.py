@@ -1,23 +1,15 @@
 """Anchors as pytest items (pytest's "non-python tests" pattern), shipped as a pytest11 plugin.
 
-Inert unless ``--lawbench-profile`` is given, so it never touches an ordinary test session.
+Inert unless ``--lawbench-profile`` is given, so it never touches an ordinary test session: the
+anchor session (lawbench.core.session) is imported and registered only then.
 Selection (-k), JUnit XML, skip reasons and the exit status come from pytest; VOID gets its own
 letter (V) and word in the summary. ``lawbench run`` is a thin front door over this.
 """
 from __future__ import annotations
 
-import time
-from typing import Any, Optional
-
 import pytest
 
-from lawbench.core.evaluate import evaluate, history_result
-from lawbench.core.law import EngineInterrupted, Law
-from lawbench.core.loading import LoadedAnchor
-from lawbench.core.models import Result, Verdict
-
-SESSION_NAME = "lawbench-session"
-ANCHOR_KINDS = ("prediction", "measurement", "agreement", "ratio", "census", "ratchet")
+ANCHOR_KINDS = ("prediction", "measurement", "agreement", "ratio", "census")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -39,103 +31,7 @@ def pytest_configure(config: pytest.Config) -> None:
     for kind in ANCHOR_KINDS:
         config.addinivalue_line("markers", f"{kind}: a lawbench {kind} anchor")
     if config.getoption("lawbench_profile"):
-        from lawbench.core.session import AnchorSession
+        # Only now does lawbench load: an ordinary test session never imports more than this file.
+        from lawbench.core.session import start_session
 
-        config.pluginmanager.register(AnchorSession(config), SESSION_NAME)
-
-
-class AnchorVerdict(Exception):
-    """Raised by an item whose verdict is FAIL, ERROR or VOID; carries the Result."""
-
-    def __init__(self, result: Result):
-        super().__init__(result.reason)
-        self.result = result
-
-
-class AnchorFile(pytest.File):
-    def collect(self):
-        session = self.config.pluginmanager.get_plugin(SESSION_NAME)
-        for loaded in session.anchors_in(self.path):
-            yield AnchorItem.from_parent(self, name=loaded.anchor.id, loaded=loaded,
-                                         law=session.registry.law(loaded.anchor.law))
-
-
-class AnchorItem(pytest.Item):
-    def __init__(self, *, loaded: LoadedAnchor, law: Law, **kwargs: Any):
-        super().__init__(**kwargs)
-        self.loaded = loaded
-        self.anchor = loaded.anchor
-        self.law = law
-        self.result: Optional[Result] = None
-        self.add_marker(pytest.mark.lawbench_anchor)
-        self.add_marker(getattr(pytest.mark, self.anchor.kind))
-        self.keywords[self.anchor.law] = True
-
-    def runtest(self) -> None:
-        session = self.config.pluginmanager.get_plugin(SESSION_NAME)
-        started = time.monotonic()
-        try:
-            self.result = evaluate(self.anchor, self.law, session.policy, session.resources)
-        except KeyboardInterrupt as exc:  # stopped outside the engine: record the anchor anyway
-            self.result = interrupted_result(self.anchor, session.policy.profile.id,
-                                             EngineInterrupted.signal_of(exc))
-            self.result.duration_s = round(time.monotonic() - started, 3)
-            session.results.append(self.result)
-            raise
-        session.results.append(self.result)
-        if session.stop.received:  # the engine was ended and its samples kept: now stop the run
-            raise KeyboardInterrupt(session.stop.received)
-        if self.result.verdict is Verdict.SKIP:
-            pytest.skip(self.result.reason)
-        if self.result.detail.get("open_finding"):
-            pytest.xfail(self.result.reason)
-        if self.result.verdict.bad:
-            raise AnchorVerdict(self.result)
-
-    def repr_failure(self, excinfo, style=None):  # type: ignore[override]
-        if isinstance(excinfo.value, AnchorVerdict):
-            r = excinfo.value.result
-            lines = [f"{r.verdict.value} {r.anchor_id}: {r.reason}"]
-            lines.append(f"  claim: {self.anchor.claim}")
-            lines.append(f"  file: {self.loaded.file}")
-            return "\n".join(lines)
-        return super().repr_failure(excinfo, style=style)
-
-    def reportinfo(self):
-        return self.path, None, f"{self.anchor.law}::{self.anchor.id} [{self.anchor.kind}]"
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
-    outcome = yield
-    report = outcome.get_result()
-    if isinstance(item, AnchorItem) and report.when == "call" and item.result is not None:
-        r = item.result
-        report.lawbench_verdict = r.verdict.value
-        for key in ("verdict", "kind", "published", "predicted", "statistic", "measured", "interval", "band",
-                    "unit", "reason"):
-            value = getattr(r, key)
-            if value is not None and value != "":
-                item.user_properties.append((key, value.value if key == "verdict" else value))
-
-
-def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):
-    verdict = getattr(report, "lawbench_verdict", None)
-    if verdict == "VOID":
-        return "void", "V", "VOID"
-    if verdict == "ERROR":
-        return "error", "E", "ERROR"
-    return None
-
-
-def interrupted_result(anchor: Any, profile_id: str, signal_name: str) -> Result:
-    """The anchor that was running when the run was stopped outside the engine (building it,
-    fetching a model): an ERROR that says so, so the record shows where the run stopped."""
-    return Result(anchor_id=anchor.id, law=anchor.law, kind=anchor.kind, profile=profile_id,
-                  quantity=anchor.quantity, unit=anchor.unit, published=anchor.value,
-                  verdict=Verdict.ERROR, reason=f"interrupted by {signal_name} before the anchor finished")
-
-
-def history_results(session: Any) -> list[Result]:
-    """Superseded / refuted / retired anchors of the selected laws, for the record's history table."""
-    return [history_result(la.anchor, session.policy.profile.id) for la in session.history]
+        start_session(config)

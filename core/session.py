@@ -9,8 +9,10 @@ from typing import Any, Optional
 
 import pytest
 
+from lawbench.core import progress
+from lawbench.core.errors import LawbenchError
 from lawbench.core.evaluate import RunPolicy
-from lawbench.core.law import LawbenchError
+from lawbench.core.items import SESSION_NAME, AnchorFile, AnchorItem, history_results
 from lawbench.core.loading import LoadedAnchor, load_all
 from lawbench.core.models import Result
 
@@ -18,9 +20,12 @@ from lawbench.core.models import Result
 class RunContext:
     """Everything a run needs before the first anchor: registry, profiles, policy, anchors.
 
-    Built once by the CLI (which turns a LawbenchError into exit 2 before pytest starts) and again
-    by the pytest plugin when pytest is driven directly.
+    Built once: by `lawbench run` (which turns a LawbenchError into exit 2 before pytest starts)
+    and handed to pytest as a plugin object, or by the pytest plugin when pytest is driven
+    directly. The anchor session hangs itself on it (``session``) so the CLI can read the record.
     """
+
+    session: Optional["AnchorSession"] = None
 
     def __init__(self, profile_id: str, *, laws: tuple[str, ...] = (), strict: bool = False,
                  llama_dir: Optional[str] = None):
@@ -88,17 +93,30 @@ class StopSignals:
         print(f"lawbench: {name} received; {doing} first", file=sys.stderr, flush=True)
 
 
+def start_session(config: pytest.Config) -> "AnchorSession":
+    """Register the anchor session, on the CLI's RunContext when `lawbench run` passed one."""
+    opt = config.getoption
+    ctx = next((p for p in config.pluginmanager.get_plugins() if isinstance(p, RunContext)), None)
+    if ctx is None:
+        try:
+            ctx = RunContext(opt("lawbench_profile"), laws=tuple(opt("lawbench_law")),
+                             strict=opt("lawbench_strict"), llama_dir=opt("lawbench_llama_dir"))
+        except LawbenchError as exc:
+            raise pytest.UsageError(str(exc)) from None
+    session = AnchorSession(config, ctx)
+    config.pluginmanager.register(session, SESSION_NAME)
+    return session
+
+
 class AnchorSession:
     """Registered as a pytest plugin for the duration of an anchor run."""
 
-    def __init__(self, config: pytest.Config):
+    def __init__(self, config: pytest.Config, ctx: RunContext):
         self.config = config
         opt = config.getoption
-        try:
-            self.ctx = RunContext(opt("lawbench_profile"), laws=tuple(opt("lawbench_law")),
-                                  strict=opt("lawbench_strict"), llama_dir=opt("lawbench_llama_dir"))
-        except LawbenchError as exc:
-            raise pytest.UsageError(str(exc)) from None
+        self.ctx = ctx
+        ctx.session = self
+        progress.install_for_pytest(config)  # a build or a download is seen while it runs
         self.registry = self.ctx.registry
         self.policy = self.ctx.policy
         self.results: list[Result] = []
@@ -124,9 +142,28 @@ class AnchorSession:
 
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector):
         if file_path.resolve() in self._by_file:
-            from lawbench.core.pytest_plugin import AnchorFile
-
             return AnchorFile.from_parent(parent, path=file_path)
+        return None
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
+        report = yield
+        if isinstance(item, AnchorItem) and report.when == "call" and item.result is not None:
+            r = item.result
+            report.lawbench_verdict = r.verdict.value
+            for key in ("verdict", "kind", "published", "predicted", "statistic", "measured", "interval",
+                        "band", "unit", "reason"):
+                value = getattr(r, key)
+                if value is not None and value != "":
+                    item.user_properties.append((key, value.value if key == "verdict" else value))
+        return report
+
+    def pytest_report_teststatus(self, report: pytest.TestReport, config: pytest.Config):
+        verdict = getattr(report, "lawbench_verdict", None)
+        if verdict == "VOID":
+            return "void", "V", "VOID"
+        if verdict == "ERROR":
+            return "error", "E", "ERROR"
         return None
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -160,7 +197,6 @@ class AnchorSession:
             return None
 
     def _record(self, exitstatus: int) -> None:
-        from lawbench.core.pytest_plugin import history_results
         from lawbench.core.reports import RunRecord
 
         interrupted = self.stop.received
@@ -214,6 +250,7 @@ class AnchorSession:
         print(f"lawbench: error: {problem}; {where}", file=sys.stderr, flush=True)
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
+        progress.uninstall()
         self.stop.restore()
         self.resources.close()
 

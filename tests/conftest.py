@@ -13,18 +13,45 @@ pytest_plugins = ["lawbench.testing"]
 HERE = Path(__file__).parent
 
 
-@pytest.fixture(scope="session")
-def dummy_site(tmp_path_factory) -> Path:
-    """The third-party plugin tests/plugins/lawbench-dummy, really pip-installed into a folder."""
-    site = tmp_path_factory.mktemp("site")
-    src = HERE / "plugins" / "lawbench-dummy"
-    build = tmp_path_factory.mktemp("build")
+def pip_install_into(src: Path, site: Path, build: Path) -> Path:
+    """Really pip-install a plugin distribution from tests/plugins into a folder (no deps, offline)."""
     proc = subprocess.run(
         [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
          "--no-index", "--target", str(site), str(src)],
         capture_output=True, text=True, cwd=build, env={**os.environ, "PIP_NO_CACHE_DIR": "1"})
     assert proc.returncode == 0, proc.stderr[-2000:]
+    return site
+
+
+@pytest.fixture(scope="session")
+def dummy_site(tmp_path_factory) -> Path:
+    """The third-party plugin tests/plugins/lawbench-dummy, really pip-installed into a folder."""
+    site = pip_install_into(HERE / "plugins" / "lawbench-dummy", tmp_path_factory.mktemp("site"),
+                            tmp_path_factory.mktemp("build"))
     assert (site / "lawbench_dummy" / "law.py").is_file()
+    return site
+
+
+@pytest.fixture(scope="session")
+def broken_site(tmp_path_factory) -> Path:
+    """tests/plugins/lawbench-broken (a plugin that cannot import, one whose hook raises), installed."""
+    return pip_install_into(HERE / "plugins" / "lawbench-broken", tmp_path_factory.mktemp("broken"),
+                            tmp_path_factory.mktemp("build"))
+
+
+def write_plugin(site: Path, dist: str, entry_points: dict[str, str], files: dict[str, str],
+                 version: str = "0.1.0") -> Path:
+    """A plugin distribution as pip leaves it in site-packages: its files plus a .dist-info
+    (METADATA, entry_points.txt), which is all importlib.metadata reads to find the entry points."""
+    for rel, text in files.items():
+        path = site / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    info = site / f"{dist.replace('-', '_')}-{version}.dist-info"
+    info.mkdir(parents=True, exist_ok=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n")
+    eps = "".join(f"{name} = {target}\n" for name, target in entry_points.items())
+    (info / "entry_points.txt").write_text(f"[lawbench]\n{eps}")
     return site
 
 

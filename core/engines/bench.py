@@ -8,6 +8,8 @@ is an EngineError with a one-line message naming the model and the command; the 
 ``EngineError.log`` and the finished records in ``EngineError.samples`` / ``EngineError.run``.
 When lawbench itself is stopped (SIGINT, or SIGTERM through its handler) the tool's process group is
 ended and waited for, and the error is an EngineInterrupted that keeps the finished records too.
+A record whose tokens/s is missing, zero, negative or not finite is an engine fault too: it is never
+handed to a law as a sample.
 
 The model-load log (census source): llama-bench silences llama.cpp's log unless ``-v`` is given;
 with ``-v`` it prints the load log ("offloaded N/M layers to GPU" on GPU builds, "<buffer> model
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 import shlex
 import signal
@@ -25,13 +28,15 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Optional, Sequence, Union
 
 import psutil
 
-from lawbench.core.engines.llamacpp import LlamaCpp
-from lawbench.core.law import EngineError, EngineInterrupted
+from lawbench.core.errors import EngineError, EngineInterrupted
 from lawbench.core.models import Sample
+
+if TYPE_CHECKING:  # llamacpp imports end_group from here: annotations only, no cycle
+    from lawbench.core.engines.llamacpp import LlamaCpp
 
 Value = Union[int, str, Sequence[Union[int, str]]]
 TAIL_LINES = 30
@@ -64,6 +69,28 @@ def record_label(record: dict[str, Any]) -> str:
     p, g, d = (int(record.get(k, 0) or 0) for k in ("n_prompt", "n_gen", "n_depth"))
     name = "+".join(x for x in (f"pp{p}" if p else "", f"tg{g}" if g else "") if x) or "none"
     return f"{name}@d{d}" if d else name
+
+
+def record_speeds(record: dict[str, Any]) -> list[float]:
+    """Every repetition's tokens/s of one llama-bench record (``samples_ts``).
+
+    :raises EngineError: naming the test, the field and the value, when ``samples_ts`` is missing
+        or empty, or it or ``avg_ts`` holds a value that is not a finite number above 0.
+    """
+    test = record_label(record)
+    values = record.get("samples_ts")
+    if not isinstance(values, list) or not values:
+        raise EngineError(f"llama-bench reported no tokens/s for test {test} (samples_ts = {values!r}): "
+                          f"an engine fault, not a sample")
+    fields = [("samples_ts", v) for v in values]
+    if "avg_ts" in record:
+        fields.append(("avg_ts", record["avg_ts"]))
+    for name, v in fields:
+        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+        if not ok:
+            raise EngineError(f"llama-bench reported {name} = {v!r} for test {test}: tokens/s must be "
+                              f"a finite number above 0 (an engine fault, not a sample)")
+    return [float(v) for v in values]
 
 
 # --------------------------------------------------------------------------- what this build takes
@@ -287,12 +314,19 @@ def run_bench(llama: LlamaCpp, model: Union[Path, str], *, timeout_s: float = 60
         raise EngineError(f"model file {model} does not exist")
     cmd = bench_command(llama, model, **params)
     p = run_process(cmd, timeout_s, env)
-    records = parse_records(p.stdout)
-    run = BenchRun(records=records,
-                   samples_ts=[[float(x) for x in r.get("samples_ts", [])] for r in records],
+    records, samples_ts, bad = [], [], None
+    for record in parse_records(p.stdout):
+        try:
+            samples_ts.append(record_speeds(record))
+            records.append(record)
+        except EngineError as exc:  # kept out of the samples; the run is an engine fault
+            bad = bad or str(exc)
+    run = BenchRun(records=records, samples_ts=samples_ts,
                    cmd=cmd, wall_s=round(p.wall_s, 3), stderr_tail=_tail(p.stderr),
                    returncode=p.returncode, log=p.stderr)
     fault = _fault(p, "llama-bench", f"model {model.name}", cmd, timeout_s)
+    if fault is None and bad:
+        fault = f"{bad}; model {model.name}; command: {shlex.join(cmd)}"
     if fault is None and not records:
         fault = (f"llama-bench on model {model.name} printed no results: {_reason(p.stderr)}; "
                  f"command: {shlex.join(cmd)}")

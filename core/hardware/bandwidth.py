@@ -22,7 +22,9 @@ import psutil
 from pydantic import BaseModel, ConfigDict, Field
 
 from lawbench.core.errors import UsageError
-from lawbench.core.hardware import detect, profiles as profile_io, toml_out
+from lawbench.core.hardware import detect, toml_out
+from lawbench.core.hardware import profiles as profile_io
+from lawbench.core.hardware.cpus import usable_cpus
 from lawbench.core.models import Fact, HardwareProfile
 
 MIB = 1024 ** 2
@@ -52,13 +54,6 @@ class VramResult(BaseModel):
 
 
 # --------------------------------------------------------------------------- RAM
-
-
-def usable_cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
 
 
 def last_level_cache_bytes() -> Optional[int]:

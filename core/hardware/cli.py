@@ -15,9 +15,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from lawbench.core.errors import LawbenchError
 from lawbench.core.hardware import bandwidth, detect
 from lawbench.core.hardware.profiles import get_profile, load_profiles
-from lawbench.core.law import LawbenchError
 from lawbench.core.models import Fact, HardwareProfile, Tier
 
 

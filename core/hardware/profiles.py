@@ -1,14 +1,12 @@
 """Load hardware profiles: the TOML files shipped in lawbench.hardware_profiles plus plugin folders.
 
 One file is one profile. Every problem becomes a DataError naming the file and the field
-("tiers.0.bandwidth_spec_gbs"), never a pydantic traceback.
+("tiers.0.bandwidth_spec_gbs.value"), never a pydantic traceback.
 """
 from __future__ import annotations
 
-import re
-
 import os
-import sys
+import re
 import typing
 from importlib import resources
 from pathlib import Path
@@ -17,12 +15,8 @@ from typing import Any, Iterable, Union
 from pydantic import BaseModel, ValidationError
 
 from lawbench.core.errors import DataError, UsageError
+from lawbench.core.loading import read_toml
 from lawbench.core.models import HardwareProfile
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
 
 if typing.TYPE_CHECKING:
     from importlib.resources.abc import Traversable
@@ -67,18 +61,7 @@ def get_profile(profile_id: str, profiles: dict[str, HardwareProfile]) -> Hardwa
 
 def load_profile_file(entry: Folder) -> HardwareProfile:
     """Parse and validate one TOML file (a path or an importlib Traversable)."""
-    label = _label(entry)
-    try:
-        raw = _read_bytes(entry)
-    except OSError as exc:
-        raise DataError(label, f"cannot read the file: {exc.strerror or exc}") from None
-    try:
-        data = tomllib.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise DataError(label, "the file is not UTF-8 text") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise DataError(label, f"not valid TOML: {exc}") from None
-    return validate_profile(data, label)
+    return validate_profile(read_toml(entry), _label(entry))
 
 
 def validate_profile(data: dict[str, Any], label: str) -> HardwareProfile:
@@ -110,7 +93,8 @@ def _check_tier_references(data: dict[str, Any], label: str) -> None:
                                        f"define (tiers: {known})", field=f"{table}.{key}")
 
 
-_FIELD_PREFIX = re.compile(r"^([A-Za-z_][\w.-]*\.basis): (.*)$", re.S)
+# A rule of a whole model names its field first: "eta.ram.basis: …", "ram_gb_min: …".
+_FIELD_PREFIX = re.compile(r"^([A-Za-z_][\w.-]*): (.*)$", re.S)
 
 
 def _data_error(exc: ValidationError, label: str) -> DataError:
@@ -118,10 +102,14 @@ def _data_error(exc: ValidationError, label: str) -> DataError:
     first = errors[0]
     loc = tuple(first.get("loc", ()))
     field = ".".join(str(part) for part in loc) or None
-    message = _describe(first, loc)
-    named = _FIELD_PREFIX.match(message) if not loc else None
-    if named:  # a rule of the whole profile that knows its field ("eta.ram.basis: …")
-        field, message = named.group(1), named.group(2)
+    named = None
+    if first.get("type") == "value_error":
+        named = _FIELD_PREFIX.match(str(first.get("msg", "")).removeprefix("Value error, "))
+    if named:  # the field goes after the model's own place: "tiers.1" + "bandwidth_spec_gbs.value"
+        field = ".".join(str(part) for part in (*loc, named.group(1)))
+        message = named.group(2)
+    else:
+        message = _describe(first, loc)
     if len(errors) > 1:
         message += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
     return DataError(label, message, field=field)
@@ -187,12 +175,6 @@ def _toml_files(folder: Folder) -> list[Any]:
         raise DataError(label, "hardware-profile folder does not exist or is not a folder")
     return sorted((e for e in node.iterdir() if e.name.endswith(".toml") and e.is_file()),
                   key=lambda e: e.name)
-
-
-def _read_bytes(entry: Folder) -> bytes:
-    if isinstance(entry, (str, os.PathLike)):
-        return Path(entry).read_bytes()
-    return entry.read_bytes()
 
 
 def _label(entry: Any) -> str:

@@ -122,12 +122,16 @@ def _entry_id(entry: Any) -> Optional[str]:
 
 
 def catalog_files() -> list[Any]:
-    """Every `models*.toml` the lawbench.anchors package ships, in name order."""
+    """Every `models*.toml` the lawbench.anchors package ships, in name order, then the files
+    plugins add through the lawbench_model_catalogs hook."""
     from importlib.resources import files
 
+    from lawbench.core.registry import get_registry
+
     root = files(CATALOG_PACKAGE)
-    return sorted((p for p in root.iterdir() if p.name.startswith("models") and p.name.endswith(".toml")),
-                  key=lambda p: p.name)
+    shipped = sorted((p for p in root.iterdir() if p.name.startswith("models") and p.name.endswith(".toml")),
+                     key=lambda p: p.name)
+    return shipped + list(get_registry().model_catalogs)
 
 
 def _tables(name: str, data: dict, key: str) -> list[dict]:

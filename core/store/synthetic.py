@@ -20,8 +20,7 @@ from typing import Any, Callable, Literal, Optional
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from lawbench.core.errors import DataError
-from lawbench.core.law import LawbenchError
+from lawbench.core.errors import DataError, LawbenchError
 from lawbench.core.models import Id
 
 # Bump when the file this module writes changes, so cached files are rebuilt.

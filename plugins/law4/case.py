@@ -27,12 +27,12 @@ from typing import Any, Literal, Optional
 
 from pydantic import Field, ValidationError, model_validator
 
-from lawbench.core.errors import DataError
+from lawbench.core.errors import ANCHOR_FILE, DataError
 from lawbench.core.loading import validation_error
-from lawbench.core.models import Strict
+from lawbench.core.models import FiniteFloat, Strict
 from lawbench.plugins.law4.pricing import KV_TYPES
 
-CASE_FILE = "<law4 anchor case>"  # predict() does not know the anchor's file; the runner does
+CASE_FILE = ANCHOR_FILE  # a law does not know the anchor's file; core fills it in
 
 Quantity = Literal[
     "kv_bytes_per_pos",  # the depth slope, from architecture metadata
@@ -89,13 +89,13 @@ class TierOverride(Strict):
     """A tier's constants as the published number used them (or a tier the profile lacks)."""
 
     kind: Optional[Literal["vram", "ram", "disk", "unified"]] = None
-    bandwidth_gbs: Optional[float] = Field(default=None, gt=0)
+    bandwidth_gbs: Optional[FiniteFloat] = Field(default=None, gt=0)
     # DDR bandwidth from its transfer rate: MT/s × 8 bytes × channels (the reference box's
     # 48 GB/s spec is 3000 MT/s × 8 B × 2 channels).
-    ddr_mts: Optional[float] = Field(default=None, gt=0)
+    ddr_mts: Optional[FiniteFloat] = Field(default=None, gt=0)
     ddr_channels: int = Field(default=2, gt=0)
-    eta: Optional[float] = Field(default=None, gt=0, le=1.5)
-    capacity_gb: Optional[float] = Field(default=None, gt=0)
+    eta: Optional[FiniteFloat] = Field(default=None, gt=0, le=1.5)
+    capacity_gb: Optional[FiniteFloat] = Field(default=None, gt=0)
 
     @model_validator(mode="after")
     def _one_bandwidth(self) -> "TierOverride":
@@ -144,7 +144,7 @@ class BenchCase(Strict):
     # band is on a ratio of arms that share it, never against a published mean.
     per_visit: Literal["median", "fastest"] = "median"
     warmup: bool = True  # llama-bench's own warm-up run inside each visit
-    timeout_s: float = Field(default=120.0, gt=0)  # per visit (one llama-bench process)
+    timeout_s: FiniteFloat = Field(default=120.0, gt=0)  # per visit (one llama-bench process)
 
     @model_validator(mode="after")
     def _one_test(self) -> "BenchCase":
@@ -169,13 +169,13 @@ class Law4Case(Strict):
     weight_format: Optional[str] = None  # the profile's per-format η key ("Q4_K_M"), L-15
     placement: PlacementCase = Field(default_factory=PlacementCase)
     tiers: dict[str, TierOverride] = Field(default_factory=dict)
-    eta_kv: Optional[float] = Field(default=None, gt=0, le=1.5)
-    cpu_attention_k_us: Optional[float] = Field(default=None, ge=0)  # 0: no CPU-attention term
+    eta_kv: Optional[FiniteFloat] = Field(default=None, gt=0, le=1.5)
+    cpu_attention_k_us: Optional[FiniteFloat] = Field(default=None, ge=0)  # 0: no CPU-attention term
     n_cpu_layers: Optional[int] = Field(default=None, ge=0)  # CPU-attention layers, without a model
-    baseline_tok_s: Optional[float] = Field(default=None, gt=0)  # published ctx-0 speed
-    measured_tok_s: Optional[float] = Field(default=None, gt=0)  # published speed at ctx
-    reference_kv_bytes: Optional[float] = Field(default=None, gt=0)  # a published kv-bytes/pos
-    state_budget_gb: Optional[float] = Field(default=None, gt=0)
+    baseline_tok_s: Optional[FiniteFloat] = Field(default=None, gt=0)  # published ctx-0 speed
+    measured_tok_s: Optional[FiniteFloat] = Field(default=None, gt=0)  # published speed at ctx
+    reference_kv_bytes: Optional[FiniteFloat] = Field(default=None, gt=0)  # a published kv-bytes/pos
+    state_budget_gb: Optional[FiniteFloat] = Field(default=None, gt=0)
     vs: Optional[dict[str, Any]] = None  # the reference arm: overrides of this case
     bench: Optional[BenchCase] = None  # measured anchors: how llama-bench runs this case
     # The tier's η·BW is not published for this profile: arm b, run interleaved with arm a, is
@@ -218,7 +218,10 @@ def arm_case(raw: dict[str, Any], overrides: dict[str, Any], anchor_id: str, arm
     try:
         return Law4Case.model_validate(_deep_merge(raw, overrides))
     except ValidationError as exc:
-        raise validation_error(CASE_FILE, exc, anchor=anchor_id, prefix=f"arms.{arm}") from None
+        # Name the table the bad key was written in: the arm's own, or the shared case.
+        loc = exc.errors()[0].get("loc", ())
+        where = "case" if loc and loc[0] in raw and loc[0] not in overrides else f"arms.{arm}"
+        raise validation_error(CASE_FILE, exc, anchor=anchor_id, prefix=where) from None
 
 
 def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:

@@ -4,43 +4,45 @@ Prints one row per placement — bytes per token on each tier, whether each tier
 placed on it (KV at --ctx included), the predicted tok/s — plus kv-bytes/pos and, for MoE, the
 expert-count ceilings (decode: routed share of bytes; prefill: of parameters, embedding excluded).
 MODEL may also be `manifest:<id>` (anchors/manifests) to price a published architecture.
+A MODEL that is missing, not a regular file, not a readable GGUF, or without what Law 4 needs
+(such as <arch>.block_count, absent from CLIP / mmproj files) is exit 2 with one line naming it.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
-from typing import Any, Optional
+from typing import Any
 
-from lawbench.core.errors import UsageError
-from lawbench.core.law import LawbenchError
+from lawbench.core.commands import whole_number
+from lawbench.core.errors import DataError, LawbenchError, NotApplicable, UsageError
 from lawbench.core.models import HardwareProfile
 from lawbench.plugins.law4 import pricing as P
 from lawbench.plugins.law4.case import Law4Case
 from lawbench.plugins.law4.law import Law4, load_model
-from lawbench.plugins.law4.shape import ModelShape
+from lawbench.plugins.law4.shape import ModelShape, ShapeError
+
+HELP = "price a GGUF's decode speed from its header (Law 4)"
 
 
-def add_predict_parser(subparsers: Any) -> argparse.ArgumentParser:
-    p = subparsers.add_parser("predict", help="price a GGUF's decode speed from its header (Law 4)",
-                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", metavar="MODEL", help="a .gguf file (header only is enough) or manifest:<id>")
     p.add_argument("--profile", default="detect", help="hardware profile id, or 'detect' (default)")
-    p.add_argument("--ctx", type=int, default=0, help="context depth N: prices the KV term (default 0)")
+    p.add_argument("--ctx", type=whole_number(0), default=0, help="context depth N: prices the KV term (default 0)")
     split = p.add_mutually_exclusive_group()
-    split.add_argument("--ngl", type=int, default=None, help="llama.cpp -ngl: layers on the GPU tier")
-    split.add_argument("--cpu-layers", type=int, default=None, help="blocks left on the CPU")
+    split.add_argument("--ngl", type=whole_number(0), default=None, help="llama.cpp -ngl: layers on the GPU tier")
+    split.add_argument("--cpu-layers", type=whole_number(0), default=None, help="blocks left on the CPU")
     p.add_argument("--experts-on-cpu", action="store_true", help="routed experts on the CPU (--cpu-moe)")
     p.add_argument("--kv-type", choices=("f16", "q8_0"), default="f16", help="KV cache type (default f16)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    p.set_defaults(func=predict_command)
-    return p
 
 
 def _profile(name: str) -> HardwareProfile:
     from lawbench.core.hardware.profiles import load_profiles
+    from lawbench.core.registry import get_registry
 
-    profiles = load_profiles()
+    profiles = load_profiles(extra_dirs=get_registry().profile_dirs)  # plugins' profiles too
     if name == "detect":
         from lawbench.core.hardware.detect import fingerprint_machine, match_profile
 
@@ -153,24 +155,40 @@ def render(profile: HardwareProfile, info: dict, rows: list[dict], ctx: int) -> 
             console.print(f"[yellow]warning[/] {r['placement']}: {w}")
 
 
-def predict_command(args: argparse.Namespace) -> int:
-    profile = _profile(args.profile)
-    ref = args.model if ":" in args.model.split("/")[0] else f"path:{args.model}"
-    shape = load_model(ref)
+def _shape(model: str) -> ModelShape:
+    """The model the command line names; what cannot be priced is a DataError naming it."""
+    if ":" in model.split("/")[0]:
+        ref = model
+    else:
+        path = os.path.expandvars(os.path.expanduser(model))
+        if not os.path.lexists(path):
+            raise DataError(path, "no such file; give the path of a .gguf file, or manifest:<id>")
+        ref = f"path:{path}"  # anything but a regular GGUF file is refused by the header scanner
+    try:
+        shape = load_model(ref)
+    except NotApplicable as exc:  # e.g. a gguf:<id> not in the model cache
+        raise UsageError(str(exc)) from None
     if not shape.has_tensors:
         raise UsageError(f"{shape.source} describes no tensors; predict needs a GGUF or a full manifest")
-    info = summary(shape)
-    rows = price_rows(args, shape, profile)
+    if "block_count" not in shape.metadata:
+        raise DataError(shape.source, f"no {shape.architecture}.block_count in the metadata: Law 4 prices "
+                                      "per-layer placement and needs the layer count (a CLIP / mmproj "
+                                      "projector? give the language model's GGUF)")
+    return shape
+
+
+def predict_command(args: argparse.Namespace) -> int:
+    profile = _profile(args.profile)
+    shape = _shape(args.model)
+    try:
+        info = summary(shape)
+        rows = price_rows(args, shape, profile)
+    except ShapeError as exc:  # the header lacks something every placement needs
+        message = str(exc).removeprefix(f"{shape.source}: ")
+        raise DataError(shape.source, message) from None
     if args.json:
         json.dump({"profile": profile.id, **info, "placements": rows}, sys.stdout, indent=2, default=str)
         print()
     else:
         render(profile, info, rows, args.ctx)
     return 0 if any("error" not in r for r in rows) else 1
-
-
-def main(argv: Optional[list[str]] = None) -> int:  # pragma: no cover - `lawbench predict` is the door
-    parser = argparse.ArgumentParser(prog="lawbench")
-    add_predict_parser(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(argv)
-    return args.func(args)

@@ -21,8 +21,15 @@ from lawbench.core.errors import DataError
 from lawbench.core.law import Law, NotApplicable, Prediction
 from lawbench.core.models import Anchor, HardwareProfile
 from lawbench.plugins.law4 import pricing as P
-from lawbench.plugins.law4.case import (CASE_FILE, Law4Case, calibrated, parse_case, priced_case,
-                                        reference_arm, unit_scale)
+from lawbench.plugins.law4.case import (
+    CASE_FILE,
+    Law4Case,
+    calibrated,
+    parse_case,
+    priced_case,
+    reference_arm,
+    unit_scale,
+)
 from lawbench.plugins.law4.shape import ModelShape, ShapeError
 
 
@@ -60,18 +67,39 @@ def load_model(ref: str, anchor_id: str = "", store: Any = None) -> ModelShape:
 
         return ModelShape.from_header(read_header(path))
     if kind == "gguf":
+        from lawbench.core.store.real import ModelStore, ModelUnavailable
+
         try:
-            from lawbench.core.store.real import ModelStore
             path = str(store.path(name) if store is not None else ModelStore().path(name, fetch=False))
-        except ImportError:  # pragma: no cover - the store ships with core
-            raise NotApplicable("the model store is not installed") from None
-        except Exception as exc:  # not in the catalogue, not fetched yet
+        except ModelUnavailable as exc:  # a prediction never downloads: not fetched yet is a SKIP
             raise NotApplicable(f"catalogue model {name!r} is not available here: {exc}") from None
         from lawbench.core.gguf_header import read_header
 
         return ModelShape.from_header(read_header(path))
     raise DataError(CASE_FILE, f"model {ref!r}: use manifest:<id>, path:<file> or gguf:<id>",
                     anchor=anchor_id, field="case.model")
+
+
+def _check_model_ref(ref: str, anchor_id: str, field: str) -> None:
+    """A manifest or catalogue model a case names must exist (a path is this machine's business)."""
+    kind, _, name = ref.partition(":")
+    if kind == "manifest":
+        try:
+            _manifest(name)
+        except DataError as exc:
+            if not exc.message.startswith("no manifest"):
+                raise  # the manifest file itself is malformed: named by its own path
+            raise DataError(CASE_FILE, exc.message, anchor=anchor_id, field=field) from None
+    elif kind == "gguf" and name not in _catalog_ids():
+        raise DataError(CASE_FILE, f"no model {name!r} in the model catalogue (`lawbench check` lists "
+                                   f"the catalogue files)", anchor=anchor_id, field=field)
+
+
+@functools.lru_cache(maxsize=1)
+def _catalog_ids() -> frozenset[str]:
+    from lawbench.core.store.catalog import load_catalog
+
+    return frozenset(load_catalog().ids())
 
 
 # --------------------------------------------------------------------------- tiers and constants
@@ -162,7 +190,44 @@ class Law4(Law):
     title = "Decode speed is a placement identity: bytes per token over η·bandwidth per tier"
     anchors_package = "lawbench.anchors.law4"
 
+    case_model = Law4Case
     _resources: Any = None  # the run's Resources, once sampler() or census() has been handed it
+
+    def check_anchor(self, anchor: Anchor) -> None:
+        """Every case (each arm laid over it), its quantity against the anchor's, the unit, the
+        bench table of a measured anchor and the models it names — before anything runs."""
+        from lawbench.plugins.law4.measure import arm_cases
+
+        cases = arm_cases(anchor)
+        if anchor.arms:
+            for arm, case in cases.items():
+                if case.quantity != "decode_tok_s":
+                    raise DataError(CASE_FILE, f"a two-arm anchor prices decode_tok_s per arm, not "
+                                               f"{case.quantity!r}", anchor=anchor.id, field=f"arms.{arm}.quantity")
+            if anchor.kind != "census" and anchor.quantity != "decode_ratio":
+                raise DataError(CASE_FILE, f"a two-arm anchor measures decode_ratio (arm a over arm b), "
+                                           f"not {anchor.quantity!r}", anchor=anchor.id, field="quantity")
+        else:
+            case = cases["main"]
+            if case.calibrate:
+                raise DataError(CASE_FILE, "calibrate = true needs two arms: arms.a (held out) and "
+                                "arms.b (the calibration reference)", anchor=anchor.id, field="case.calibrate")
+            if anchor.kind != "census" and anchor.quantity != case.quantity:
+                # The verdict is about case.quantity; a different anchor.quantity would label it falsely.
+                raise DataError(CASE_FILE, f"quantity {anchor.quantity!r} differs from case.quantity "
+                                           f"{case.quantity!r}; name the same quantity in both",
+                                anchor=anchor.id, field="quantity")
+            if case.vs is not None:
+                reference_arm(case, anchor.case, anchor.id)
+        if anchor.kind != "census":
+            unit_scale(anchor.quantity, anchor.unit, anchor.id)
+        for arm, case in cases.items():
+            where = "case" if arm == "main" else f"arms.{arm}"
+            if anchor.kind != "prediction" and case.bench is None:
+                raise DataError(CASE_FILE, "a measured anchor needs a bench table: nothing says how to "
+                                           "run it", anchor=anchor.id, field=f"{where}.bench")
+            if case.model is not None:
+                _check_model_ref(case.model, anchor.id, f"{where}.model")
 
     def predict(self, anchor: Anchor, profile: HardwareProfile) -> Prediction:
         store = self._store_for(anchor, profile)

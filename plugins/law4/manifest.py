@@ -31,8 +31,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from lawbench.core.errors import DataError
 from lawbench.core.loading import read_toml, validation_error
 from lawbench.core.models import Id, Strict
-from lawbench.plugins.law4.shape import (ROLES, ModelShape, ShapeError, TensorEntry, layer_of,
-                                         role_of, type_bytes)
+from lawbench.plugins.law4.shape import ROLES, ModelShape, ShapeError, TensorEntry, layer_of, role_of, type_bytes
 
 MANIFEST_PACKAGE = "lawbench.anchors.manifests"
 _RANGE_RE = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+))?\s*$")

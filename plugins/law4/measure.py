@@ -18,11 +18,12 @@ import os
 from pathlib import Path
 from typing import Any, Optional
 
+from lawbench.core.errors import DataError
 from lawbench.core.law import Census, NotApplicable
 from lawbench.core.models import Anchor, HardwareProfile
 from lawbench.core.protocol import ArmSampler, Visit
-from lawbench.core.errors import DataError
 from lawbench.plugins.law4.case import CASE_FILE, BenchCase, Law4Case, arm_case, parse_case
+
 
 def _gpu_tier(profile: HardwareProfile) -> bool:
     return any(t.kind in ("vram", "unified") for t in profile.tiers)
@@ -75,12 +76,12 @@ def model_file(ref: Optional[str], resources: Any) -> Path:
             raise NotApplicable(f"model file {path} is not on this machine (case.model = {ref!r})")
         return path
     if kind == "gguf":
-        from lawbench.core.store.real import ModelStoreError
+        from lawbench.core.store.real import ModelUnavailable
 
         try:
             return Path(resources.model(name))
-        except ModelStoreError as exc:  # not in the catalogue, not fetchable, runner file missing
-            raise NotApplicable(str(exc)) from None
+        except ModelUnavailable as exc:  # a runner's own file is absent: a SKIP (a FAIL on its runner)
+            raise NotApplicable(str(exc)) from None  # a bad checksum or download stays an ERROR
     raise NotApplicable(f"model {ref!r}: use gguf:<id> or path:<file> to measure")
 
 

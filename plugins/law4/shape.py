@@ -1,7 +1,7 @@
 """What Law 4 needs to know about a model: its tensors by role, and the metadata the KV term reads.
 
 A `ModelShape` comes from a GGUF header (`from_header`, header only — price a model before the
-download) or from an architecture manifest (`from_manifest`, anchors/manifests/*.toml: published
+download) or from an architecture manifest (`manifest.load_manifest`, anchors/manifests/*.toml: published
 config values as data). Metadata keys are GGUF's, without the architecture prefix
 ("attention.head_count_kv", "expert_count"), so both sources read the same way.
 """
@@ -120,13 +120,6 @@ class ModelShape:
             for t in header.tensors)
         return cls(id=str(header.path), architecture=header.architecture, source=str(header.path),
                    metadata=meta, tensors=tensors)
-
-    @classmethod
-    def from_manifest(cls, path: Any) -> "ModelShape":
-        """From an architecture manifest TOML (a path, Traversable, or a shipped manifest id)."""
-        from lawbench.plugins.law4.manifest import load_manifest
-
-        return load_manifest(path)
 
     # ------------------------------------------------------------------ metadata
 

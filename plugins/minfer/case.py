@@ -5,8 +5,9 @@ from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from lawbench.core.law import LawbenchError
-from lawbench.core.models import Anchor
+from lawbench.core.errors import ANCHOR_FILE
+from lawbench.core.loading import validation_error
+from lawbench.core.models import Anchor, FiniteFloat
 from lawbench.plugins.minfer.engine import CMD_ENV
 
 Measure = Literal["per_pid_memory_mib", "prefill_tok_s", "plane_bytes"]
@@ -41,7 +42,7 @@ class Case(Run):
     architecture: Optional[str] = None  # the architecture the shape table was taken from
     measure: Optional[Measure] = None
     statistic: Literal["value", "difference"] = "value"  # difference: arm a − arm b, per pair
-    timeout_s: float = Field(default=600.0, gt=0)
+    timeout_s: FiniteFloat = Field(default=600.0, gt=0)
     shapes: list[Shape] = Field(default_factory=list)
 
 
@@ -56,9 +57,5 @@ def parse_arm(anchor: Anchor, name: str) -> Run:
 def _validate(model: type, data: Any, anchor: Anchor, where: str) -> Any:
     try:
         return model.model_validate(data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err.get("loc", ()))
-        field = f"{where}.{loc}" if loc else where
-        raise LawbenchError(f"anchor {anchor.id}: field {field}: {err.get('msg', 'invalid')} "
-                            "(see lawbench.plugins.minfer.case)") from None
+    except ValidationError as exc:  # core names the anchor's file (DataError.located)
+        raise validation_error(ANCHOR_FILE, exc, anchor=anchor.id, prefix=where) from None

@@ -33,7 +33,7 @@ from typing import Callable, Mapping, Optional, Sequence
 
 import psutil
 
-from lawbench.core.law import EngineError, NotApplicable
+from lawbench.core.errors import EngineError, NotApplicable
 
 CMD_ENV = "LAWBENCH_MINFER_CMD"
 LOG_TAIL = 8000

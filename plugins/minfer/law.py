@@ -18,7 +18,7 @@ from typing import Any
 
 from lawbench.core.law import Census, Law, NotApplicable, Prediction, Sampler
 from lawbench.core.models import Anchor, HardwareProfile
-from lawbench.plugins.minfer.case import Run, parse_arm, parse_case
+from lawbench.plugins.minfer.case import Case, Run, parse_arm, parse_case
 from lawbench.plugins.minfer.engine import child_env, engine_argv, run_engine
 from lawbench.plugins.minfer.labels import count_labels
 from lawbench.plugins.minfer.memory import PerPidMemory
@@ -38,6 +38,12 @@ def _lock(resources: Any) -> None:
 class Minfer(Law):
     name = "minfer"
     title = "minfer engine: q6_K W_exp plane, path-label census, per-PID memory (seed 002)"
+    case_model = Case
+
+    def check_anchor(self, anchor: Anchor) -> None:
+        parse_case(anchor)
+        for arm in anchor.arms:
+            parse_arm(anchor, arm)
     anchors_package = "lawbench.anchors.minfer"
 
     def predict(self, anchor: Anchor, profile: HardwareProfile) -> Prediction:

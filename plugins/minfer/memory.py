@@ -16,7 +16,7 @@ import shutil
 import subprocess
 from typing import Callable, Optional
 
-from lawbench.core.law import NotApplicable
+from lawbench.core.errors import NotApplicable
 from lawbench.core.models import HardwareProfile
 
 MIB = 1024 * 1024

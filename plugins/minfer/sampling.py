@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from lawbench.core.law import EngineError
+from lawbench.core.errors import EngineError
 from lawbench.core.protocol import ArmSampler, Visit
 from lawbench.plugins.minfer.case import Case, Run
 from lawbench.plugins.minfer.engine import child_env, engine_argv, prefill_tok_s, run_engine

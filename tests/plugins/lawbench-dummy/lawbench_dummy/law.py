@@ -1,9 +1,13 @@
 """predict(): the sum of case.terms. sampler(): replays case.samples in order (a test double for a
-noisy instrument, so the VOID path can be driven from the command line)."""
+noisy instrument, so the VOID path can be driven from the command line). Public imports only."""
 import itertools
 
-from lawbench.core.law import Law, Prediction
-from lawbench.core.models import Sample
+import lawbench
+
+
+class DummyCase(lawbench.Strict):
+    terms: list[lawbench.FiniteFloat] = []
+    samples: list[lawbench.FiniteFloat] = []
 
 
 class Replay:
@@ -14,7 +18,7 @@ class Replay:
     def draw(self, n):
         out = []
         for _ in range(n):
-            out.append(Sample(value=next(self._it), predecessor=self._last))
+            out.append(lawbench.Sample(value=next(self._it), predecessor=self._last))
             self._last = "replay"
         return out
 
@@ -28,13 +32,15 @@ class Replay:
         return {"kind": "replay"}
 
 
-class Dummy(Law):
+class Dummy(lawbench.Law):
     name = "dummy"
     title = "Dummy law (tests only)"
     anchors_package = "lawbench_dummy.anchors"
+    case_model = DummyCase
 
     def predict(self, anchor, profile):
-        return Prediction(float(sum(anchor.case["terms"])), {"terms": anchor.case["terms"]})
+        case = self.case(anchor)
+        return lawbench.Prediction(sum(case.terms), {"terms": case.terms})
 
     def sampler(self, anchor, profile, resources):
-        return Replay(anchor.case["samples"])
+        return Replay(self.case(anchor).samples)

@@ -1,7 +1,7 @@
-from lawbench.core.hookspecs import hookimpl
+import lawbench
 from lawbench_dummy.law import Dummy
 
 
-@hookimpl
+@lawbench.hookimpl
 def lawbench_laws():
     yield Dummy

@@ -56,13 +56,20 @@ def evaluate_anchor(anchor: Anchor, law: Law, *, profile: Optional[HardwareProfi
 
 @contextlib.contextmanager
 def registered(plugin: Any, name: Optional[str] = None) -> Iterator[Any]:
-    """Register a plugin module/object into a fresh registry for the duration of the block."""
+    """Register a plugin module/object into a fresh registry for the duration of the block.
+
+    A plugin `lawbench` would set aside as broken raises PluginError here, so its author sees why.
+    """
+    from lawbench.core.errors import PluginError
     from lawbench.core.registry import build_registry, make_plugin_manager
 
     pm = make_plugin_manager(autoload=False)
     pm.register(plugin, name=name)
     try:
-        yield build_registry(pm)
+        registry = build_registry(pm)
+        if registry.broken:
+            raise PluginError("; ".join(registry.broken))
+        yield registry
     finally:
         pm.unregister(plugin)
 

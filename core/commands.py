@@ -1,0 +1,42 @@
+"""A command a plugin adds to the `lawbench` command line, yielded by the `lawbench_commands` hook.
+
+    @lawbench.hookimpl
+    def lawbench_commands():
+        yield lawbench.Command("predict", "price a model's decode speed", add_arguments, run)
+
+core builds the sub-parser; ``run(args)`` returns the exit code (0 ok, 1 bad result, 2 bad input)
+and raises a LawbenchError for anything the user must fix, which core turns into one line.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+from dataclasses import dataclass, field
+from typing import Callable
+
+NAME_RE = re.compile(r"^[a-z][a-z0-9-]*$")
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str  # the sub-command: lower-case, unique across core and every plugin
+    help: str  # one line for `lawbench --help`
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+    description: str = field(default="")  # the sub-command's own --help text (default: help)
+
+
+def whole_number(minimum: int = 0) -> Callable[[str], int]:
+    """An argparse ``type`` for a whole number >= ``minimum``; argparse names the flag on error
+    (``--ctx: must be 0 or more, got -5``), exit 2."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be {minimum} or more, got {value}")
+        return value
+
+    parse.__name__ = "whole number"  # argparse's fallback message names the type
+    return parse

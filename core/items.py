@@ -1,0 +1,90 @@
+"""Anchors as pytest items: one file of anchors is a pytest File, one anchor an Item whose
+runtest() evaluates it. The run's AnchorSession (lawbench.core.session) is found by name."""
+from __future__ import annotations
+
+import time
+from typing import Any, Optional
+
+import pytest
+
+from lawbench.core.evaluate import evaluate, history_result
+from lawbench.core.law import EngineInterrupted, Law
+from lawbench.core.loading import LoadedAnchor
+from lawbench.core.models import Result, Verdict
+
+SESSION_NAME = "lawbench-session"
+
+
+class AnchorVerdict(Exception):
+    """Raised by an item whose verdict is FAIL, ERROR or VOID; carries the Result."""
+
+    def __init__(self, result: Result):
+        super().__init__(result.reason)
+        self.result = result
+
+
+class AnchorFile(pytest.File):
+    def collect(self):
+        session = self.config.pluginmanager.get_plugin(SESSION_NAME)
+        for loaded in session.anchors_in(self.path):
+            yield AnchorItem.from_parent(self, name=loaded.anchor.id, loaded=loaded,
+                                         law=session.registry.law(loaded.anchor.law))
+
+
+class AnchorItem(pytest.Item):
+    def __init__(self, *, loaded: LoadedAnchor, law: Law, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.loaded = loaded
+        self.anchor = loaded.anchor
+        self.law = law
+        self.result: Optional[Result] = None
+        self.add_marker(pytest.mark.lawbench_anchor)
+        self.add_marker(getattr(pytest.mark, self.anchor.kind))
+        self.keywords[self.anchor.law] = True
+
+    def runtest(self) -> None:
+        session = self.config.pluginmanager.get_plugin(SESSION_NAME)
+        started = time.monotonic()
+        try:
+            self.result = evaluate(self.anchor, self.law, session.policy, session.resources,
+                                   file=self.loaded.file)
+        except KeyboardInterrupt as exc:  # stopped outside the engine: record the anchor anyway
+            self.result = interrupted_result(self.anchor, session.policy.profile.id,
+                                             EngineInterrupted.signal_of(exc))
+            self.result.duration_s = round(time.monotonic() - started, 3)
+            session.results.append(self.result)
+            raise
+        session.results.append(self.result)
+        if session.stop.received:  # the engine was ended and its samples kept: now stop the run
+            raise KeyboardInterrupt(session.stop.received)
+        if self.result.verdict is Verdict.SKIP:
+            pytest.skip(self.result.reason)
+        if self.result.detail.get("open_finding"):
+            pytest.xfail(self.result.reason)
+        if self.result.verdict.bad:
+            raise AnchorVerdict(self.result)
+
+    def repr_failure(self, excinfo, style=None):  # type: ignore[override]
+        if isinstance(excinfo.value, AnchorVerdict):
+            r = excinfo.value.result
+            lines = [f"{r.verdict.value} {r.anchor_id}: {r.reason}"]
+            lines.append(f"  claim: {self.anchor.claim}")
+            lines.append(f"  file: {self.loaded.file}")
+            return "\n".join(lines)
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self):
+        return self.path, None, f"{self.anchor.law}::{self.anchor.id} [{self.anchor.kind}]"
+
+
+def interrupted_result(anchor: Any, profile_id: str, signal_name: str) -> Result:
+    """The anchor that was running when the run was stopped outside the engine (building it,
+    fetching a model): an ERROR that says so, so the record shows where the run stopped."""
+    return Result(anchor_id=anchor.id, law=anchor.law, kind=anchor.kind, profile=profile_id,
+                  quantity=anchor.quantity, unit=anchor.unit, published=anchor.value,
+                  verdict=Verdict.ERROR, reason=f"interrupted by {signal_name} before the anchor finished")
+
+
+def history_results(session: Any) -> list[Result]:
+    """Superseded / refuted / retired anchors of the selected laws, for the record's history table."""
+    return [history_result(la.anchor, session.policy.profile.id) for la in session.history]

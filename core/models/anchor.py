@@ -1,0 +1,163 @@
+"""An anchor: one published claim, its band, its case, its life (superseded, refuted) and provenance."""
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any, Literal, Optional
+
+from pydantic import Field, model_validator
+
+from lawbench.core.models.base import FiniteFloat, Id, Strict
+
+
+class Band(Strict):
+    """Exactly one of: ±abs, ±rel (a fraction: 0.05 is ±5 %), or [lo, hi].
+
+    A half-open band leaves lo or hi out (`band = { lo = 1.2 }` is "at least 1.2"). Every edge is a
+    finite number: `hi = inf` is refused (leave hi out: one way to write it) and NaN always is.
+    """
+
+    abs: Optional[FiniteFloat] = None
+    rel: Optional[FiniteFloat] = None
+    lo: Optional[FiniteFloat] = None
+    hi: Optional[FiniteFloat] = None
+
+    @model_validator(mode="after")
+    def _one_form(self) -> "Band":
+        forms = [self.abs is not None, self.rel is not None, self.lo is not None or self.hi is not None]
+        if sum(forms) != 1:
+            raise ValueError("a band is exactly one of: abs = x, rel = x, or lo = a, hi = b")
+        if self.lo is not None and self.hi is not None and self.lo > self.hi:
+            raise ValueError(f"band lo {self.lo} is above hi {self.hi}")
+        for name in ("abs", "rel"):
+            v = getattr(self, name)
+            if v is not None and v < 0:
+                raise ValueError(f"band {name} must not be negative")
+        return self
+
+    def interval(self, center: Optional[float]) -> tuple[float, float]:
+        if self.lo is not None or self.hi is not None:
+            return (self.lo if self.lo is not None else -math.inf,
+                    self.hi if self.hi is not None else math.inf)
+        if center is None:
+            raise ValueError("a ±abs or ±rel band needs a value to centre on")
+        if self.abs is not None:
+            return (center - self.abs, center + self.abs)
+        half = abs(center) * self.rel  # type: ignore[operator]
+        return (center - half, center + half)
+
+    def describe(self, center: Optional[float]) -> str:
+        if self.abs is not None:
+            return f"{center:g} ± {self.abs:g}"
+        if self.rel is not None:
+            return f"{center:g} ± {self.rel * 100:g}%"
+        return f"[{self.lo if self.lo is not None else '-inf'}, {self.hi if self.hi is not None else 'inf'}]"
+
+
+class Provenance(Strict):
+    """Where a published number came from. At least a seed document or a register id."""
+
+    seed: Optional[str] = None  # e.g. "000_4a91008eeaefec79.txt"
+    register_id: Optional[str] = None  # e.g. "L-30"
+    prereg: list[int] = Field(default_factory=list)
+    date: Optional[str] = None
+    log: Optional[str] = None
+    quote: Optional[str] = None  # the source's own words for the number
+    band_rationale: Optional[str] = None  # how the band was set, and why not wider
+    notes: Optional[str] = None
+
+    @model_validator(mode="after")
+    def _has_a_source(self) -> "Provenance":
+        if not self.seed and not self.register_id:
+            raise ValueError("provenance needs a seed document or a register id")
+        return self
+
+
+class Budget(Strict):
+    """How many samples a measurement may take before an unresolved interval becomes VOID.
+
+    A sample is one engine visit (or one interleaved round of two arms). The rule looks after
+    min_samples and after every batch up to max_samples; `confidence` is for all looks together
+    (each look is taken at 1 - (1 - confidence) / looks: lawbench.core.verdicts).
+    """
+
+    # Three at least: a Student-t interval on two samples is too wide to resolve any band.
+    min_samples: int = Field(default=3, ge=3, le=1000)
+    max_samples: int = Field(default=9, ge=3, le=1000)
+    batch: int = Field(default=3, ge=1, le=1000)
+    timeout_s: FiniteFloat = Field(default=600.0, gt=0)
+    confidence: FiniteFloat = Field(default=0.95, gt=0.5, lt=1.0)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "Budget":
+        if self.max_samples < self.min_samples:
+            raise ValueError(f"max_samples {self.max_samples} is below min_samples {self.min_samples}")
+        return self
+
+
+class CensusSpec(Strict):
+    exact: dict[str, Annotated[int, Field(ge=0)]] = Field(default_factory=dict)
+    minimum: dict[str, Annotated[int, Field(ge=0)]] = Field(default_factory=dict)
+    forbidden: list[str] = Field(default_factory=list)
+
+
+# No `ratchet` kind: an error that may shrink but never grow needs the anchor's own history
+# joined on profile and engine build (issue 8's history); until then it would be a name without logic.
+AnchorKind = Literal["prediction", "measurement", "agreement", "ratio", "census"]
+
+
+class Anchor(Strict):
+    id: Id
+    law: str
+    claim: str
+    quantity: str
+    unit: str
+    kind: AnchorKind
+    value: Optional[FiniteFloat] = None  # the published number (prediction, measurement, ratio)
+    band: Optional[Band] = None
+    case: dict[str, Any] = Field(default_factory=dict)  # validated by the law's own case model
+    arms: dict[str, dict[str, Any]] = Field(default_factory=dict)  # ratio: {"a": {...}, "b": {...}}
+    census: Optional[CensusSpec] = None
+    profiles: list[str] = Field(default_factory=list)  # empty: binds to every profile
+    status: Literal["active", "superseded", "refuted", "retired"] = "active"
+    superseded_by: Optional[str] = None
+    refuted_by: Optional[str] = None
+    budget: Budget = Field(default_factory=Budget)
+    provenance: Provenance
+    tags: list[str] = Field(default_factory=list)
+    # An open finding: the law does not reproduce this published number, and we say so. Its FAIL
+    # is reported and recorded but does not fail the build; a PASS does (the finding has closed).
+    finding: Optional[str] = None
+
+    @model_validator(mode="after")
+    def _kind_needs(self) -> "Anchor":
+        if self.kind in ("prediction", "measurement", "ratio") and self.value is None \
+                and (self.band is None or self.band.lo is None and self.band.hi is None):
+            raise ValueError(f"a {self.kind} anchor needs a value (or a [lo, hi] band)")
+        if self.kind != "census" and self.band is None:
+            raise ValueError(f"a {self.kind} anchor needs a band")
+        if self.kind == "census" and self.census is None:
+            raise ValueError("a census anchor needs a [census] table")
+        if self.kind == "ratio" and set(self.arms) != {"a", "b"}:
+            raise ValueError("a ratio anchor needs arms.a and arms.b")
+        if self.status == "superseded" and not self.superseded_by:
+            raise ValueError("status 'superseded' needs superseded_by")
+        if self.status == "refuted" and not self.refuted_by:
+            raise ValueError("status 'refuted' needs refuted_by")
+        return self
+
+    @property
+    def runs(self) -> bool:
+        return self.status == "active"
+
+    def band_interval(self, center: Optional[float] = None) -> tuple[float, float]:
+        """The acceptance interval. Agreement anchors are centred on 1 (measured/predicted)."""
+        assert self.band is not None
+        if self.kind == "agreement":
+            return self.band.interval(1.0)
+        return self.band.interval(self.value if center is None else center)
+
+
+class AnchorFile(Strict):
+    """One TOML file: `[[anchor]]` tables."""
+
+    anchor: list[Anchor] = Field(default_factory=list)

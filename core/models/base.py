@@ -1,0 +1,28 @@
+"""What every data model shares: unknown fields are errors, ids are stable, numbers are finite."""
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+
+
+def _check_id(v: str) -> str:
+    if not ID_RE.match(v):
+        raise ValueError("an id must be lower-case letters, digits, '.', '_' or '-'")
+    return v
+
+
+# Every id a data file defines (profile, anchor, model, manifest): stable, lower-case, never reused.
+Id = Annotated[str, AfterValidator(_check_id)]
+
+# A number a data file gives. TOML reads `nan` and `inf`: NaN slips through every comparison a
+# check makes and an infinite band accepts anything, so neither is a number lawbench takes.
+FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
+
+
+class Strict(BaseModel):
+    # Half-open bands hold ±inf; "strings" keeps them readable in JSON instead of turning into null.
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="strings")

@@ -1,0 +1,68 @@
+"""What a run produces per anchor: samples, the measurement, the verdict."""
+from __future__ import annotations
+
+import enum
+from typing import Any, Optional
+
+from pydantic import Field
+
+from lawbench.core.models.anchor import AnchorKind
+from lawbench.core.models.base import Strict
+
+
+class Verdict(str, enum.Enum):
+    PASS = "PASS"
+    FAIL = "FAIL"
+    VOID = "VOID"  # the instrument cannot resolve the band: the interval straddles an edge
+    SKIP = "SKIP"  # not applicable here, with the reason
+    ERROR = "ERROR"  # could not run
+
+    @property
+    def bad(self) -> bool:
+        return self in (Verdict.FAIL, Verdict.VOID, Verdict.ERROR)
+
+
+class Sample(Strict):
+    value: float
+    arm: Optional[str] = None  # ratio anchors: "a" / "b"; single-arm: None
+    predecessor: Optional[str] = None  # the configuration that ran immediately before (L-31)
+    raw: dict[str, Any] = Field(default_factory=dict)
+
+
+class Measurement(Strict):
+    """Every raw sample, the protocol that took them, and the machine they were taken on."""
+
+    samples: list[Sample] = Field(default_factory=list)
+    protocol: dict[str, Any] = Field(default_factory=dict)
+    environment: dict[str, Any] = Field(default_factory=dict)
+    log: Optional[str] = None  # tail of the engine's output, for census and for people
+
+
+class Result(Strict):
+    """The outcome of one anchor in one run."""
+
+    anchor_id: str
+    law: str
+    kind: AnchorKind
+    profile: str
+    verdict: Verdict
+    reason: str = ""
+    quantity: str = ""
+    unit: str = ""
+    published: Optional[float] = None
+    predicted: Optional[float] = None
+    # One statistic per result: `measured`, `interval` and `band` are all in `unit`, and
+    # `statistic` says what they are; raw speeds and predictions in other units live in `detail`.
+    statistic: str = ""
+    measured: Optional[float] = None  # the statistic the verdict is about
+    interval: Optional[tuple[float, float]] = None  # its confidence interval
+    band: Optional[tuple[float, float]] = None
+    spread: Optional[float] = None  # relative spread of the samples (IQR / median)
+    measurement: Optional[Measurement] = None
+    detail: dict[str, Any] = Field(default_factory=dict)
+    duration_s: float = 0.0
+
+    @property
+    def blocking(self) -> bool:
+        """Fails the build: FAIL / ERROR / VOID, except the expected FAIL of an open finding."""
+        return self.verdict.bad and not self.detail.get("open_finding")

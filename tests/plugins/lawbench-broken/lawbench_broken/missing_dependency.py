@@ -1,0 +1,1 @@
+import lawbench_not_installed_anywhere  # noqa: F401  -- the dependency its author forgot to declare

@@ -1,0 +1,231 @@
+"""The plugin surface a contributor sees: public imports only, broken siblings set aside by
+distribution name, every anchor's case checked by its own law before anything runs."""
+from __future__ import annotations
+
+import ast
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import HERE, pip_install_into, run_cli, write_plugin
+
+import lawbench
+
+DUMMY_SRC = HERE / "plugins" / "lawbench-dummy"
+
+
+def _env(cli_env: dict, *sites: Path) -> dict:
+    env = dict(cli_env)
+    env["PYTHONPATH"] = os.pathsep.join([*map(str, sites), env["PYTHONPATH"]])
+    return env
+
+
+def test_every_public_name_resolves_and_is_documented():
+    assert set(lawbench.__all__) == {"__version__", *lawbench._EXPORTS}
+    for name in lawbench.__all__:
+        assert getattr(lawbench, name) is not None, name
+    assert set(dir(lawbench)) >= set(lawbench.__all__)
+    for hook in ("lawbench_laws", "lawbench_profile_dirs", "lawbench_model_catalogs", "lawbench_commands",
+                 "lawbench_run_finished"):
+        assert hook in lawbench.__doc__, f"{hook} is not in the plugin guide (lawbench's docstring)"
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        lawbench.Nope  # noqa: B018
+
+
+def test_the_third_party_law_imports_only_from_lawbench():
+    """The test plugin is the smallest real law: it must need nothing behind `lawbench.`."""
+    for path in (DUMMY_SRC / "lawbench_dummy").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            for name in names:
+                assert not name.startswith("lawbench."), f"{path.name} imports {name}: not public"
+
+
+def test_broken_plugins_are_named_by_distribution_and_the_good_one_still_runs(cli_env, broken_site, tmp_path):
+    env = _env(cli_env, broken_site)
+    laws = run_cli(["laws"], env, tmp_path)
+    assert laws.returncode == 0, laws.stderr
+    assert "Traceback" not in laws.stderr + laws.stdout
+    assert any(line.startswith("dummy") for line in laws.stdout.splitlines())
+    assert any(line.startswith("law4") for line in laws.stdout.splitlines())
+    warnings = [line for line in laws.stderr.splitlines() if "broken plugin" in line]
+    assert len(warnings) == 2, laws.stderr
+    assert all("distribution lawbench-broken 0.2.0" in w for w in warnings)
+    assert any("ModuleNotFoundError" in w and "lawbench_not_installed_anywhere" in w for w in warnings)
+    assert any("lawbench_laws() raised RuntimeError: the author's bug" in w for w in warnings)
+
+    # `check` validates the rest, then fails on the broken plugins: a checker never says ok to them.
+    check = run_cli(["check"], env, tmp_path)
+    assert check.returncode == 2 and "Traceback" not in check.stderr
+    assert "2 plugin problem(s)" in check.stderr and "anchors" in check.stderr
+
+    # The good plugin's anchors run for real beside them.
+    out = tmp_path / "out"
+    run = run_cli(["run", "--profile", "cpu", "--law", "dummy", "--out", str(out), "--no-history"], env, tmp_path)
+    assert "Traceback" not in run.stdout + run.stderr
+    assert run.returncode == 1, run.stdout[-2000:]  # dummy.sum-fail is a real FAIL
+    verdicts = {r["anchor_id"]: r["verdict"] for r in json.loads((out / "run.json").read_text())["results"]}
+    assert verdicts["dummy.sum-pass"] == "PASS" and verdicts["dummy.sum-fail"] == "FAIL"
+
+
+def _dummy_with(tmp_path: Path, old: str, new: str) -> Path:
+    """The test plugin with one edit in its anchor file, really pip-installed."""
+    src = tmp_path / "src"
+    shutil.copytree(DUMMY_SRC, src, ignore=shutil.ignore_patterns("build", "*.egg-info"))
+    anchors = src / "lawbench_dummy" / "anchors" / "dummy.toml"
+    text = anchors.read_text()
+    assert old in text
+    anchors.write_text(text.replace(old, new, 1))
+    return pip_install_into(src, tmp_path / "site", tmp_path)
+
+
+def test_a_case_typo_in_a_third_party_law_is_caught_by_check(cli_env, broken_site, tmp_path):
+    site = _dummy_with(tmp_path, "case = { terms = [2, 2] }", "case = { termz = [2, 2] }")
+    env = dict(cli_env, PYTHONPATH=os.pathsep.join([str(site), str(broken_site)]))
+    p = run_cli(["check"], env, tmp_path)
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    line = next(l for l in p.stderr.splitlines() if "error" in l and "dummy.toml" in l)
+    assert str(site / "lawbench_dummy" / "anchors" / "dummy.toml") in line
+    assert "anchor dummy.sum-pass" in line and "field case.termz" in line and "unknown field" in line
+
+
+def test_forgotten_package_data_is_reported_not_silent(cli_env, tmp_path):
+    site = write_plugin(tmp_path / "site", "lawbench-nodata", {"nodata": "lawbench_nodata"}, {
+        "lawbench_nodata/__init__.py": (
+            "import lawbench\n\n\nclass NoData(lawbench.Law):\n    name = 'nodata'\n"
+            "    anchors_package = 'lawbench_nodata.anchors'\n\n\n@lawbench.hookimpl\n"
+            "def lawbench_laws():\n    yield NoData\n"),
+        "lawbench_nodata/anchors/__init__.py": "",
+    })
+    p = run_cli(["check"], dict(cli_env, PYTHONPATH=str(site)), tmp_path)
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert "distribution lawbench-nodata 0.1.0" in p.stderr and "holds no *.toml anchor files" in p.stderr
+
+
+def test_a_typo_in_anchors_package_names_the_distribution(cli_env, tmp_path):
+    site = write_plugin(tmp_path / "site", "lawbench-typo", {"typo": "lawbench_typo"}, {
+        "lawbench_typo/__init__.py": (
+            "import lawbench\n\n\nclass Typo(lawbench.Law):\n    name = 'typo'\n"
+            "    anchors_package = 'lawbench_typo.anchorz'\n\n\n@lawbench.hookimpl\n"
+            "def lawbench_laws():\n    yield Typo\n"),
+    })
+    env = dict(cli_env, PYTHONPATH=str(site))
+    p = run_cli(["check"], env, tmp_path)
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert "distribution lawbench-typo 0.1.0" in p.stderr and "'lawbench_typo.anchorz'" in p.stderr
+    laws = run_cli(["laws"], env, tmp_path)  # the others are still listed
+    assert laws.returncode == 0 and "law4" in laws.stdout and "Traceback" not in laws.stderr
+
+
+def test_a_plugin_brings_a_command_a_profile_and_catalogue_models(cli_env, tmp_path):
+    """Everything Law 4 brings through hooks, a third party can bring the same way."""
+    profile = (HERE.parent / "hardware_profiles" / "cpu-ddr4.toml").read_text()
+    profile = profile.replace('id = "cpu-ddr4"', 'id = "my-box"', 1)
+    site = write_plugin(tmp_path / "site", "lawbench-extras", {"extras": "lawbench_extras.plugin"}, {
+        "lawbench_extras/__init__.py": "",
+        "lawbench_extras/profiles/my-box.toml": profile,
+        "lawbench_extras/plugin.py": (
+            "from importlib.resources import files\n\nimport lawbench\n\n\n"
+            "def _args(p):\n    p.add_argument('--name', default='world')\n\n\n"
+            "def _hello(args):\n    print(f'hello {args.name}')\n    return 0\n\n\n"
+            "@lawbench.hookimpl\ndef lawbench_commands():\n"
+            "    yield lawbench.Command('hello', 'say hello', _args, _hello)\n\n\n"
+            "@lawbench.hookimpl\ndef lawbench_profile_dirs():\n"
+            "    yield files('lawbench_extras') / 'profiles'\n"),
+    })
+    assert 'id = "my-box"' in profile
+    env = dict(cli_env, PYTHONPATH=str(site))
+    hello = run_cli(["hello", "--name", "lawbench"], env, tmp_path)
+    assert hello.returncode == 0 and hello.stdout.strip() == "hello lawbench", hello.stderr
+    header = tmp_path / "tiny.gguf"
+    _tiny_gguf(header)
+    pred = run_cli(["predict", str(header), "--profile", "my-box", "--json"], env, tmp_path)
+    assert pred.returncode == 0, pred.stderr
+    assert json.loads(pred.stdout)["profile"] == "my-box"
+
+
+def test_a_plugin_command_may_not_take_a_core_name(cli_env, tmp_path):
+    site = write_plugin(tmp_path / "site", "lawbench-greedy", {"greedy": "lawbench_greedy"}, {
+        "lawbench_greedy/__init__.py": (
+            "import lawbench\n\n\n@lawbench.hookimpl\ndef lawbench_commands():\n"
+            "    yield lawbench.Command('check', 'mine now', lambda p: None, lambda a: 0)\n"),
+    })
+    p = run_cli(["check"], dict(cli_env, PYTHONPATH=str(site)), tmp_path)
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert "distribution lawbench-greedy 0.1.0" in p.stderr and "command 'check' is one of lawbench's own" in p.stderr
+
+
+def _tiny_gguf(path: Path) -> None:
+    """A real two-layer llama GGUF header with f16 tensors (gguf's own writer)."""
+    import gguf
+    import numpy as np
+
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_block_count(2)
+    w.add_context_length(256)
+    w.add_embedding_length(64)
+    w.add_feed_forward_length(128)
+    w.add_head_count(4)
+    w.add_head_count_kv(4)
+    w.add_layer_norm_rms_eps(1e-5)
+    rng = np.random.default_rng(0)
+    w.add_tensor("token_embd.weight", rng.standard_normal((256, 64)).astype(np.float16))
+    for i in range(2):
+        for name, shape in (("attn_q", (64, 64)), ("attn_k", (64, 64)), ("attn_v", (64, 64)),
+                            ("attn_output", (64, 64)), ("ffn_up", (128, 64)), ("ffn_gate", (128, 64)),
+                            ("ffn_down", (64, 128))):
+            w.add_tensor(f"blk.{i}.{name}.weight", rng.standard_normal(shape).astype(np.float16))
+    w.add_tensor("output.weight", rng.standard_normal((256, 64)).astype(np.float16))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def test_a_law_that_predicts_nan_gets_an_error_that_says_so():
+    from lawbench.testing import evaluate_anchor, make_anchor
+
+    class NaNLaw(lawbench.Law):
+        name = "test"
+
+        def predict(self, anchor, profile):
+            return lawbench.Prediction(float("nan"))
+
+    result = evaluate_anchor(make_anchor(), NaNLaw())
+    assert result.verdict.value == "ERROR"
+    assert "law 'test' predicted nan, not a finite number" in result.reason
+
+
+def test_a_data_error_found_while_running_names_the_anchor_file():
+    from lawbench.core.evaluate import RunPolicy, evaluate
+    from lawbench.testing import make_anchor, make_profile
+
+    class Picky(lawbench.Law):
+        name = "test"
+
+        def predict(self, anchor, profile):
+            raise lawbench.DataError(lawbench.ANCHOR_FILE, "no such table", anchor=anchor.id, field="case.x")
+
+    profile = make_profile()
+    policy = RunPolicy(profile=profile, profiles={profile.id: profile}, on_own_runner=True)
+    result = evaluate(make_anchor(), Picky(), policy, file="/data/mine.toml")
+    assert result.verdict.value == "ERROR"
+    assert result.reason == "/data/mine.toml: anchor test.anchor: field case.x: no such table"
+
+
+def test_a_law_bug_is_an_error_naming_the_law_not_a_bare_exception():
+    from lawbench.testing import evaluate_anchor, make_anchor
+
+    class Buggy(lawbench.Law):
+        name = "test"
+
+        def predict(self, anchor, profile):
+            return lawbench.Prediction(anchor.case["model_gb"])
+
+    result = evaluate_anchor(make_anchor(), Buggy())
+    assert result.verdict.value == "ERROR"
+    assert result.reason.startswith("KeyError in law 'test': KeyError('model_gb')")
+    assert "case_model" in result.reason
