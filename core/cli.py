@@ -8,7 +8,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from lawbench import __version__
 from lawbench.core.errors import LawbenchError
@@ -127,15 +127,15 @@ def _run_exit_code(rc: int, session, stop) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from lawbench.core.hardware.profiles import load_profiles
+    from lawbench.core.hardware.profiles import plugin_profiles
     from lawbench.core.loading import load_all
     from lawbench.core.registry import get_registry
     from lawbench.core.store.catalog import load_catalog
 
     reg = get_registry()
-    profiles = load_profiles(extra_dirs=reg.profile_dirs)
+    profiles = plugin_profiles(reg, strict=True)
+    cat = load_catalog()  # before the anchors: an anchor naming a model reads it
     anchors = load_all(reg, profiles=profiles.keys())  # each anchor checked by its own law
-    cat = load_catalog()
     active = sum(1 for a in anchors.anchors if a.anchor.runs)
     summary = (f"{len(reg.laws)} laws, {len(profiles)} profiles, {len(anchors.anchors)} anchors "
                f"({active} active), {len(cat.model)} real + {len(cat.synthetic)} synthetic models")
@@ -247,15 +247,30 @@ def build_parser(registry: Any = None) -> argparse.ArgumentParser:
     for name, command in sorted((registry.commands if registry is not None else {}).items()):
         cp = sub.add_parser(name, help=command.help, description=command.description or command.help,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
-        command.add_arguments(cp)
-        cp.set_defaults(func=command.run)
+        command.add_arguments(cp)  # tried on a scratch parser when the plugin was loaded
+        cp.set_defaults(func=_plugin_command(command, registry.command_origin[name]))
     return p
+
+
+def _plugin_command(command: Any, origin: str) -> Callable[[argparse.Namespace], int]:
+    """A plugin's command, run so that its bug is one line naming it, never a traceback."""
+    def run(args: argparse.Namespace) -> int:
+        try:
+            rc = command.run(args)
+        except (LawbenchError, KeyboardInterrupt, BrokenPipeError):
+            raise
+        except Exception as exc:
+            _err(f"command {command.name!r} of {origin} failed: {' '.join(f'{type(exc).__name__}: {exc}'.split())}")
+            return EXIT_BAD
+        return EXIT_OK if rc is None else int(rc)
+    return run
 
 
 def main(argv: Optional[list[str]] = None) -> int:
     from lawbench.core.errors import DataError, UsageError
     from lawbench.core.registry import PluginError, get_registry
 
+    registry = None
     try:
         registry = get_registry()
         _report_plugin_problems(registry)
@@ -264,8 +279,12 @@ def main(argv: Optional[list[str]] = None) -> int:
         if not getattr(args, "func", None):
             parser.print_help()
             return EXIT_USAGE
-        return int(args.func(args))
+        rc = int(args.func(args))
+        _report_plugin_problems(registry)  # found while the command ran (a plugin's bad profile)
+        return rc
     except LawbenchError as exc:
+        if registry is not None:
+            _report_plugin_problems(registry)  # often the reason for what follows
         _err(str(exc))
         if isinstance(exc, (DataError, UsageError, PluginError)):
             return EXIT_USAGE
@@ -273,6 +292,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     except KeyboardInterrupt:
         _err("interrupted")
         return 130
+    except BrokenPipeError:  # `lawbench predict … | head`: the reader has all it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
 
 
 if __name__ == "__main__":  # pragma: no cover

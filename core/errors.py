@@ -6,6 +6,7 @@ PluginError are 2; an EngineError inside a run is an ERROR verdict.
 """
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Optional
 
 from pydantic import ValidationError
@@ -73,10 +74,13 @@ class DataError(LawbenchError):
 
     def located(self, file: str, anchor: Optional[str] = None) -> "DataError":
         """This error placed in the anchor file it is about: a law checking a case names the
-        anchor and the field but not the file (it writes a placeholder such as ANCHOR_FILE)."""
-        own_file = self.file and not self.file.startswith("<")  # e.g. a manifest the case names
-        message = f"{self.file}: {self.message}" if own_file and self.file != file else self.message
-        return DataError(file, message, anchor=self.anchor or anchor, field=self.field)
+        anchor and the field but not the file (it writes a placeholder such as ANCHOR_FILE).
+        An error about another file (a manifest or catalogue the case reads) stays about that
+        file, and says which anchor read it."""
+        if self.file and not self.file.startswith("<") and self.file != file:
+            return DataError(self.file, f"{self.message} (read for anchor {self.anchor or anchor} in {file})",
+                             field=self.field)
+        return DataError(file, self.message, anchor=self.anchor or anchor, field=self.field)
 
 
 class UsageError(LawbenchError):
@@ -92,13 +96,29 @@ def field_path(loc: tuple) -> str:
     return ".".join(str(p) for p in loc) or "(top level)"
 
 
+# A model validator names the field it is about by starting its message "<field>: …"
+# (pydantic has no location for a rule across fields); the formatters below read it back.
+FIELD_PREFIX = re.compile(r"^([A-Za-z_][\w.-]*): (.*)$", re.S)
+
+
+def named_field(err: dict) -> Optional[re.Match]:
+    """The "<field>: message" a model validator wrote, or None."""
+    if err.get("type") != "value_error":
+        return None
+    return FIELD_PREFIX.match(str(err.get("msg", "")).removeprefix("Value error, "))
+
+
 def validation_error(file: str, exc: ValidationError, anchor: Optional[str] = None,
                      prefix: str = "") -> DataError:
     err = exc.errors()[0]
-    where = field_path(tuple(err.get("loc", ())))
+    loc = tuple(err.get("loc", ()))
+    msg = err.get("msg", "invalid")
+    named = named_field(err)
+    if named:
+        loc, msg = (*loc, named.group(1)), named.group(2)
+    where = field_path(loc)
     if prefix:
         where = f"{prefix}.{where}" if where != "(top level)" else prefix
-    msg = err.get("msg", "invalid")
     if err.get("type") == "extra_forbidden":
         msg = "unknown field (check the spelling; see `lawbench schema`)"
     more = len(exc.errors()) - 1

@@ -8,7 +8,7 @@ from typing import Any, Iterable, Optional
 
 from pydantic import ValidationError
 
-from lawbench.core.errors import DataError, PluginError, field_path, validation_error  # noqa: F401
+from lawbench.core.errors import DataError, LawbenchError, PluginError, field_path, validation_error  # noqa: F401
 from lawbench.core.models import Anchor
 
 if sys.version_info >= (3, 11):
@@ -168,10 +168,10 @@ def _lineage_loop(loop: list[tuple[str, str]], seen: dict[str, LoadedAnchor]) ->
                     anchor=first.anchor.id, field=loop[0][1])
 
 
-def law_anchor_files(registry: Any) -> list[Any]:
-    """Every law's anchor files. A law whose anchors_package cannot be read, or holds no TOML
-    (package data forgotten in its pyproject), is reported as broken; the others still load."""
-    files: list[Any] = []
+def law_anchor_files(registry: Any) -> dict[str, list[Any]]:
+    """Every law's anchor files, by law. A law whose anchors_package cannot be read, or holds no
+    TOML (package data forgotten in its pyproject), is reported as broken; the others still load."""
+    files: dict[str, list[Any]] = {}
     for law in registry.laws.values():
         where = f"{registry.origin_of(law)}: law {law.name!r}: anchors_package {law.anchors_package!r}"
         try:
@@ -182,13 +182,30 @@ def law_anchor_files(registry: Any) -> list[Any]:
         if law.anchors_package and not found:
             registry.report(f"{where} holds no *.toml anchor files; declare them as package data "
                             "in the plugin's pyproject ([tool.setuptools.package-data])")
-        files.extend(found)
+        files[law.name] = found
     return files
 
 
-def load_all(registry: Any, profiles: Optional[Iterable[str]] = None) -> AnchorSet:
-    """Every law's anchors, cross-checked, each checked by its own law (case, arms, units)."""
-    anchor_set = load_anchors(law_anchor_files(registry), laws=registry.laws.keys(), profiles=profiles)
+def load_all(registry: Any, profiles: Optional[Iterable[str]] = None,
+             lenient: Iterable[str] = ()) -> AnchorSet:
+    """Every law's anchors, cross-checked, each checked by its own law (case, arms, units).
+
+    :param lenient: third-party laws a run did not select (``--law``): when their own anchor
+        files are wrong they are reported and set aside, so an unrelated plugin never blocks a
+        run. Every other data error is raised (exit 2 before anything runs), as in ``check``.
+    """
+    by_law = law_anchor_files(registry)
+    lenient = set(lenient) - registry.builtin_laws
+    kept: list[Any] = []
+    for law, files in by_law.items():
+        if law in lenient:
+            try:
+                check_with_laws(load_anchors(files, laws=registry.laws.keys(), profiles=profiles), registry)
+            except LawbenchError as exc:
+                registry.report(f"{registry.law_origin[law]}: {exc} (its anchors are set aside)")
+                continue
+        kept.extend(files)
+    anchor_set = load_anchors(kept, laws=registry.laws.keys(), profiles=profiles)
     check_with_laws(anchor_set, registry)
     return anchor_set
 
@@ -196,8 +213,6 @@ def load_all(registry: Any, profiles: Optional[Iterable[str]] = None) -> AnchorS
 def check_with_laws(anchor_set: AnchorSet, registry: Any) -> None:
     """Law.check_anchor for every anchor: a data error names the anchor's real file; a law that
     breaks while checking is named by its distribution."""
-    from lawbench.core.errors import LawbenchError
-
     for la in anchor_set.anchors:
         law = registry.law(la.anchor.law)
         try:

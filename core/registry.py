@@ -7,6 +7,7 @@ distribution name, and every other plugin keeps working (`lawbench check` exits 
 """
 from __future__ import annotations
 
+import argparse
 import importlib
 import importlib.metadata
 import os
@@ -40,10 +41,12 @@ class Registry:
     laws: dict[str, Law] = field(default_factory=dict)
     law_origin: dict[str, str] = field(default_factory=dict)  # law name -> distribution / module
     profile_dirs: list[Any] = field(default_factory=list)
+    profile_dir_origins: list[str] = field(default_factory=list)  # who yielded each folder
     model_catalogs: list[Any] = field(default_factory=list)
     commands: dict[str, Command] = field(default_factory=dict)
     command_origin: dict[str, str] = field(default_factory=dict)
     broken: list[str] = field(default_factory=list)  # one line per plugin set aside, for people
+    builtin_laws: set[str] = field(default_factory=set)  # laws lawbench ships: never set aside
     origins: dict[int, str] = field(default_factory=dict)  # id(plugin) -> its origin
 
     def law(self, name: str) -> Law:
@@ -79,14 +82,22 @@ def _dist_label(dist: importlib.metadata.Distribution) -> str:
 
 
 def _entry_points() -> list[tuple[importlib.metadata.EntryPoint, importlib.metadata.Distribution]]:
-    out = []
+    """Every `lawbench` entry point, each under its distribution: two distributions may both
+    name theirs "plugin". A distribution found twice on sys.path counts once."""
+    unique: dict[tuple[str, str], tuple[importlib.metadata.EntryPoint, importlib.metadata.Distribution]] = {}
     for dist in importlib.metadata.distributions():
         for ep in dist.entry_points:
             if ep.group == ENTRY_POINT_GROUP:
-                out.append((ep, dist))
-    # One entry per name (a distribution found twice on sys.path), in a stable order.
-    unique = {ep.name: (ep, dist) for ep, dist in reversed(out)}
-    return [unique[name] for name in sorted(unique)]
+                unique.setdefault((_dist_name(dist), ep.name), (ep, dist))
+    return [unique[key] for key in sorted(unique)]
+
+
+def _dist_name(dist: importlib.metadata.Distribution) -> str:
+    return str(dist.metadata["name"] or "?").lower().replace("_", "-")
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(f"{type(exc).__name__}: {exc}".split())
 
 
 def _register(pm: pluggy.PluginManager, plugin: Any, name: str) -> None:
@@ -112,22 +123,26 @@ def load_plugins(autoload: Optional[bool] = None, extra: tuple[Any, ...] = ()) -
         autoload = not _autoload_disabled()
     for ep, dist in _entry_points() if autoload else ():
         origin = f"{_dist_label(dist)} (entry point {ep.name} = {ep.value})"
-        if pm.has_plugin(ep.name) or pm.is_blocked(ep.name):
+        name = f"{_dist_name(dist)}:{ep.name}"  # unique per distribution, never a built-in's name
+        if pm.is_blocked(ep.name) or pm.is_blocked(name):
             continue
         try:
             plugin = ep.load()
-            _register(pm, plugin, ep.name)
-        except Exception as exc:  # a broken plugin must not take every command down
-            broken.append(f"{origin}: could not load: {type(exc).__name__}: {exc}")
+            _register(pm, plugin, name)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # even SystemExit at import: one plugin never ends the command
+            broken.append(f"{origin}: could not load: {_one_line(exc)}")
             continue
         origins[id(plugin)] = origin
     for plugin in extra:
+        name = getattr(plugin, "__name__", None) or repr(plugin)
         try:
-            _register(pm, plugin, getattr(plugin, "__name__", None) or repr(plugin))
+            _register(pm, plugin, name)
         except Exception as exc:
-            broken.append(f"plugin {plugin!r}: {type(exc).__name__}: {exc}")
+            broken.append(f"plugin {name}: {_one_line(exc)}")
             continue
-        origins[id(plugin)] = f"plugin {getattr(plugin, '__name__', repr(plugin))}"
+        origins[id(plugin)] = f"plugin {name}"
     pm.check_pending()
     if os.environ.get(TRACE_ENV):
         pm.trace.root.setwriter(lambda msg: print(msg, end="", file=sys.stderr))
@@ -141,9 +156,17 @@ def make_plugin_manager(autoload: Optional[bool] = None, extra: tuple[Any, ...] 
 
 def _collect(impl: Any, origin: str, hook: str) -> list[Any]:
     try:
-        return list(impl.function() or ())
+        got = list(impl.function() or ())
     except Exception as exc:
-        raise PluginError(f"{origin}: {hook}() raised {type(exc).__name__}: {exc}") from exc
+        raise PluginError(f"{origin}: {hook}() raised {_one_line(exc)}") from exc
+    if os.environ.get(TRACE_ENV):
+        print(f"lawbench trace: {hook}() of {origin} yielded {got!r}", file=sys.stderr)
+    return got
+
+
+def _is_folder_or_file(item: Any) -> bool:
+    """What a profile or catalogue hook may yield: a path or an importlib.resources Traversable."""
+    return isinstance(item, (str, os.PathLike)) or (hasattr(item, "iterdir") and hasattr(item, "read_text"))
 
 
 def _contributions(impl_plugin: Any, pm: pluggy.PluginManager, origin: str) -> dict[str, list[Any]]:
@@ -158,14 +181,27 @@ def _contributions(impl_plugin: Any, pm: pluggy.PluginManager, origin: str) -> d
     out["lawbench_laws"] = [_instantiate(item, origin) for item in out["lawbench_laws"]]
     for law in out["lawbench_laws"]:
         name = law.name
-        if not name or name != name.lower() or not name.replace("_", "").replace("-", "").isalnum():
+        if not isinstance(name, str) or not name or name != name.lower() \
+                or not name.replace("_", "").replace("-", "").isalnum():
             raise PluginError(f"{origin}: law {type(law).__name__} has an invalid name {name!r} "
                               "(want a non-empty lower-case name like 'law4')")
+        package = law.anchors_package
+        if package is not None and not isinstance(package, str):
+            raise PluginError(f"{origin}: law {name!r}: anchors_package must be a package name, not {package!r}")
+    for hook in ("lawbench_profile_dirs", "lawbench_model_catalogs"):
+        for item in out[hook]:
+            if not _is_folder_or_file(item):
+                raise PluginError(f"{origin}: {hook}() yielded {item!r}: want a path or an "
+                                  "importlib.resources folder")
     for cmd in out["lawbench_commands"]:
         if not isinstance(cmd, Command):
             raise PluginError(f"{origin}: lawbench_commands() yielded {cmd!r}, which is not a lawbench.Command")
         if not NAME_RE.match(cmd.name):
             raise PluginError(f"{origin}: command name {cmd.name!r} must be lower-case letters, digits or '-'")
+        try:  # on a scratch parser first: a command whose arguments break must not break `lawbench`
+            cmd.add_arguments(argparse.ArgumentParser(prog=f"lawbench {cmd.name}", add_help=True))
+        except Exception as exc:
+            raise PluginError(f"{origin}: command {cmd.name!r}: add_arguments raised {_one_line(exc)}") from exc
     return out
 
 
@@ -173,24 +209,31 @@ def build_registry(pm: pluggy.PluginManager, origins: Optional[dict[int, str]] =
                    broken: Optional[list[str]] = None) -> Registry:
     reg = Registry(pm=pm, broken=list(broken or []))
     reg.origins = dict(origins or {})
-    for plugin_name, plugin in sorted(pm.list_name_plugin(), key=lambda np: np[0]):
+    # Built-ins first, in their own order: a third party that takes a built-in's name is the one set aside.
+    order = {name: i for i, name in enumerate(BUILTIN_PLUGINS)}
+    plugins = sorted(pm.list_name_plugin(), key=lambda np: (order.get(np[0], len(order)), np[0]))
+    for plugin_name, plugin in plugins:
         origin = reg.origins.get(id(plugin), f"plugin {plugin_name}")
         builtin = plugin_name in BUILTIN_PLUGINS
         try:
             got = _contributions(plugin, pm, origin)
             _check_names(reg, got, origin)
-        except PluginError as exc:
+        except Exception as exc:
             if builtin:
                 raise
-            reg.broken.append(f"{exc} (set aside: its laws, profiles and commands are not available)")
+            problem = str(exc) if isinstance(exc, PluginError) else f"{origin}: {_one_line(exc)}"
+            reg.broken.append(f"{problem} (set aside: its laws, profiles and commands are not available)")
             continue
         for law in got["lawbench_laws"]:
             reg.laws[law.name] = law
             reg.law_origin[law.name] = origin
+            if builtin:
+                reg.builtin_laws.add(law.name)
         for cmd in got["lawbench_commands"]:
             reg.commands[cmd.name] = cmd
             reg.command_origin[cmd.name] = origin
         reg.profile_dirs.extend(got["lawbench_profile_dirs"])
+        reg.profile_dir_origins.extend([origin] * len(got["lawbench_profile_dirs"]))
         reg.model_catalogs.extend(got["lawbench_model_catalogs"])
     reg.laws = dict(sorted(reg.laws.items()))
     return reg

@@ -30,11 +30,11 @@ class RunContext:
     def __init__(self, profile_id: str, *, laws: tuple[str, ...] = (), strict: bool = False,
                  llama_dir: Optional[str] = None):
         from lawbench.core.hardware.detect import fingerprint_machine, match_profile, profile_matches
-        from lawbench.core.hardware.profiles import get_profile, load_profiles
+        from lawbench.core.hardware.profiles import get_profile, plugin_profiles
         from lawbench.core.registry import get_registry
 
         self.registry = get_registry()
-        self.profiles = load_profiles(extra_dirs=self.registry.profile_dirs)
+        self.profiles = plugin_profiles(self.registry)
         self.machine = fingerprint_machine()
         self.detected, self.detect_reasons = match_profile(self.machine, self.profiles)
         if profile_id in ("", "detect", None):
@@ -45,7 +45,10 @@ class RunContext:
         self.laws = tuple(laws)
         self.policy = RunPolicy(profile=profile, profiles=self.profiles,
                                 on_own_runner=profile_matches(self.machine, profile), strict=strict)
-        self.anchor_set = load_all(self.registry, profiles=self.profiles.keys())
+        # A bad anchor file of a plugin this run did not select is set aside (and named);
+        # of a selected law it is exit 2 before anything runs.
+        unselected = [law for law in self.registry.laws if laws and law not in laws]
+        self.anchor_set = load_all(self.registry, profiles=self.profiles.keys(), lenient=unselected)
         self.llama_dir = llama_dir
 
     def selected(self, loaded: LoadedAnchor) -> bool:
@@ -184,7 +187,11 @@ class AnchorSession:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int):
         self.stop.closing = True
         self.resources.close()
-        if exitstatus != pytest.ExitCode.NO_TESTS_COLLECTED or self.stop.received:
+        # A run that measured nothing (no anchor selected, a -k pytest could not parse, only
+        # collecting) leaves no record: the history holds runs, and those were not runs.
+        nothing_ran = exitstatus in (pytest.ExitCode.NO_TESTS_COLLECTED, pytest.ExitCode.USAGE_ERROR) \
+            or self.config.getoption("collectonly", False)
+        if not nothing_ran or self.stop.received:
             self._record(exitstatus)
         if self.record is not None and self.record.interrupted:
             session.exitstatus = self.record.exit_code  # pytest returns it: 130 / 143, as a shell would

@@ -140,7 +140,13 @@ def decide_sequential(draw: Callable[[int], list[Sample]],
         out_of_budget = len(samples) >= plan[-1] or spent >= budget.timeout_s or not batch
         if len(samples) < target and not out_of_budget:
             continue  # a round gave no sample (an arm read nothing): not a planned look yet
-        values = [v for v in statistic(samples) if math.isfinite(v)]
+        values = statistic(samples)
+        bad = [v for v in values if not (isinstance(v, (int, float)) and math.isfinite(v))]
+        if bad:  # never dropped: a NaN or an infinity is a broken instrument or prediction, not noise
+            return Decision(Verdict.ERROR, None, None, samples, [],
+                            f"{len(bad)} of {len(values)} samples gave a statistic that is not a finite "
+                            f"number ({bad[0]!r}): the engine's reading or the law's per-sample "
+                            "prediction is broken", METHOD_LINEAR, conf)
         use_log = log and all(v > 0 for v in values)
         method = METHOD if use_log else METHOD_LINEAR
         if len(values) < 2:

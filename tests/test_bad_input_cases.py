@@ -3,6 +3,8 @@ case error is exit 2 naming the real file, the anchor and the dotted field — n
 ERROR, never a silent PASS. Each case below is a real anchor of the repository with one defect."""
 from __future__ import annotations
 
+import json
+import os
 import sys
 
 import pytest
@@ -123,8 +125,24 @@ def test_a_case_defect_stops_a_run_before_anything_runs(tmp_path, cli_env):
     out = tmp_path / "out"
     p = run_cli(["run", "--profile", "cpu", "--out", str(out)], dict(cli_env, PYTHONPATH=str(site)), tmp_path)
     assert p.returncode == 2 and "Traceback" not in p.stderr
-    assert "field case.kv_typo" in p.stderr
+    assert "field case.kv_typo" in p.stderr.strip().splitlines()[-1]
     assert not (out / "run.json").exists()  # refused before pytest started: nothing ran
+
+
+def test_a_defect_in_a_plugin_the_run_did_not_select_is_set_aside(tmp_path, cli_env):
+    """A run of --law dummy names the unrelated broken plugin and runs: it never blocks others."""
+    bad = KV_ANCHOR.replace('unit = "KB/pos"', 'unit = "tok/s"')  # shipped by the 'extra' law's package
+    site = tmp_path / "site"
+    _check_with(tmp_path, cli_env, bad)
+    out = tmp_path / "out"
+    env = dict(cli_env, PYTHONPATH=os.pathsep.join([str(site), cli_env["PYTHONPATH"]]))
+    p = run_cli(["run", "--profile", "cpu", "--law", "dummy", "--out", str(out), "--no-history"], env, tmp_path)
+    assert "Traceback" not in p.stderr
+    warning = next(line for line in p.stderr.splitlines() if "broken plugin" in line)
+    assert "distribution lawbench-extra-anchors 0.1.0" in warning and "set aside" in warning
+    assert p.returncode == 1, p.stdout[-2000:]  # the dummy law ran: its sum-fail anchor is a real FAIL
+    ran = {r["anchor_id"] for r in json.loads((out / "run.json").read_text())["results"]}
+    assert "dummy.sum-pass" in ran and "test.kv-bytes-pos.qwen3-30b-a3b" not in ran
 
 
 def test_schema_exports_each_laws_case_model(tmp_path, cli_env):

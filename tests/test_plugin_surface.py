@@ -229,3 +229,77 @@ def test_a_law_bug_is_an_error_naming_the_law_not_a_bare_exception():
     assert result.verdict.value == "ERROR"
     assert result.reason.startswith("KeyError in law 'test': KeyError('model_gb')")
     assert "case_model" in result.reason
+
+
+def _toy(site: Path, dist: str, ep_name: str, module: str, body: str) -> Path:
+    return write_plugin(site, dist, {ep_name: module}, {f"{module}.py": "import lawbench\n\n\n" + body})
+
+
+def _law_body(name: str) -> str:
+    return (f"class L(lawbench.Law):\n    name = {name!r}\n\n\n"
+            "@lawbench.hookimpl\ndef lawbench_laws():\n    yield L\n")
+
+
+def test_two_distributions_may_both_name_their_entry_point_plugin(cli_env, tmp_path):
+    site = tmp_path / "site"
+    _toy(site, "lawbench-alpha", "plugin", "lawbench_alpha", _law_body("alpha"))
+    _toy(site, "lawbench-beta", "plugin", "lawbench_beta", _law_body("beta"))
+    p = run_cli(["laws"], dict(cli_env, PYTHONPATH=str(site)), tmp_path)
+    assert p.returncode == 0 and "broken" not in p.stderr, p.stderr
+    names = {line.split()[0] for line in p.stdout.splitlines()}
+    assert {"alpha", "beta", "law4", "minfer"} <= names
+
+
+def test_a_plugin_taking_a_builtin_law_name_is_the_one_set_aside(cli_env, tmp_path):
+    site = _toy(tmp_path / "site", "lawbench-usurper", "aaa", "lawbench_usurper", _law_body("law4"))
+    env = dict(cli_env, PYTHONPATH=str(site))
+    p = run_cli(["profiles"], env, tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "distribution lawbench-usurper 0.1.0" in p.stderr and "law name 'law4' is already registered" in p.stderr
+    laws = run_cli(["laws"], env, tmp_path)
+    assert "plugin lawbench.plugins.law4" in next(l for l in laws.stdout.splitlines() if l.startswith("law4"))
+
+
+@pytest.mark.parametrize("body, words", [
+    ("import sys\nsys.exit(3)\n", "could not load: SystemExit: 3"),
+    ("class Boom(BaseException):\n    pass\n\n\nraise Boom('at import')\n", "could not load: Boom: at import"),
+    ("class L(lawbench.Law):\n    name = 4\n\n\n@lawbench.hookimpl\ndef lawbench_laws():\n    yield L\n",
+     "invalid name 4"),
+    ("@lawbench.hookimpl\ndef lawbench_profile_dirs():\n    yield 42\n", "lawbench_profile_dirs() yielded 42"),
+    ("class L(lawbench.Law):\n    name = 'l'\n    anchors_package = 42\n\n\n@lawbench.hookimpl\n"
+     "def lawbench_laws():\n    yield L\n", "anchors_package must be a package name, not 42"),
+    ("def _bad(p):\n    raise RuntimeError('bad args')\n\n\n@lawbench.hookimpl\ndef lawbench_commands():\n"
+     "    yield lawbench.Command('hello', 'h', _bad, lambda a: 0)\n", "add_arguments raised RuntimeError: bad args"),
+])
+def test_a_plugin_that_breaks_in_any_way_is_named_and_the_rest_works(cli_env, tmp_path, body, words):
+    site = _toy(tmp_path / "site", "lawbench-bad", "bad", "lawbench_bad", body)
+    env = dict(cli_env, PYTHONPATH=str(site))
+    for args, rc in ((["profiles"], 0), (["laws"], 0), (["check"], 2)):
+        p = run_cli(args, env, tmp_path)
+        assert p.returncode == rc and "Traceback" not in p.stderr, (args, p.stderr)
+        warning = next(line for line in p.stderr.splitlines() if "broken plugin" in line)
+        assert "distribution lawbench-bad 0.1.0" in warning and words in warning, warning
+
+
+@pytest.mark.parametrize("run_body, rc, words", [
+    ("    raise ValueError('oops')\n", 1, "command 'hello' of distribution lawbench-cmd 0.1.0"),
+    ("    print('hi')\n", 0, ""),  # returning None is success
+])
+def test_a_plugin_command_that_fails_is_one_line(cli_env, tmp_path, run_body, rc, words):
+    body = ("def _run(args):\n" + run_body + "\n\n@lawbench.hookimpl\ndef lawbench_commands():\n"
+            "    yield lawbench.Command('hello', 'h', lambda p: None, _run)\n")
+    site = _toy(tmp_path / "site", "lawbench-cmd", "cmd", "lawbench_cmd", body)
+    p = run_cli(["hello"], dict(cli_env, PYTHONPATH=str(site)), tmp_path)
+    assert p.returncode == rc and "Traceback" not in p.stderr, p.stderr
+    assert words in p.stderr
+
+
+def test_a_missing_plugin_profile_folder_is_set_aside_outside_check(cli_env, tmp_path):
+    body = "@lawbench.hookimpl\ndef lawbench_profile_dirs():\n    yield '/nonexistent/profiles'\n"
+    site = _toy(tmp_path / "site", "lawbench-prof", "prof", "lawbench_prof", body)
+    env = dict(cli_env, PYTHONPATH=str(site))
+    pred = run_cli(["predict", "manifest:qwen3-30b-a3b", "--profile", "gtx1060", "--json"], env, tmp_path)
+    assert pred.returncode == 0, pred.stderr
+    assert "distribution lawbench-prof 0.1.0" in pred.stderr and "/nonexistent/profiles" in pred.stderr
+    check = run_cli(["check"], env, tmp_path)
+    assert check.returncode == 2 and "/nonexistent/profiles" in check.stderr and "Traceback" not in check.stderr

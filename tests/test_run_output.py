@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from conftest import HERE, pip_install_into, run_cli
 
 ROOT = HERE.parent
@@ -51,3 +53,14 @@ def test_python_m_pytest_from_the_repository_root_with_a_regular_install(tmp_pat
                        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-2000:]
     assert " passed" in p.stdout
+
+
+@pytest.mark.parametrize("extra", [["-k", "and or ("], ["--", "--collect-only"]])
+def test_a_run_that_measures_nothing_leaves_no_record(cli_env, tmp_path, extra):
+    """The history is append-only: an unparsable -k or a collect-only pass must not add a 'run'."""
+    out = tmp_path / "out"
+    p = run_cli(["run", "--profile", "cpu", "--law", "dummy", "--out", str(out), *extra], cli_env, tmp_path)
+    assert "Traceback" not in p.stdout + p.stderr
+    assert not (out / "run.json").exists() and not (out / "history.sqlite").exists()
+    if extra[0] == "-k":
+        assert p.returncode == 2

@@ -108,3 +108,13 @@ def test_fault_keeps_earlier_samples():
     with pytest.raises(EngineError) as ei:
         decide_sequential(s.draw, stat, (9.5, 10.5), Budget(min_samples=3, max_samples=9, batch=3))
     assert [x.value for x in ei.value.samples] == [9.0, 11.0, 10.4, 9.6]
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_a_non_finite_sample_is_an_error_never_dropped(bad):
+    """A NaN among good readings once left two samples that passed below min_samples."""
+    s = Scripted([bad, 1.0, 1.0])
+    d = decide_sequential(s.draw, stat, (0.9, 1.1), Budget(min_samples=3, max_samples=3, batch=1))
+    assert d.verdict is Verdict.ERROR
+    assert "1 of 3 samples" in d.reason and "not a finite number" in d.reason
+    assert len(d.samples) == 3  # kept for the record

@@ -6,7 +6,6 @@ One file is one profile. Every problem becomes a DataError naming the file and t
 from __future__ import annotations
 
 import os
-import re
 import typing
 from importlib import resources
 from pathlib import Path
@@ -14,7 +13,7 @@ from typing import Any, Iterable, Union
 
 from pydantic import BaseModel, ValidationError
 
-from lawbench.core.errors import DataError, UsageError
+from lawbench.core.errors import DataError, UsageError, named_field
 from lawbench.core.loading import read_toml
 from lawbench.core.models import HardwareProfile
 
@@ -48,6 +47,23 @@ def load_profiles(extra_dirs: Iterable[Folder] = ()) -> dict[str, HardwareProfil
             profiles[profile.id] = profile
             origin[profile.id] = label
     return dict(sorted(profiles.items()))
+
+
+def plugin_profiles(registry: Any, strict: bool = False) -> dict[str, HardwareProfile]:
+    """The built-in profiles and every plugin's. Unless ``strict`` (``lawbench check``), a plugin
+    folder that is missing or holds a bad profile is reported by its distribution and set aside."""
+    dirs = list(registry.profile_dirs)
+    if not strict:
+        good = []
+        for folder, origin in zip(dirs, registry.profile_dir_origins):
+            try:
+                load_profiles([folder])
+            except DataError as exc:
+                registry.report(f"{origin}: {exc} (its profiles are set aside)")
+                continue
+            good.append(folder)
+        dirs = good
+    return load_profiles(extra_dirs=dirs)
 
 
 def get_profile(profile_id: str, profiles: dict[str, HardwareProfile]) -> HardwareProfile:
@@ -94,17 +110,12 @@ def _check_tier_references(data: dict[str, Any], label: str) -> None:
 
 
 # A rule of a whole model names its field first: "eta.ram.basis: …", "ram_gb_min: …".
-_FIELD_PREFIX = re.compile(r"^([A-Za-z_][\w.-]*): (.*)$", re.S)
-
-
 def _data_error(exc: ValidationError, label: str) -> DataError:
     errors = exc.errors(include_url=False)
     first = errors[0]
     loc = tuple(first.get("loc", ()))
     field = ".".join(str(part) for part in loc) or None
-    named = None
-    if first.get("type") == "value_error":
-        named = _FIELD_PREFIX.match(str(first.get("msg", "")).removeprefix("Value error, "))
+    named = named_field(first)
     if named:  # the field goes after the model's own place: "tiers.1" + "bandwidth_spec_gbs.value"
         field = ".".join(str(part) for part in (*loc, named.group(1)))
         message = named.group(2)

@@ -132,17 +132,21 @@ class Anchor(Strict):
     def _kind_needs(self) -> "Anchor":
         if self.kind in ("prediction", "measurement", "ratio") and self.value is None \
                 and (self.band is None or self.band.lo is None and self.band.hi is None):
-            raise ValueError(f"a {self.kind} anchor needs a value (or a [lo, hi] band)")
+            raise ValueError(f"value: a {self.kind} anchor needs a value (or a [lo, hi] band)")
         if self.kind != "census" and self.band is None:
-            raise ValueError(f"a {self.kind} anchor needs a band")
+            raise ValueError(f"band: a {self.kind} anchor needs a band")
         if self.kind == "census" and self.census is None:
-            raise ValueError("a census anchor needs a [census] table")
+            raise ValueError("census: a census anchor needs a [census] table")
         if self.kind == "ratio" and set(self.arms) != {"a", "b"}:
-            raise ValueError("a ratio anchor needs arms.a and arms.b")
+            raise ValueError(f"arms: a ratio anchor needs arms.a and arms.b (got {sorted(self.arms)})")
         if self.status == "superseded" and not self.superseded_by:
-            raise ValueError("status 'superseded' needs superseded_by")
+            raise ValueError("superseded_by: status 'superseded' needs superseded_by")
         if self.status == "refuted" and not self.refuted_by:
-            raise ValueError("status 'refuted' needs refuted_by")
+            raise ValueError("refuted_by: status 'refuted' needs refuted_by")
+        if self.band is not None and self.value is not None and (self.band.abs is not None or self.band.rel is not None):
+            lo, hi = self.band_interval()
+            if not (math.isfinite(lo) and math.isfinite(hi)):  # rel = 1e308 overflows to ±inf
+                raise ValueError(f"band: {self.band.describe(self.value)} reaches infinity; give a finite band")
         return self
 
     @property

@@ -117,10 +117,10 @@ class HardwareProfile(Strict):
     def _eta_refers_to_tiers(self) -> "HardwareProfile":
         names = {t.name for t in self.tiers}
         if len(names) != len(self.tiers):
-            raise ValueError("tier names must be unique")
+            raise ValueError(f"tiers: tier names must be unique (got {[t.name for t in self.tiers]})")
         for key in list(self.eta) + list(self.eta_format):
             if key not in names:
-                raise ValueError(f"eta refers to unknown tier {key!r} (tiers: {sorted(names)})")
+                raise ValueError(f"eta: eta refers to unknown tier {key!r} (tiers: {sorted(names)})")
         for key, fact in self.constants.items():
             for named, in_range, rule in CONSTANT_RANGES:
                 if named(key) and not in_range(fact.value):

