@@ -219,10 +219,13 @@ class AnchorSession:
             record.exit_code = 1  # the run broke down: never record it as a success
         self.record = record
         self._save(record)
-        try:
-            self.registry.pm.hook.lawbench_run_finished(record=record)
-        except Exception as exc:  # an exporter's bug must not change the verdicts
-            print(f"lawbench: a lawbench_run_finished hook failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        for impl in self.registry.pm.hook.lawbench_run_finished.get_hookimpls():
+            try:
+                impl.function(record=record)
+            except Exception as exc:  # an exporter's bug must not change the verdicts
+                origin = self.registry.origins.get(id(impl.plugin), f"plugin {impl.plugin_name}")
+                print(f"lawbench: error: lawbench_run_finished of {origin} failed: {type(exc).__name__}: {exc}",
+                      file=sys.stderr)
 
     def _save(self, record: Any) -> None:
         """run.json, the history row and the step summary. What fails is named; when run.json or

@@ -301,5 +301,20 @@ def test_a_missing_plugin_profile_folder_is_set_aside_outside_check(cli_env, tmp
     pred = run_cli(["predict", "manifest:qwen3-30b-a3b", "--profile", "gtx1060", "--json"], env, tmp_path)
     assert pred.returncode == 0, pred.stderr
     assert "distribution lawbench-prof 0.1.0" in pred.stderr and "/nonexistent/profiles" in pred.stderr
+    listing = run_cli(["profiles"], env, tmp_path)
+    assert listing.returncode == 0 and "gtx1060" in listing.stdout, listing.stderr
+    assert "distribution lawbench-prof 0.1.0" in listing.stderr
     check = run_cli(["check"], env, tmp_path)
     assert check.returncode == 2 and "/nonexistent/profiles" in check.stderr and "Traceback" not in check.stderr
+
+
+def test_a_failing_exporter_is_named_and_changes_no_verdict(cli_env, tmp_path):
+    body = "@lawbench.hookimpl\ndef lawbench_run_finished(record):\n    raise RuntimeError('exporter down')\n"
+    site = _toy(tmp_path / "site", "lawbench-export", "export", "lawbench_export", body)
+    env = dict(cli_env, PYTHONPATH=os.pathsep.join([str(site), cli_env["PYTHONPATH"]]))
+    out = tmp_path / "out"
+    p = run_cli(["run", "--profile", "cpu", "--law", "dummy", "--out", str(out), "--no-history"], env, tmp_path)
+    assert p.returncode == 1 and "Traceback" not in p.stderr  # dummy.sum-fail, as without the exporter
+    assert "lawbench_run_finished of distribution lawbench-export 0.1.0" in p.stderr
+    assert "RuntimeError: exporter down" in p.stderr
+    assert json.loads((out / "run.json").read_text())["exit_code"] == 1

@@ -61,8 +61,9 @@ def profiles_command(args: argparse.Namespace, extra_dirs: Optional[Iterable[Any
         if extra_dirs is None:
             extra_dirs = getattr(args, "profile_dirs", None)
         if extra_dirs is None:  # plugins' folders (lawbench_profile_dirs), as `lawbench run` sees them
+            from lawbench.core.hardware.profiles import usable_plugin_dirs
             from lawbench.core.registry import get_registry
-            extra_dirs = get_registry().profile_dirs
+            extra_dirs = usable_plugin_dirs(get_registry())
         dirs = [*extra_dirs, *(getattr(args, "profile_dir", None) or [])]
         action = getattr(args, "profiles_action", "list")
         if action == "measure":

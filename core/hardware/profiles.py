@@ -50,20 +50,24 @@ def load_profiles(extra_dirs: Iterable[Folder] = ()) -> dict[str, HardwareProfil
 
 
 def plugin_profiles(registry: Any, strict: bool = False) -> dict[str, HardwareProfile]:
-    """The built-in profiles and every plugin's. Unless ``strict`` (``lawbench check``), a plugin
-    folder that is missing or holds a bad profile is reported by its distribution and set aside."""
-    dirs = list(registry.profile_dirs)
-    if not strict:
-        good = []
-        for folder, origin in zip(dirs, registry.profile_dir_origins):
-            try:
-                load_profiles([folder])
-            except DataError as exc:
-                registry.report(f"{origin}: {exc} (its profiles are set aside)")
-                continue
-            good.append(folder)
-        dirs = good
-    return load_profiles(extra_dirs=dirs)
+    """The built-in profiles and every plugin's (see usable_plugin_dirs)."""
+    return load_profiles(extra_dirs=usable_plugin_dirs(registry, strict))
+
+
+def usable_plugin_dirs(registry: Any, strict: bool = False) -> list[Any]:
+    """The plugins' profile folders. Unless ``strict`` (``lawbench check``), a folder that is
+    missing or holds a bad profile is reported by its distribution and set aside."""
+    if strict:
+        return list(registry.profile_dirs)
+    good = []
+    for folder, origin in zip(registry.profile_dirs, registry.profile_dir_origins):
+        try:
+            load_profiles([folder])
+        except DataError as exc:
+            registry.report(f"{origin}: {exc} (its profiles are set aside)")
+            continue
+        good.append(folder)
+    return good
 
 
 def get_profile(profile_id: str, profiles: dict[str, HardwareProfile]) -> HardwareProfile:
