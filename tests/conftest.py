@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Optional
 
 import pytest
 
@@ -53,6 +54,25 @@ def write_plugin(site: Path, dist: str, entry_points: dict[str, str], files: dic
     eps = "".join(f"{name} = {target}\n" for name, target in entry_points.items())
     (info / "entry_points.txt").write_text(f"[lawbench]\n{eps}")
     return site
+
+
+def carrier_plugin(site: Path, name: str, anchors: dict[str, str], profiles: Optional[dict[str, str]] = None,
+                   dist: Optional[str] = None) -> Path:
+    """A third-party law ``name`` that only ships data: anchor files (and profile files), written
+    with write_plugin as distribution ``dist`` (default ``lawbench-<name>``); returns its package
+    folder."""
+    module = f"lawbench_{name}"
+    code = ("from importlib.resources import files\n\nimport lawbench\n\n\n"
+            f"class Carrier(lawbench.Law):\n    name = {name!r}\n    title = 'data only (lawbench tests)'\n"
+            f"    anchors_package = '{module}.anchors'\n\n\n"
+            "@lawbench.hookimpl\ndef lawbench_laws():\n    yield Carrier\n")
+    if profiles:
+        code += f"\n\n@lawbench.hookimpl\ndef lawbench_profile_dirs():\n    yield files('{module}') / 'profiles'\n"
+    files = {f"{module}/__init__.py": code, f"{module}/anchors/__init__.py": ""}
+    files.update({f"{module}/anchors/{fname}": text for fname, text in anchors.items()})
+    files.update({f"{module}/profiles/{fname}": text for fname, text in (profiles or {}).items()})
+    write_plugin(site, dist or f"lawbench-{name}", {name: module}, files)
+    return site / module
 
 
 @pytest.fixture

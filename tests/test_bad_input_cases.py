@@ -8,7 +8,7 @@ import os
 import sys
 
 import pytest
-from conftest import HERE, run_cli, write_plugin
+from conftest import HERE, carrier_plugin, run_cli
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -62,16 +62,10 @@ provenance = { seed = "002_73bfd6a23252a67a.txt" }
 def _check_with(tmp_path, cli_env, toml_text: str):
     """`lawbench check` with one extra anchor file, shipped by a real (tiny) plugin distribution."""
     tomllib.loads(toml_text)  # the defect is in the data, never in the TOML syntax
-    site = write_plugin(tmp_path / "site", "lawbench-extra-anchors", {"extra": "lawbench_extra"}, {
-        "lawbench_extra/__init__.py": (
-            "import lawbench\n\n\nclass Extra(lawbench.Law):\n    name = 'extra'\n"
-            "    anchors_package = 'lawbench_extra.anchors'\n\n\n@lawbench.hookimpl\n"
-            "def lawbench_laws():\n    yield Extra\n"),
-        "lawbench_extra/anchors/__init__.py": "",
-        "lawbench_extra/anchors/extra.toml": toml_text,
-    })
+    package = carrier_plugin(tmp_path / "site", "extra", {"extra.toml": toml_text}, dist="lawbench-extra-anchors")
+    site = package.parent
     p = run_cli(["check"], dict(cli_env, PYTHONPATH=str(site)), tmp_path)
-    return p, str(site / "lawbench_extra" / "anchors" / "extra.toml")
+    return p, str(package / "anchors" / "extra.toml")
 
 
 def test_the_unchanged_anchors_pass_check(tmp_path, cli_env):

@@ -14,7 +14,7 @@ import typing
 from pathlib import Path
 
 import pytest
-from conftest import run_cli, write_plugin
+from conftest import carrier_plugin, run_cli
 from pydantic import ValidationError
 
 if sys.version_info >= (3, 11):
@@ -157,29 +157,6 @@ case = { measure = "plane_bytes", timeout_s = 600.0, shapes = [{ name = "attn_v"
 provenance = { seed = "002_73bfd6a23252a67a.txt" }
 """
 
-PLUGIN = """\
-from importlib.resources import files
-
-import lawbench
-
-
-class BadInput(lawbench.Law):
-    name = "badinput"
-    title = "anchors with one defect each (lawbench's tests)"
-    anchors_package = "lawbench_badinput.anchors"
-
-
-@lawbench.hookimpl
-def lawbench_laws():
-    yield BadInput
-
-
-@lawbench.hookimpl
-def lawbench_profile_dirs():
-    yield files("lawbench_badinput") / "profiles"
-"""
-
-
 class Shipped(typing.NamedTuple):
     site: Path
     anchors: str  # the anchor file's path as check names it
@@ -191,16 +168,10 @@ def ship(tmp_path: Path, anchors: str = ANCHORS, profile: str = PROFILE,
     """The plugin distribution with these files, as pip leaves it in a site folder."""
     for text in (anchors, profile, more_anchors or ""):
         tomllib.loads(text)  # the defect is in the data, never in the TOML syntax
-    files = {
-        "lawbench_badinput/__init__.py": PLUGIN,
-        "lawbench_badinput/anchors/__init__.py": "",
-        "lawbench_badinput/anchors/bad.toml": anchors,
-        "lawbench_badinput/profiles/bad-input-box.toml": profile,
-    }
-    if more_anchors is not None:
-        files["lawbench_badinput/anchors/more.toml"] = more_anchors
-    site = write_plugin(tmp_path / "site", "lawbench-badinput", {"badinput": "lawbench_badinput"}, files)
-    pkg = site / "lawbench_badinput"
+    more = {} if more_anchors is None else {"more.toml": more_anchors}
+    pkg = carrier_plugin(tmp_path / "site", "badinput", {"bad.toml": anchors, **more},
+                         profiles={"bad-input-box.toml": profile})
+    site = pkg.parent
     return Shipped(site, str(pkg / "anchors" / "bad.toml"), str(pkg / "profiles" / "bad-input-box.toml"))
 
 
