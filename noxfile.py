@@ -15,9 +15,21 @@ def anchors(session: nox.Session) -> None:
     Posargs go to `lawbench run`: e.g. `nox -s anchors -- --profile gtx1060 -k kv`.
     Exit 0 when everything that ran passed, 1 on any FAIL / ERROR / VOID, 2 on bad data.
     """
-    session.install(".")
+    # gpu: nvidia-ml-py, so a GPU runner is recognised through NVML (nvidia-smi is the fallback);
+    # plots: matplotlib, so every run also writes its HTML report next to run.json.
+    session.install(".[gpu,plots]")
     session.run("lawbench", "check")
     session.run("lawbench", "run", *session.posargs)
+
+
+@nox.session(default=False)
+def ab(session: nox.Session) -> None:
+    """A/B two engine builds on the same anchors, interleaved (docs/ab.md); posargs go to `lawbench ab`.
+
+    e.g. `nox -s ab -- --b llama-cpp-python@0.3.36 -k syn-25m --gate-min-ratio 0.95`
+    """
+    session.install(".[gpu]")
+    session.run("lawbench", "ab", *session.posargs)
 
 
 @nox.session

@@ -58,12 +58,20 @@ def _run(args: argparse.Namespace, stop) -> int:
     out = Path(args.out)
     junit = Path(args.junit) if args.junit else out / "junit.xml"
     _check_outputs(out, junit)
+    if args.contribute:  # refused before measuring, like the other outputs
+        from lawbench.core.contribute import check_bundle_path
+        check_bundle_path(args.contribute)
     machine = "matches" if ctx.policy.on_own_runner else "does not match"
     print(f"lawbench {__version__}: profile {ctx.policy.profile.id} (detected: {ctx.detected}; "
           f"this machine {machine} it), {len(files)} anchor file(s)", flush=True)
     rc = pytest.main(_pytest_args(args, ctx, files, out, junit), plugins=[ctx])
     stop.closing = True  # the record is written: a late signal must not turn into a traceback
-    return _run_exit_code(rc, ctx.session, stop)
+    code = _run_exit_code(rc, ctx.session, stop)
+    if args.contribute and code != EXIT_USAGE:  # a run that recorded nothing has nothing to send
+        from lawbench.core.contribute import contribute_after_run
+        code = max(code, contribute_after_run(getattr(ctx.session, "record", None), ctx.policy.profile,
+                                              args.contribute))
+    return code
 
 
 def _check_outputs(out: Path, junit: Path) -> None:
@@ -213,9 +221,11 @@ def _report_plugin_problems(registry: Any) -> None:
 
 
 def build_parser(registry: Any = None) -> argparse.ArgumentParser:
+    from lawbench.core.ab_cli import add_ab_parser
     from lawbench.core.engines.cli import add_engine_parser
     from lawbench.core.hardware.cli import add_profiles_parser
     from lawbench.core.history_cli import add_history_parser
+    from lawbench.core.html.cli import add_report_parser
 
     p = argparse.ArgumentParser(prog="lawbench", description=__doc__)
     p.add_argument("--version", action="version", version=f"lawbench {__version__}")
@@ -225,12 +235,16 @@ def build_parser(registry: Any = None) -> argparse.ArgumentParser:
     run.add_argument("--profile", default="detect", help="profile id, or 'detect' (default) for this machine's")
     run.add_argument("-k", default=None, metavar="EXPR", help="select anchors by id / law / kind (pytest -k)")
     run.add_argument("--law", action="append", help="only this law (repeatable)")
-    run.add_argument("--strict", action="store_true", help="every skip is a failure")
+    run.add_argument("--strict", action="store_true",
+                     help="a runner job: this machine must match the profile (else exit 1 with the reasons) "
+                          "and every skip is a failure")
     run.add_argument("--out", default=os.environ.get("LAWBENCH_OUT", "lawbench-out"),
                      help="folder for run.json, junit.xml and history.sqlite (default: lawbench-out)")
     run.add_argument("--junit", default=None, help="JUnit XML path (default: OUT/junit.xml)")
     run.add_argument("--llama-dir", default=None, help="use this llama.cpp build (its bin folder)")
     run.add_argument("--no-history", action="store_true", help="do not append to the history store")
+    run.add_argument("--contribute", default=None, metavar="PATH",
+                     help="also write a contribution bundle (fingerprint, profile, measured machine terms, run record)")
     run.add_argument("-v", "--verbose", action="store_true")
     run.add_argument("pytest_args", nargs="*", help="after --: passed to pytest")
     run.set_defaults(func=cmd_run)
@@ -242,7 +256,9 @@ def build_parser(registry: Any = None) -> argparse.ArgumentParser:
     sub.add_parser("laws", help="list registered laws and their anchors").set_defaults(func=cmd_laws)
     add_profiles_parser(sub)
     add_engine_parser(sub)
+    add_ab_parser(sub)
     add_history_parser(sub)
+    add_report_parser(sub)
     # Commands the laws bring (lawbench_commands): core names none of them.
     for name, command in sorted((registry.commands if registry is not None else {}).items()):
         cp = sub.add_parser(name, help=command.help, description=command.description or command.help,

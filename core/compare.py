@@ -1,11 +1,14 @@
-"""Compare two runs from the history: a join of their results by anchor id, never a re-run.
+"""Compare two runs from the history: a join of their results, never a re-run.
 
 In the spirit of llama.cpp's compare-llama-bench.py: run A is the baseline, run B the candidate,
-and `ratio` is measured B / measured A (above 1: B measured more).
+and `ratio` is measured B / measured A (above 1: B measured more). Rows join on the anchor id, and
+a row is comparable only when both runs judged it on the same profile and — for anything measured
+— with the same engine build (core.history.engine_key); `comparability` says why not, and what
+else differs (lawbench version, machine) as notes.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from lawbench.core.history import History, ResultRow
@@ -27,6 +30,8 @@ class ComparisonRow:
     # B / A of the measured values; for anchors that measure nothing (predictions), of the
     # predicted ones, so a commit that moves a prediction shows up too.
     ratio: Optional[float]
+    kind: Optional[str] = None
+    comparable: bool = True  # same profile, and same engine build unless it is a prediction
 
     @property
     def change(self) -> str:
@@ -51,8 +56,44 @@ def _ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
     return b / a
 
 
+@dataclass(frozen=True)
+class Comparability:
+    comparable: bool  # every row comparable: same profile and same engine build
+    reasons: list[str] = field(default_factory=list)  # why not
+    notes: list[str] = field(default_factory=list)  # differences that do not stop the comparison
+
+
+def comparability(history: History, run_a: str, run_b: str) -> Comparability:
+    """Whether two runs' measurements can be set side by side, and what differs between them."""
+    keys = history.run_keys()
+    ka, kb = keys[run_a], keys[run_b]
+    ra, rb = history.record(run_a), history.record(run_b)
+    reasons, notes = [], []
+    if ka.profile != kb.profile:
+        reasons.append(f"different profiles: {ka.profile} (A) and {kb.profile} (B)")
+    if ka.engine != kb.engine:
+        reasons.append(f"different engine builds: {ka.engine} (A) and {kb.engine} (B); "
+                       "predictions still compare")
+    if ra.lawbench_version != rb.lawbench_version:
+        notes.append(f"different lawbench versions (anchors and laws may differ): "
+                     f"{ra.lawbench_version} (A) and {rb.lawbench_version} (B)")
+    machine = ("hostname", "cpu_model", "ram_total_gb", "gpus")
+    if [ra.machine.get(k) for k in machine] != [rb.machine.get(k) for k in machine]:
+        notes.append("different machines under the same profile: "
+                     f"{ra.machine.get('hostname', '?')} (A) and {rb.machine.get('hostname', '?')} (B)")
+    for name, k in (("A", ka), ("B", kb)):
+        if not k.profile_matches:
+            notes.append(f"run {name}'s machine did not match profile {k.profile}: its "
+                         "measurements are not evidence for that profile")
+    return Comparability(not reasons, reasons, notes)
+
+
 def compare_runs(history: History, run_a: str, run_b: str) -> list[ComparisonRow]:
-    """Join two runs' results by anchor id (an anchor in only one run still gets a row)."""
+    """Join two runs' results by anchor id (an anchor in only one run still gets a row); a row is
+    comparable when both runs ran on one profile and, unless it is a prediction, one engine build."""
+    keys = history.run_keys()
+    same_profile = keys[run_a].profile == keys[run_b].profile
+    same_engine = keys[run_a].engine == keys[run_b].engine
     a = {r.anchor_id: r for r in history.results(run_a)}
     b = {r.anchor_id: r for r in history.results(run_b)}
     rows = []
@@ -68,16 +109,19 @@ def compare_runs(history: History, run_a: str, run_b: str) -> list[ComparisonRow
                                   verdict_a=ra.verdict if ra else None,
                                   verdict_b=rb.verdict if rb else None,
                                   measured_a=ma, measured_b=mb, predicted_a=pa, predicted_b=pb,
-                                  ratio=ratio))
+                                  ratio=ratio, kind=either.kind,
+                                  comparable=same_profile and (same_engine
+                                                               or either.kind == "prediction")))
     return rows
 
 
 def print_comparison(rows: list[ComparisonRow], run_a: str = "A", run_b: str = "B",
-                     console: Any = None) -> None:
+                     console: Any = None, verdict_of: Optional[Comparability] = None) -> None:
     """A rich table of a comparison; verdicts coloured, verdict changes in bold.
 
     The value columns show what was measured, or (marked "p") what was predicted when an anchor
-    measures nothing. Below 120 columns the quantity column gives way.
+    measures nothing; a B/A of rows that are not comparable is marked "≠". Below 120 columns the
+    quantity column gives way. With `verdict_of`, its reasons and notes follow the table.
     """
     from rich.console import Console
     from rich.table import Table
@@ -107,7 +151,16 @@ def print_comparison(rows: list[ComparisonRow], run_a: str = "A", run_b: str = "
             cells.append(f"{r.quantity} ({r.unit})" if r.quantity and r.unit
                          else (r.quantity or "-"))
         cells += [verdict(r.verdict_a), verdict(r.verdict_b), value(r.measured_a, r.predicted_a),
-                  value(r.measured_b, r.predicted_b), "-" if r.ratio is None else f"{r.ratio:.3f}",
+                  value(r.measured_b, r.predicted_b),
+                  "-" if r.ratio is None else f"{'' if r.comparable else '≠ '}{r.ratio:.3f}",
                   Text(r.change, style="bold red" if r.worse else "bold")]
         table.add_row(*cells)
     console.print(table)
+    if verdict_of is not None:
+        for reason in verdict_of.reasons:
+            console.print(Text(f"not comparable: {reason}", style="bold yellow"))
+        if verdict_of.reasons:
+            console.print(Text("rows marked ≠ join runs that are not comparable: read their B/A as "
+                               "a difference of set-ups, not of code", style="yellow"))
+        for note in verdict_of.notes:
+            console.print(Text(f"note: {note}", style="dim"))

@@ -24,6 +24,11 @@ class LawbenchError(Exception):
 ANCHOR_FILE = "<anchor file>"
 
 
+class RunnerMismatch(LawbenchError):
+    """A --strict run (a runner job) on a machine whose fingerprint does not match the profile it
+    was asked for: the job fails with the reasons instead of skipping every measurement."""
+
+
 class NotApplicable(LawbenchError):
     """The anchor cannot run here (missing GPU, wrong profile, …): a SKIP with this reason."""
 

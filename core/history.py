@@ -1,8 +1,9 @@
 """The history store: every finished run, appended to one SQLite file, never changed afterwards.
 
-Three tables — runs, results, samples — so that a time series of one anchor or a comparison of two
-runs is a query, not a re-run. Triggers make the tables append-only (UPDATE and DELETE abort), and
-`PRAGMA user_version` carries the schema version so an old lawbench never misreads a newer file.
+Four tables — runs, results, samples, and imports (where each run came from) — so that a time
+series of one anchor or a comparison of two runs is a query, not a re-run. Triggers make the tables
+append-only (UPDATE and DELETE abort), and `PRAGMA user_version` carries the schema version so an
+old lawbench never misreads a newer file; a version-1 file is upgraded in place (tables added only).
 """
 from __future__ import annotations
 
@@ -15,12 +16,15 @@ from typing import Any, Iterator, Optional, Union
 
 from lawbench.core.errors import DataError
 from lawbench.core.models import Result
-from lawbench.core.reports import RunRecord, to_json
+from lawbench.core.reports import RunRecord, to_json, utc_now
+from lawbench.core.run_keys import RunKeys, engine_key
 
-HISTORY_SCHEMA = 1
-TABLES = ("runs", "results", "samples")
+__all__ = ["History", "RunRow", "ResultRow", "RunKeys", "Provenance", "engine_key", "default_path"]
 
-_SCHEMA = """
+HISTORY_SCHEMA = 2  # 2 added `imports` (provenance); version-1 files are upgraded when opened
+TABLES = ("runs", "results", "samples", "imports")
+
+_SCHEMA_V1 = """
 CREATE TABLE IF NOT EXISTS runs (
     run_id TEXT PRIMARY KEY, started TEXT NOT NULL, finished TEXT, profile TEXT NOT NULL,
     detected_profile TEXT, "commit" TEXT, version TEXT, exit_code INTEGER,
@@ -39,10 +43,21 @@ CREATE TABLE IF NOT EXISTS samples (
 );
 CREATE INDEX IF NOT EXISTS results_by_anchor ON results (anchor_id);
 CREATE INDEX IF NOT EXISTS runs_by_profile ON runs (profile, started);
-""" + "".join(
+"""
+# Where each run came from: `lawbench run` itself, an imported run.json, or a contribution bundle
+# (with who sent it). One row per run, written in the run's own transaction.
+_SCHEMA_V2 = """
+CREATE TABLE IF NOT EXISTS imports (
+    run_id TEXT PRIMARY KEY REFERENCES runs(run_id), kind TEXT NOT NULL, source TEXT NOT NULL,
+    sha256 TEXT, imported_at TEXT NOT NULL, contributor TEXT, bundle_created TEXT,
+    bundle_lawbench_version TEXT
+);
+"""
+_TRIGGERS = "".join(
     f"""CREATE TRIGGER IF NOT EXISTS {t}_no_{op.lower()} BEFORE {op} ON {t}
 BEGIN SELECT RAISE(ABORT, 'lawbench history is append-only: {op} on {t} is refused'); END;
 """ for t in TABLES for op in ("UPDATE", "DELETE"))
+_SCHEMA = _SCHEMA_V1 + _SCHEMA_V2 + _TRIGGERS
 
 
 def default_path() -> Path:
@@ -87,6 +102,23 @@ class ResultRow:
     band_hi: Optional[float]
     spread: Optional[float]
     reason: Optional[str]
+    engine: str = ""  # the run's engine build key (engine_key): part of what makes rows comparable
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where a run in the history came from (the `imports` table)."""
+
+    kind: str  # "run" (`lawbench run`, or an imported run.json) or "contribution" (a bundle)
+    source: str  # "lawbench run", or the path given to `lawbench history import`
+    sha256: Optional[str] = None  # of the imported file
+    imported_at: str = ""
+    contributor: Optional[str] = None
+    bundle_created: Optional[str] = None
+    bundle_lawbench_version: Optional[str] = None
+
+
+FROM_RUN = Provenance(kind="run", source="lawbench run")
 
 
 _RESULT_COLS = ("r.run_id, u.started, u.profile, u.\"commit\", r.anchor_id, r.law, r.kind, "
@@ -101,6 +133,7 @@ class History:
         """Open (and with `create`, make) the history; read-only views pass create=False."""
         self.path = Path(path) if path is not None else default_path()
         self._con: Optional[sqlite3.Connection] = None
+        self._keys: Optional[dict[str, RunKeys]] = None
         if not create and not self.path.is_file():
             raise self._error("no history here yet; `lawbench run` creates it (or pass --db)")
         try:
@@ -137,6 +170,10 @@ class History:
             con.execute("PRAGMA journal_mode = WAL")
             con.executescript(f"BEGIN IMMEDIATE;\n{_SCHEMA}\nPRAGMA user_version = "
                               f"{HISTORY_SCHEMA};\nCOMMIT;")
+        elif version == 1:  # adds tables and triggers only: every version-1 row stays as it was
+            con.execute("PRAGMA journal_mode = WAL")
+            con.executescript(f"BEGIN IMMEDIATE;\n{_SCHEMA_V2}{_TRIGGERS}\nPRAGMA user_version = "
+                              f"{HISTORY_SCHEMA};\nCOMMIT;")
         elif version != HISTORY_SCHEMA:
             raise self._error(f"history schema version {version}, but this lawbench reads version "
                               f"{HISTORY_SCHEMA}; use a matching lawbench or start a new "
@@ -170,8 +207,9 @@ class History:
 
     # ------------------------------------------------------------------ writing
 
-    def append(self, record: RunRecord) -> None:
-        """Add one finished run — its row, every result and every sample — in one transaction."""
+    def append(self, record: RunRecord, provenance: Provenance = FROM_RUN) -> None:
+        """Add one finished run — its row, every result and sample, and where it came from — in
+        one transaction."""
         if record.finished is None or record.exit_code is None:
             raise self._error(f"run {record.run_id} is not finished; call record.finish(results) "
                               "before appending it")
@@ -187,7 +225,12 @@ class History:
                             [_result_row(record.run_id, r) for r in record.results])
             con.executemany("INSERT INTO samples VALUES (?,?,?,?,?,?)",
                             [row for r in record.results for row in _sample_rows(record.run_id, r)])
+            p = provenance
+            con.execute("INSERT INTO imports VALUES (?,?,?,?,?,?,?,?)",
+                        (record.run_id, p.kind, p.source, p.sha256, p.imported_at or utc_now(),
+                         p.contributor, p.bundle_created, p.bundle_lawbench_version))
             con.execute("COMMIT")
+            self._keys = None
         except sqlite3.IntegrityError as exc:
             con.execute("ROLLBACK")
             if "runs.run_id" in str(exc):
@@ -219,7 +262,38 @@ class History:
         """Every anchor's result in one run, by anchor id."""
         rows = self._query(f"SELECT {_RESULT_COLS} FROM results r JOIN runs u USING (run_id) "
                            "WHERE r.run_id = ? ORDER BY r.anchor_id", (self.resolve(run_id),))
-        return [ResultRow(*tuple(r)) for r in rows]
+        return self._result_rows(rows)
+
+    def _result_rows(self, rows: list[sqlite3.Row]) -> list[ResultRow]:
+        keys = self.run_keys()
+        return [ResultRow(*tuple(r), engine=keys[r["run_id"]].engine) for r in rows]
+
+    def run_keys(self) -> dict[str, RunKeys]:
+        """Per run: profile, engine build key, whether the machine matched, interrupted, finished.
+
+        Read once per open history (one pass over the runs) and kept until the next append.
+        """
+        if self._keys is None:
+            rows = self._query("SELECT run_id, profile, json_extract(record_json, '$.engine'), "
+                               "json_extract(record_json, '$.profile_matches'), "
+                               "json_extract(record_json, '$.interrupted'), finished FROM runs")
+            self._keys = {r[0]: RunKeys(profile=r[1], engine=engine_key(json.loads(r[2]) if r[2]
+                                                                         else None),
+                                        profile_matches=bool(r[3]), interrupted=r[4],
+                                        finished=r[5]) for r in rows}
+        return self._keys
+
+    def stored_json(self, run_id: str) -> Optional[str]:
+        """The record of exactly this run id as appended (compact JSON), or None when absent."""
+        rows = self._query("SELECT record_json FROM runs WHERE run_id = ?", (run_id,))
+        return rows[0][0] if rows else None
+
+    def provenance(self, run_id: str) -> Optional[Provenance]:
+        """Where the run came from; None for a run appended before provenance was kept (schema 1)."""
+        rows = self._query("SELECT kind, source, sha256, imported_at, contributor, bundle_created, "
+                           "bundle_lawbench_version FROM imports WHERE run_id = ?",
+                           (self.resolve(run_id),))
+        return Provenance(*tuple(rows[0])) if rows else None
 
     def anchor_history(self, anchor_id: str, profile: Optional[str] = None) -> list[ResultRow]:
         """The time series of one anchor, oldest first (optionally on one profile)."""
@@ -229,7 +303,27 @@ class History:
         if profile is not None:
             sql, params = sql + " AND u.profile = ?", params + (profile,)
         rows = self._query(sql + " ORDER BY u.started, u.rowid", params)
-        return [ResultRow(*tuple(r)) for r in rows]
+        return self._result_rows(rows)
+
+    def measured_results(self, profile: Optional[str] = None) -> list[ResultRow]:
+        """Every result that measured something (not SKIP / ERROR), oldest run first: the input of
+        drift detection."""
+        sql = (f"SELECT {_RESULT_COLS} FROM results r JOIN runs u USING (run_id) WHERE r.measured "
+               "IS NOT NULL AND r.verdict NOT IN ('SKIP', 'ERROR')")
+        params: tuple = ()
+        if profile is not None:
+            sql, params = sql + " AND u.profile = ?", (profile,)
+        return self._result_rows(self._query(sql + " ORDER BY u.started, u.rowid", params))
+
+    def interval_levels(self) -> dict[tuple[str, str], tuple[Optional[float], Optional[int]]]:
+        """Per (run, anchor): the confidence and sample count its interval was made at, as the
+        result's `detail.interval` records them (what turns an interval back into an error)."""
+        rows = self._query(
+            "SELECT u.run_id, json_extract(j.value, '$.anchor_id'), json_extract(j.value, "
+            "'$.detail.interval.confidence_per_look'), json_extract(j.value, '$.detail.interval.n')"
+            " FROM runs u, json_each(u.record_json, '$.results') j WHERE json_type(j.value, "
+            "'$.detail.interval') = 'object'")
+        return {(r[0], r[1]): (r[2], r[3]) for r in rows}
 
     def samples(self, run_id: str, anchor_id: str) -> list[sqlite3.Row]:
         return self._query("SELECT idx, arm, value, predecessor FROM samples WHERE run_id = ? "

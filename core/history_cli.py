@@ -1,10 +1,16 @@
-"""`lawbench history`: list runs, follow one anchor over time, compare two runs.
+"""`lawbench history`: list runs, follow one anchor over time, compare two runs, import runs,
+find drift and stale runners. docs/history.md describes each.
 
     lawbench history [--profile P] [--limit N]        the newest runs
     lawbench history --anchor ID [--profile P]        one anchor's time series
     lawbench history compare RUN_A RUN_B              a join of two runs (ids, prefixes, latest~N)
+    lawbench history import PATH...                   run.json files, bundles, folders of them
+    lawbench history export FOLDER                    every run as FOLDER/<profile>/<run_id>.json
+    lawbench history drift [--profile P] [--alpha A]  step changes per anchor, profile and engine
+    lawbench history stale [--hours H] [--profile P]  profiles without a completed run lately
 
 Every view takes --json to print the data instead of a table (data first, tables second).
+Exit codes: 0; 1 when `stale` finds a stale profile; 2 on an error or a refused import.
 """
 from __future__ import annotations
 
@@ -14,14 +20,15 @@ import json
 import sys
 from typing import Any
 
-from lawbench.core.compare import compare_runs, print_comparison
-from lawbench.core.errors import LawbenchError
+from lawbench.core.compare import comparability, compare_runs, print_comparison
+from lawbench.core.errors import LawbenchError, UsageError
 from lawbench.core.history import History, ResultRow, RunRow
+from lawbench.core.history_import import export_runs, import_paths
 from lawbench.core.models import Verdict
 from lawbench.core.reports import VERDICT_STYLE, fmt_band_edges, fmt_num, fmt_pair, jsonable
 
 
-def _common(suppress: bool) -> argparse.ArgumentParser:
+def _common(suppress: bool, profile: bool = True) -> argparse.ArgumentParser:
     # The compare sub-parser repeats these with SUPPRESS defaults so that it never overwrites
     # values given before the word "compare" (an argparse quirk with nested sub-parsers).
     default: Any = argparse.SUPPRESS if suppress else None
@@ -32,7 +39,8 @@ def _common(suppress: bool) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true",
                    default=argparse.SUPPRESS if suppress else False,
                    help="print the data as JSON instead of a table")
-    p.add_argument("--profile", default=default, help="only runs on this profile")
+    if profile:
+        p.add_argument("--profile", default=default, help="only runs on this profile")
     return p
 
 
@@ -43,20 +51,48 @@ def add_history_parser(subparsers: Any) -> argparse.ArgumentParser:
                               description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--anchor", metavar="ID", help="show this anchor's time series")
     p.add_argument("--limit", type=int, default=20, help="how many runs to list (default 20)")
-    actions = p.add_subparsers(dest="history_action", metavar="{compare}")
+    actions = p.add_subparsers(dest="history_action", metavar="{compare,import,export,drift,stale}")
     c = actions.add_parser("compare", parents=[_common(True)],
-                           help="join two runs' results by anchor id")
+                           help="join two runs' results by anchor, profile and engine build")
     c.add_argument("run_a", metavar="RUN_A", help="baseline: run id, unique prefix or latest~N")
     c.add_argument("run_b", metavar="RUN_B", help="candidate: run id, unique prefix or latest")
+    i = actions.add_parser("import", parents=[_common(True, profile=False)],
+                           help="add run records and contribution bundles (idempotent)")
+    i.add_argument("paths", nargs="+", metavar="PATH",
+                   help="a run.json, a contribution bundle, or a folder (every *.json below it)")
+    e = actions.add_parser("export", parents=[_common(True)],
+                           help="write every run as FOLDER/<profile>/<run_id>.json (a data branch)")
+    e.add_argument("folder", metavar="FOLDER", help="where the run records go")
+    d = actions.add_parser("drift", parents=[_common(True)],
+                           help="step changes of a statistic against its own history (a warning)")
+    d.add_argument("--alpha", type=float, default=0.01,
+                   help="false-alarm rate per series (default 0.01)")
+    st = actions.add_parser("stale", parents=[_common(True, profile=False)],
+                            help="exit 1 when a profile has no completed run within --hours")
+    st.add_argument("--hours", type=float, default=36.0, help="the window (default 36)")
+    st.add_argument("--profile", dest="stale_profiles", action="append", metavar="P",
+                    help="check this profile (repeatable; default: every profile with "
+                         "runner_labels)")
+    st.add_argument("--now", default=None, metavar="TIME",
+                    help="measure ages from this ISO-8601 time instead of the clock")
     p.set_defaults(func=history_command)
     return p
 
 
 def history_command(args: argparse.Namespace, console: Any = None) -> int:
     """Run `lawbench history …`; returns the exit code (2 with one line on stderr on error)."""
+    action = getattr(args, "history_action", None)
     try:
-        with History(getattr(args, "db", None), create=False) as history:
-            if getattr(args, "history_action", None) == "compare":
+        if action == "stale":
+            return _stale(args, console)
+        with History(getattr(args, "db", None), create=action == "import") as history:
+            if action == "import":
+                return _import(history, args)
+            if action == "export":
+                return _export(history, args)
+            if action == "drift":
+                return _drift(history, args, console)
+            if action == "compare":
                 return _compare(history, args, console)
             if getattr(args, "anchor", None):
                 return _anchor(history, args, console)
@@ -153,6 +189,7 @@ def _anchor(history: History, args: argparse.Namespace, console: Any) -> int:
         "started (UTC)": [_when(r.started) for r in rows],
         "run": [r.run_id[:12] for r in rows],
         "profile": [r.profile for r in rows],
+        "engine build": [r.engine for r in rows],
         "commit": [(r.commit or "-")[:10] for r in rows],
         "verdict": [Text(r.verdict, style=VERDICT_STYLE.get(r.verdict, "")) for r in rows],
         "predicted": [fmt_num(r.predicted) for r in rows],
@@ -160,7 +197,7 @@ def _anchor(history: History, args: argparse.Namespace, console: Any) -> int:
         "band": ["-" if r.band_lo is None or r.band_hi is None
                  else fmt_band_edges(r.band_lo, r.band_hi) for r in rows],
         "reason": [Text(r.reason or "") for r in rows]},
-        narrow_drop=("profile", "commit", "reason"))
+        narrow_drop=("profile", "engine build", "commit", "reason"))
     if console.width < 120:  # the reasons follow the table rather than squeeze into it
         for r in rows:
             if r.reason:
@@ -174,8 +211,110 @@ def _compare(history: History, args: argparse.Namespace, console: Any) -> int:
     run_a = history.resolve(args.run_a, profile=args.profile)
     run_b = history.resolve(args.run_b, profile=args.profile)
     rows = compare_runs(history, run_a, run_b)
+    verdict = comparability(history, run_a, run_b)
     if args.json:
-        _print_json([{**dataclasses.asdict(r), "change": r.change, "worse": r.worse} for r in rows])
+        _print_json([{"run_a": run_a, "run_b": run_b, **dataclasses.asdict(verdict),
+                      "rows": [{**dataclasses.asdict(r), "change": r.change, "worse": r.worse}
+                               for r in rows]}])
         return 0
-    print_comparison(rows, run_a, run_b, console=_console(console))
+    print_comparison(rows, run_a, run_b, console=_console(console), verdict_of=verdict)
     return 0
+
+
+def _import(history: History, args: argparse.Namespace) -> int:
+    outcomes = import_paths(history, args.paths)
+    refused = sum(o.status == "refused" for o in outcomes)
+    if args.json:
+        _print_json(outcomes)
+    else:
+        for o in outcomes:
+            if o.status == "refused":
+                print(f"refused   {o.message}", file=sys.stderr)
+            else:
+                print(f"{'imported' if o.status == 'imported' else 'already '}  {o.source}: "
+                      f"{o.message}")
+        if not outcomes:
+            print(f"no .json files under {', '.join(args.paths)}: nothing to import")
+        imported = sum(o.status == "imported" for o in outcomes)
+        print(f"{imported} imported, {len(outcomes) - imported - refused} already in the history, "
+              f"{refused} refused, into {history.path}"
+              + (" (the others were imported; fix or drop the refused files)" if refused else ""))
+    return 2 if refused else 0
+
+
+def _export(history: History, args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from lawbench.core.paths import writable_dir
+
+    folder = writable_dir(Path(args.folder), "export folder", fix="give a writable folder")
+    outcomes = export_runs(history, folder, profile=args.profile)
+    refused = [o for o in outcomes if o.status == "refused"]
+    if args.json:
+        _print_json(outcomes)
+    else:
+        for o in refused:
+            print(f"refused   {o.message}", file=sys.stderr)
+        written = sum(o.status == "imported" for o in outcomes)
+        print(f"{written} written, {len(outcomes) - written - len(refused)} already there, "
+              f"{len(refused)} refused, into {folder}")
+    return 2 if refused else 0
+
+
+def _drift(history: History, args: argparse.Namespace, console: Any) -> int:
+    from lawbench.core.drift import MIN_SIDE, STEP_METHOD, find_drifts, series
+
+    if not 0 < args.alpha < 1:
+        raise UsageError(f"--alpha must be between 0 and 1 (got {args.alpha:g})")
+    drifts = find_drifts(history, profile=args.profile, alpha=args.alpha)
+    if args.json:
+        _print_json(drifts)
+        return 0
+    console = _console(console)
+    if not drifts:
+        lengths = [len(points) for points in series(history, profile=args.profile).values()]
+        testable = sum(n >= 2 * MIN_SIDE for n in lengths)
+        console.print(f"no drift at alpha = {args.alpha:g}: {len(lengths)} series, {testable} long "
+                      f"enough to test (a step needs {MIN_SIDE} runs on each side); {STEP_METHOD}")
+        return 0
+    _print_rows(console, f"{len(drifts)} series drifted (a warning; alpha = {args.alpha:g})", {
+        "anchor": [d.anchor_id for d in drifts],
+        "profile": [d.profile for d in drifts],
+        "engine build": [d.engine for d in drifts],
+        "first run that moved": [f"{d.first_run_id[:12]} {_when(d.first_started)}" for d in drifts],
+        "before -> after": [f"{fmt_num(d.before)} -> {fmt_num(d.after)} "
+                            f"({d.after / d.before - 1:+.1%})" for d in drifts],
+        "p": [f"{d.p_value:.2g}" for d in drifts],
+        "runs": [str(d.runs) for d in drifts]}, narrow_drop=("engine build", "runs"))
+    console.print(f"method: {STEP_METHOD}")
+    return 0
+
+
+def _stale(args: argparse.Namespace, console: Any) -> int:
+    from pathlib import Path
+
+    from lawbench.core.history import default_path
+    from lawbench.core.stale import check_stale, parse_time, runner_profiles
+
+    top = getattr(args, "profile", None)  # `history --profile P stale` names one too
+    profiles = args.stale_profiles or ([top] if top else runner_profiles())
+    now = parse_time(args.now) if args.now else None
+    path = Path(args.db) if getattr(args, "db", None) else default_path()
+    if path.is_file():
+        with History(path, create=False) as history:
+            rows = check_stale(history, profiles, args.hours, now)
+    else:  # no history yet: no profile has a completed run
+        rows = check_stale(None, profiles, args.hours, now)
+    stale = [r for r in rows if r.stale]
+    if args.json:
+        _print_json(rows)
+    else:
+        for r in rows:
+            age = "no completed run" if r.run_id is None else \
+                f"newest completed run {r.run_id[:12]} finished {_when(r.finished or '')} UTC, " \
+                f"{r.age_hours:.1f} h ago"
+            print(f"{'STALE' if r.stale else 'ok   '}  {r.profile}: {age}")
+        if stale:
+            print(f"{len(stale)} profile(s) without a completed run in the last {args.hours:g} h: "
+                  f"{', '.join(r.profile for r in stale)}")
+    return 1 if stale else 0

@@ -41,6 +41,14 @@ class Resources:
         fp = self.profile.fingerprint if self.profile else None
         return "cuda" if fp is not None and fp.requires_gpu else "cpu"
 
+    def cuda_arch(self) -> str:
+        """The profile's GPU architecture ("61" Pascal, "90" Hopper, "121" GB10): the build follows
+        the hardware the anchors describe (core/engines/cuda.py says why)."""
+        from lawbench.core.engines.cuda import arch_of
+
+        cc = self.profile.fingerprint.compute_capability if self.profile else None
+        return arch_of(cc) if cc else "90"
+
     def llama(self) -> Any:
         """The llama.cpp to measure with: a runner's own build by path, else the pinned build."""
         if self._llama is not None:
@@ -48,7 +56,8 @@ class Resources:
         if self._llama_error is not None:  # do not rebuild for every anchor after a failure
             raise self._llama_error
         self.lock()
-        from lawbench.core.engines.llamacpp import build_llamacpp, locate_llamacpp
+        from lawbench.core.engines.build import build_llamacpp
+        from lawbench.core.engines.llamacpp import locate_llamacpp
         from lawbench.core.progress import report
 
         try:
@@ -56,7 +65,9 @@ class Resources:
                 self._llama = locate_llamacpp(self.llama_dir)
             else:
                 version = os.environ.get(LLAMA_VERSION_ENV, DEFAULT_LLAMA_VERSION)
-                self._llama = build_llamacpp(version, backend=self.backend(), progress=report)
+                backend = self.backend()
+                self._llama = build_llamacpp(version, backend=backend, progress=report,
+                                             **({"cuda_arch": self.cuda_arch()} if backend == "cuda" else {}))
         except LawbenchError as exc:
             self._llama_error = exc if isinstance(exc, EngineError) else EngineError(str(exc))
             raise self._llama_error from None

@@ -45,6 +45,8 @@ class RunContext:
         self.laws = tuple(laws)
         self.policy = RunPolicy(profile=profile, profiles=self.profiles,
                                 on_own_runner=profile_matches(self.machine, profile), strict=strict)
+        if strict and not self.policy.on_own_runner:
+            refuse_mismatched_runner(self.machine, profile, self.detected)
         # A bad anchor file of a plugin this run did not select is set aside (and named);
         # of a selected law it is exit 2 before anything runs.
         unselected = [law for law in self.registry.laws if laws and law not in laws]
@@ -61,6 +63,24 @@ class RunContext:
 
     def files(self) -> list[Path]:
         return sorted({Path(la.file).resolve() for la in self.anchor_set.anchors if self.selected(la)})
+
+
+def refuse_mismatched_runner(machine: Any, profile: Any, detected: str) -> None:
+    """--strict is how a runner job runs: on a machine that is not the profile's own it would
+    skip every measurement and prove nothing, so it fails here, with the reasons, before measuring."""
+    from lawbench.core.errors import RunnerMismatch
+    from lawbench.core.hardware.detect import match_reasons
+    from lawbench.core.summaries import append_step_summary_text
+
+    failed = [r for r in match_reasons(machine, profile)[1] if r.startswith("no: ")]
+    gpus = ", ".join(f"{g.name} (cc {g.compute_capability}, via {g.source})" for g in machine.gpus) or "none found"
+    lines = [f"this machine does not match profile {profile.id!r}, and --strict (a runner job) measures its "
+             f"own hardware or fails:", *(f"  {r}" for r in failed),
+             f"  detected profile: {detected}; GPUs: {gpus}",
+             "  fix: run this job on the runner labelled " + " + ".join(profile.runner_labels or ["(none)"])
+             + "; on a GPU runner check the driver (`nvidia-smi`) and `lawbench profiles detect`"]
+    append_step_summary_text("### lawbench: runner refused\n\n```\n" + "\n".join(lines) + "\n```")
+    raise RunnerMismatch("\n".join(lines))
 
 
 class StopSignals:
@@ -231,7 +251,8 @@ class AnchorSession:
         """run.json, the history row and the step summary. What fails is named; when run.json or
         the history row fails, the record is also kept where no later run overwrites it."""
         from lawbench.core.history import History
-        from lawbench.core.reports import append_step_summary, write_fallback, write_json
+        from lawbench.core.reports import write_fallback, write_json
+        from lawbench.core.summaries import append_step_summary
 
         failed = []
         try:
@@ -250,6 +271,8 @@ class AnchorSession:
             append_step_summary(record)
         except LawbenchError as exc:  # a view of the record: the record itself is safe
             failed.append(str(exc))
+        from lawbench.core.html import write_run_report  # report.html: a view too (lawbench[plots])
+        failed += filter(None, [write_run_report(record, self.out_dir / "report.html")])
         for problem in failed:
             self._output_error(problem)
 
@@ -267,7 +290,7 @@ class AnchorSession:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.record is None:
             return
-        from lawbench.core.reports import print_table
+        from lawbench.core.summaries import print_table
 
         print_table(self.record)  # its first line is the headline
         if self.record.interrupted:

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from lawbench.core.engines.llamacpp import LlamaCpp, build_llamacpp, locate_llamacpp
+from lawbench.core.engines.build import build_llamacpp
+from lawbench.core.engines.llamacpp import LlamaCpp, locate_llamacpp
 from lawbench.core.store.synthetic import SyntheticSpec, build_synthetic
 
 DATA = Path(__file__).parent / "data"

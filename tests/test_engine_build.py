@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from _engine_fixtures import llama  # noqa: F401  (fixture)
-from lawbench.core.engines.llamacpp import (TOOLS, build_key, build_llamacpp, cpu_flags_hash,
-                                            locate_llamacpp)
+from lawbench.core.engines.build import build_llamacpp
+from lawbench.core.engines.llamacpp import TOOLS, build_key, cpu_flags_hash, locate_llamacpp
 from lawbench.core.law import EngineError, LawbenchError
 from lawbench.core.store.pypi import DownloadError
 
@@ -79,7 +79,7 @@ def test_fake_project_builds_caches_and_reports_build_number(tmp_path):
 
 def test_two_jobs_never_build_at_once(tmp_path):
     plant_sdist(tmp_path, "4343.0.0")
-    code = ("import sys; from lawbench.core.engines.llamacpp import build_llamacpp; "
+    code = ("import sys; from lawbench.core.engines.build import build_llamacpp; "
             "print(build_llamacpp('4343.0.0', cache_dir=sys.argv[1], jobs=1).bin_dir)")
     procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for _ in range(2)]

@@ -107,10 +107,10 @@ def test_anchor_history_is_a_time_series(two_runs):
 
 def test_wal_and_schema_version(store):
     assert store._connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    assert store._connection.execute("PRAGMA user_version").fetchone()[0] == 1
+    assert store._connection.execute("PRAGMA user_version").fetchone()[0] == 2
 
 
-@pytest.mark.parametrize("table", ["runs", "results", "samples"])
+@pytest.mark.parametrize("table", ["runs", "results", "samples", "imports"])
 @pytest.mark.parametrize("sql", ["UPDATE {t} SET run_id = 'x'", "DELETE FROM {t}"])
 def test_history_is_append_only(two_runs, table, sql):
     store, _, _ = two_runs
@@ -158,7 +158,7 @@ def test_schema_version_mismatch_is_refused(tmp_path):
     raw = sqlite3.connect(str(path))
     raw.execute("PRAGMA user_version = 99")
     raw.close()
-    with pytest.raises(DataError, match=r"schema version 99, but this lawbench reads version 1"):
+    with pytest.raises(DataError, match=r"schema version 99, but this lawbench reads version 2"):
         History(path)
 
 
@@ -289,8 +289,10 @@ def test_cli_compare(two_runs, capsys, where):
     argv = ["history", *db, "compare", "latest~1", "latest"] if where == "before" else \
         ["history", "compare", "aaaa", "bbbb", *db]
     code, out, _ = run_cli(argv, capsys)
-    rows = {r["anchor_id"]: r for r in json.loads(out)}
+    (data,) = json.loads(out)
+    rows = {r["anchor_id"]: r for r in data["rows"]}
     assert code == 0 and rows["y.drops"]["change"] == "PASS -> FAIL" and rows["y.drops"]["worse"]
+    assert (data["run_a"], data["run_b"], data["comparable"], data["reasons"]) == (RUN_A, RUN_B, True, [])
 
 
 def test_cli_errors_are_one_line(tmp_path, capsys):
@@ -307,3 +309,129 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
     code, _, err = run_cli(["history", "--db", str(tmp_path / "none.sqlite")], capsys)
     assert code == 2 and "none.sqlite: no history here yet" in err
     assert not (tmp_path / "none.sqlite").exists()  # a read-only view creates nothing
+
+
+# --------------------------------------------------------------------------- schema 2
+
+
+def test_a_version_1_history_is_upgraded_in_place(tmp_path):
+    """A file written by the schema-1 lawbench (its tables, its triggers, user_version 1) keeps
+    every row, gains the provenance table and its append-only triggers, and reads as version 2."""
+    from lawbench.core.history import _SCHEMA_V1
+
+    path = tmp_path / "history.sqlite"
+    old_triggers = "".join(
+        f"CREATE TRIGGER {t}_no_{op.lower()} BEFORE {op} ON {t} BEGIN SELECT RAISE(ABORT, "
+        f"'lawbench history is append-only: {op} on {t} is refused'); END;\n"
+        for t in ("runs", "results", "samples") for op in ("UPDATE", "DELETE"))
+    raw = sqlite3.connect(str(path))
+    raw.executescript(_SCHEMA_V1 + old_triggers + "PRAGMA user_version = 1;")
+    old = record(RUN_A, "2025-06-01T02:00:00+00:00", [result("x.kept")])
+    raw.execute('INSERT INTO runs (run_id, started, finished, profile, "commit", version, exit_code, '
+                "record_json) VALUES (?,?,?,?,?,?,?,?)",
+                (RUN_A, old.started, old.finished, "cpu", old.git_commit, old.lawbench_version, 0,
+                 old.model_dump_json()))
+    raw.execute("INSERT INTO results (run_id, anchor_id, verdict, measured) VALUES (?,?,?,?)",
+                (RUN_A, "x.kept", "PASS", 10.0))
+    raw.commit()
+    raw.close()
+    with History(path) as h:
+        assert h._connection.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert [r.run_id for r in h.runs()] == [RUN_A] and h.record(RUN_A) == old
+        assert h.provenance(RUN_A) is None  # appended before provenance was kept
+        h.append(record(RUN_B, "2025-06-02T02:00:00+00:00", [result("x.kept")]))
+        assert h.provenance(RUN_B).source == "lawbench run"
+    raw = sqlite3.connect(str(path))
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        raw.execute("DELETE FROM imports")
+    raw.close()
+
+
+def test_an_old_lawbench_refuses_a_newer_history(tmp_path, monkeypatch):
+    """The schema-1 reader's rule, replayed: any user_version but its own is refused by name."""
+    import lawbench.core.history as history_module
+
+    path = tmp_path / "history.sqlite"
+    History(path).close()
+    monkeypatch.setattr(history_module, "HISTORY_SCHEMA", 1)
+    with pytest.raises(DataError, match="history schema version 2, but this lawbench reads version 1"):
+        History(path)
+
+
+def test_runs_appended_by_lawbench_run_get_provenance(two_runs):
+    store, _, _ = two_runs
+    p = store.provenance(RUN_A)
+    assert (p.kind, p.source, p.sha256) == ("run", "lawbench run", None) and p.imported_at
+
+
+# --------------------------------------------------------------------------- join keys
+
+
+LLAMA = {"name": "llama.cpp", "version": "11434.0.0", "backend": "cpu", "build_number": 11434,
+         "commit": "unknown", "cuda_arch": None, "cpu_flags_hash": "aadc36d4400a"}
+
+
+@pytest.mark.parametrize("engine, key", [
+    (None, "no engine"),
+    ({}, "no engine"),
+    (LLAMA, "llama.cpp b11434 cpu"),
+    ({**LLAMA, "backend": "cuda", "cuda_arch": "90", "commit": "0123456789abcdef"},
+     "llama.cpp b11434 cuda sm90 @0123456789"),
+    ({"name": "llama.cpp", "version": "b5000", "backend": "unknown"}, "llama.cpp b5000 unknown"),
+])
+def test_engine_key(engine, key):
+    from lawbench.core.history import engine_key
+
+    assert engine_key(engine) == key
+
+
+def engine_record(run_id: str, started: str, results: list[Result], engine=LLAMA, profile="cpu",
+                  **kw) -> RunRecord:
+    return RunRecord(run_id=run_id, started=started, profile=profile, engine=engine,
+                     profile_matches=True, machine={"hostname": "box"}, **kw).finish(results)
+
+
+def test_compare_says_when_runs_are_not_comparable(store, capsys):
+    from lawbench.core.compare import comparability
+
+    pred = result("p.only", measured=None, kind="prediction", predicted=2.0)
+    store.append(engine_record(RUN_A, "2025-06-01T00:00:00+00:00", [result("m.speed"), pred]))
+    store.append(engine_record(RUN_B, "2025-06-02T00:00:00+00:00", [result("m.speed"), pred],
+                               engine={**LLAMA, "build_number": 11500}, lawbench_version="0.2.0"))
+    verdict = comparability(store, RUN_A, RUN_B)
+    assert not verdict.comparable
+    assert verdict.reasons == ["different engine builds: llama.cpp b11434 cpu (A) and "
+                               "llama.cpp b11500 cpu (B); predictions still compare"]
+    assert verdict.notes == ["different lawbench versions (anchors and laws may differ): 0.1.0 (A) "
+                             "and 0.2.0 (B)"]
+    rows = {r.anchor_id: r for r in compare_runs(store, RUN_A, RUN_B)}
+    assert not rows["m.speed"].comparable and rows["p.only"].comparable  # a prediction needs no engine
+    code, out, _ = run_cli(["history", "compare", "latest~1", "latest", "--db", str(store.path)], capsys)
+    assert code == 0 and "not comparable: different engine builds" in out and "≠ 1.000" in out
+    assert "note: different lawbench versions" in out
+    code, out, _ = run_cli(["history", "compare", "latest~1", "latest", "--db", str(store.path),
+                            "--json"], capsys)
+    (data,) = json.loads(out)
+    assert data["comparable"] is False and len(data["reasons"]) == 1
+    assert {r["anchor_id"]: r["comparable"] for r in data["rows"]} == {"m.speed": False, "p.only": True}
+
+
+def test_compare_different_profiles_is_not_comparable_even_for_predictions(store):
+    from lawbench.core.compare import comparability
+
+    pred = result("p.only", measured=None, kind="prediction", predicted=2.0)
+    store.append(engine_record(RUN_A, "2025-06-01T00:00:00+00:00", [pred]))
+    store.append(engine_record(RUN_B, "2025-06-02T00:00:00+00:00", [pred], profile="gtx1060"))
+    verdict = comparability(store, RUN_A, RUN_B)
+    assert verdict.reasons == ["different profiles: cpu (A) and gtx1060 (B)"]
+    (row,) = compare_runs(store, RUN_A, RUN_B)
+    assert not row.comparable and row.ratio == 1.0  # still shown, marked
+
+
+def test_anchor_view_shows_profile_and_engine_build(store, capsys):
+    store.append(engine_record(RUN_A, "2025-06-01T00:00:00+00:00", [result("m.speed")]))
+    store.append(engine_record(RUN_B, "2025-06-02T00:00:00+00:00", [result("m.speed")], engine=None))
+    code, out, _ = run_cli(["history", "--db", str(store.path), "--anchor", "m.speed"], capsys)
+    assert code == 0 and "engine build" in out and "llama.cpp b11434 cpu" in out and "no engine" in out
+    code, out, _ = run_cli(["history", "--db", str(store.path), "--anchor", "m.speed", "--json"], capsys)
+    assert [r["engine"] for r in json.loads(out)] == ["llama.cpp b11434 cpu", "no engine"]

@@ -23,7 +23,7 @@ import pytest
 from _engine_fixtures import fake_llama, llama, synth_dir, tiny_f16, write_script  # noqa: F401
 from lawbench.core import reports
 from lawbench.core.engines.bench import quantize, run_bench
-from lawbench.core.engines.llamacpp import _run_logged
+from lawbench.core.engines.build import _run_logged
 from lawbench.core.history import History
 from lawbench.core.law import EngineInterrupted
 from lawbench.core.models import Measurement, Result, Sample, Verdict

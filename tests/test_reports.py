@@ -15,8 +15,8 @@ from rich.console import Console
 import lawbench
 from lawbench.core.errors import DataError
 from lawbench.core.models import Measurement, Result, Sample, Verdict
-from lawbench.core.reports import (RunRecord, append_step_summary, fmt_band, fmt_num, git_commit,
-                                   markdown_summary, print_table, read_json, write_json)
+from lawbench.core.reports import RunRecord, fmt_band, fmt_num, git_commit, read_json, write_json
+from lawbench.core.summaries import append_step_summary, markdown_summary, print_table
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "run-record.md"
 

@@ -313,6 +313,9 @@ def run_bench(llama: LlamaCpp, model: Union[Path, str], *, timeout_s: float = 60
     if not model.is_file():
         raise EngineError(f"model file {model} does not exist")
     cmd = bench_command(llama, model, **params)
+    from lawbench.core.engines.variants import apply_engine_options
+
+    cmd, env = apply_engine_options(llama, cmd, env)  # an A/B engine's +args= / +env= opt-out
     p = run_process(cmd, timeout_s, env)
     records, samples_ts, bad = [], [], None
     for record in parse_records(p.stdout):

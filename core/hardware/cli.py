@@ -43,6 +43,13 @@ def add_profiles_parser(subparsers: Any) -> argparse.ArgumentParser:
                      help="exit 1 unless this machine matches profile ID (refuse a wrong runner)")
     det.set_defaults(profiles_action="detect")
 
+    run = actions.add_parser("runners", help="the nightly's job matrix: one job per profile with runner labels")
+    run.add_argument("--only", metavar="IDS", default="all",
+                     help="comma-separated profile ids, or 'all' (default)")
+    run.add_argument("--github-output", action="store_true",
+                     help="print `matrix=<json>` for $GITHUB_OUTPUT instead of the JSON alone")
+    run.set_defaults(profiles_action="runners")
+
     mea = actions.add_parser("measure", help="measure RAM bandwidth and write a profile")
     mea.add_argument("--out", metavar="FILE", help="where to write (default: <id>.toml)")
     mea.add_argument("--threads", type=int, help="reader threads (default: usable CPUs)")
@@ -73,6 +80,8 @@ def profiles_command(args: argparse.Namespace, extra_dirs: Optional[Iterable[Any
             return _show(get_profile(args.profile_id, profiles), console)
         if action == "detect":
             return _detect(args, profiles, console)
+        if action == "runners":
+            return _runners(args, profiles)
         return _list(profiles, console)
     except LawbenchError as exc:
         print(f"lawbench profiles: {exc}", file=sys.stderr)
@@ -94,6 +103,30 @@ def _list(profiles: dict[str, HardwareProfile], console: Console) -> int:
         table.add_row(*map(escape, (p.id + (" (generic)" if p.fingerprint.generic else ""),
                                     p.description, tiers, eta, ", ".join(p.runner_labels))))
     console.print(table)
+    return 0
+
+
+def runner_matrix(profiles: dict[str, HardwareProfile], only: str = "all") -> dict[str, Any]:
+    """The nightly's matrix, from the profiles: every profile with runner labels is one job, so a
+    new profile gets its nightly by carrying labels, and a job can never name a missing profile."""
+    from lawbench.core.errors import UsageError
+
+    wanted = [x.strip() for x in only.split(",") if x.strip()] if only.strip() != "all" else None
+    for pid in wanted or ():
+        get_profile(pid, profiles)  # unknown id: one line listing the known ones
+        if not profiles[pid].runner_labels:
+            raise UsageError(f"profile {pid!r} has no runner_labels, so no runner job; add them to its file")
+    jobs = [{"profile": p.id, "runs-on": list(p.runner_labels)}
+            for p in sorted(profiles.values(), key=lambda p: p.id)
+            if p.runner_labels and (wanted is None or p.id in wanted)]
+    if not jobs:
+        raise UsageError("no profile has runner_labels: the nightly would have no job")
+    return {"include": jobs}
+
+
+def _runners(args: argparse.Namespace, profiles: dict[str, HardwareProfile]) -> int:
+    matrix = json.dumps(runner_matrix(profiles, args.only), separators=(",", ":"))
+    print(f"matrix={matrix}" if args.github_output else matrix)
     return 0
 
 
@@ -153,7 +186,7 @@ def _detect(args: argparse.Namespace, profiles: dict[str, HardwareProfile],
             table.add_row(key, escape(", ".join(value) if isinstance(value, list) else str(value)))
         for g in fp.gpus:
             table.add_row(f"gpu {g.index}", escape(f"{g.name} · cc {g.compute_capability} · "
-                                                   f"{g.memory_total_gb} GiB · driver {g.driver}"))
+                                                   f"{g.memory_total_gb} GiB · driver {g.driver} · via {g.source}"))
         console.print(table)
         console.print(f"profile: [bold]{escape(chosen)}[/bold]")
         for r in reasons:

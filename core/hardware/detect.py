@@ -16,7 +16,11 @@ from typing import Any, Optional
 import psutil
 from pydantic import BaseModel, ConfigDict, Field
 
+from lawbench.core.hardware.gpus import GpuInfo, gpu_state, list_gpus
 from lawbench.core.models import HardwareProfile
+
+__all__ = ["GpuInfo", "MachineFingerprint", "list_gpus", "fingerprint_machine", "match_profile",
+           "match_reasons", "profile_matches", "environment_snapshot"]
 
 GIB = 1024 ** 3
 # The flags that decide which kernels llama.cpp can use; the full list is noise in a report.
@@ -27,14 +31,6 @@ INTERESTING_FLAGS = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512b
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-class GpuInfo(_Strict):
-    index: int
-    name: str
-    compute_capability: Optional[str] = None  # "6.1"
-    memory_total_gb: Optional[float] = None  # GiB; None where NVML cannot say (unified parts)
-    driver: Optional[str] = None
 
 
 class MachineFingerprint(_Strict):
@@ -86,61 +82,6 @@ def _read_text(path: str) -> Optional[str]:
             return fh.read().strip()
     except OSError:
         return None
-
-
-# --------------------------------------------------------------------------- GPUs via NVML
-
-
-class _Nvml:
-    """NVML opened for one block; None when the library, the driver or a GPU is missing."""
-
-    def __enter__(self) -> Any:
-        try:
-            import pynvml
-            pynvml.nvmlInit()
-        except Exception:  # no nvidia-ml-py, no libnvidia-ml, no driver: no GPUs, not a crash
-            self.nvml = None
-            return None
-        self.nvml = pynvml
-        return pynvml
-
-    def __exit__(self, *exc: Any) -> None:
-        if self.nvml is not None:
-            try:
-                self.nvml.nvmlShutdown()
-            except Exception:
-                pass
-
-
-def _nvml_call(fn: Any, *args: Any) -> Any:
-    try:
-        value = fn(*args)
-    except Exception:  # NotSupported on unified-memory parts, Unknown on odd drivers
-        return None
-    return value.decode() if isinstance(value, bytes) else value
-
-
-def list_gpus() -> list[GpuInfo]:
-    gpus: list[GpuInfo] = []
-    with _Nvml() as nvml:
-        if nvml is None:
-            return gpus
-        driver = _nvml_call(nvml.nvmlSystemGetDriverVersion)
-        count = _nvml_call(nvml.nvmlDeviceGetCount) or 0
-        for index in range(count):
-            handle = _nvml_call(nvml.nvmlDeviceGetHandleByIndex, index)
-            if handle is None:
-                continue
-            cc = _nvml_call(nvml.nvmlDeviceGetCudaComputeCapability, handle)
-            mem = _nvml_call(nvml.nvmlDeviceGetMemoryInfo, handle)
-            gpus.append(GpuInfo(
-                index=index,
-                name=_nvml_call(nvml.nvmlDeviceGetName, handle) or "unknown NVIDIA GPU",
-                compute_capability=f"{cc[0]}.{cc[1]}" if cc else None,
-                memory_total_gb=round(mem.total / GIB, 2) if mem is not None and mem.total else None,
-                driver=driver,
-            ))
-    return gpus
 
 
 # --------------------------------------------------------------------------- matching
@@ -250,7 +191,7 @@ def environment_snapshot() -> dict[str, Any]:
         "load_avg": _load_avg(),
         "cpu_freq_mhz": _cpu_freq(),
     }
-    snap["gpus"] = _gpu_state()
+    snap["gpus"] = gpu_state()
     return snap
 
 
@@ -273,37 +214,3 @@ def _cpu_freq() -> Optional[dict[str, float]]:
     if freq is None:
         return None
     return {"current": round(freq.current, 1), "min": round(freq.min, 1), "max": round(freq.max, 1)}
-
-
-def _gpu_state() -> list[dict[str, Any]]:
-    state: list[dict[str, Any]] = []
-    with _Nvml() as nvml:
-        if nvml is None:
-            return state
-        driver = _nvml_call(nvml.nvmlSystemGetDriverVersion)
-        for index in range(_nvml_call(nvml.nvmlDeviceGetCount) or 0):
-            h = _nvml_call(nvml.nvmlDeviceGetHandleByIndex, index)
-            if h is None:
-                continue
-            mem = _nvml_call(nvml.nvmlDeviceGetMemoryInfo, h)
-            clocks = {name: _nvml_call(nvml.nvmlDeviceGetClockInfo, h, getattr(nvml, const))
-                      for name, const in (("sm_mhz", "NVML_CLOCK_SM"),
-                                          ("mem_mhz", "NVML_CLOCK_MEM"))}
-            state.append({
-                "index": index,
-                "name": _nvml_call(nvml.nvmlDeviceGetName, h),
-                "driver": driver,
-                # None on unified-memory parts (GB10): read per PID instead (seed 002).
-                "memory_used_gb": _gib(mem.used) if mem is not None else None,
-                "memory_total_gb": _gib(mem.total) if mem is not None else None,
-                "temperature_c": _nvml_call(nvml.nvmlDeviceGetTemperature, h,
-                                            nvml.NVML_TEMPERATURE_GPU),
-                "power_w": _watts(_nvml_call(nvml.nvmlDeviceGetPowerUsage, h)),
-                "pstate": _nvml_call(nvml.nvmlDeviceGetPerformanceState, h),
-                **clocks,
-            })
-    return state
-
-
-def _watts(milliwatts: Optional[int]) -> Optional[float]:
-    return round(milliwatts / 1000, 1) if milliwatts is not None else None

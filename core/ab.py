@@ -1,0 +1,281 @@
+"""Engine A/B: the same anchors under two llama.cpp builds, interleaved on one machine.
+
+For every selected anchor that measures engine speed, the anchor's own law builds its sampler
+twice — once seeing engine A, once engine B — and the A/B takes the anchor's subject (its only
+case, or arm a of a two-arm anchor) from each: the same model, test, threads and repetitions, the
+same per-visit rule. Those two visits become the arms of core's ArmSampler: one discarded warm-up
+visit per engine, then pairs of visits in A B, B A, A B … order (each a fresh engine process), so a
+slow drift of the machine biases neither engine. One sample is one pair's B/A; the ratio is their
+geometric mean and its interval the Student-t interval on the log ratios (lawbench.core.verdicts,
+the rule ratio anchors use). With a gate (``--gate-min-ratio R``) the verdicts' sequential rule
+decides against the band [R, ∞): the whole interval at or above R passes, wholly below is a
+regression, and one that still straddles R when the pairs are spent is unresolved — never a pass.
+"""
+from __future__ import annotations
+
+import math
+import sys
+import time
+import uuid
+from typing import Any, Callable, Optional
+
+from pydantic import BaseModel, Field
+
+from lawbench.core.errors import EngineError, EngineInterrupted, LawbenchError, NotApplicable, UsageError
+from lawbench.core.models import Budget, Sample, Verdict
+from lawbench.core.resources import Resources
+
+SPEED_KINDS = ("measurement", "agreement", "ratio")
+GATE_WORDS = {Verdict.PASS: "pass", Verdict.FAIL: "regression", Verdict.VOID: "unresolved"}
+RECORD_FORMAT = "lawbench-ab/1"
+
+
+# --------------------------------------------------------------------------- the record
+
+
+class ABResult(BaseModel):
+    model_config = {"extra": "forbid"}
+
+    anchor_id: str
+    law: str
+    subject: str = ""  # the arm measured: "main" or "a"
+    test: str = ""  # the llama-bench test of the subject, e.g. "syn-25m-q4_0 tg16 threads=1"
+    unit: str = "tok/s"
+    status: str  # "measured", "skip" or "error"
+    reason: str = ""
+    median_a: Optional[float] = None  # per-visit values of engine A, their median
+    median_b: Optional[float] = None
+    ratio: Optional[float] = None  # B/A: geometric mean of the per-pair ratios
+    interval: Optional[tuple[float, float]] = None
+    confidence: Optional[float] = None  # per look (Bonferroni over the planned looks)
+    pairs: int = 0
+    gate: Optional[str] = None  # "pass", "regression", "unresolved"; None without a gate
+    ratios: list[float] = Field(default_factory=list)
+    samples: list[Sample] = Field(default_factory=list)
+    protocol: dict[str, Any] = Field(default_factory=dict)
+    environment: dict[str, Any] = Field(default_factory=dict)
+    duration_s: Optional[float] = None
+
+
+class ABRecord(BaseModel):
+    """One ``lawbench ab``: both engines, the machine, every pair with its order."""
+
+    model_config = {"extra": "forbid"}
+
+    format: str = RECORD_FORMAT
+    run_id: str  # the fallback writer (reports.write_fallback) names the file after it
+    started: str
+    finished: Optional[str] = None
+    argv: list[str] = Field(default_factory=list)
+    lawbench_version: str = ""
+    commit: Optional[str] = None
+    profile: str
+    machine: dict[str, Any] = Field(default_factory=dict)
+    environment: dict[str, Any] = Field(default_factory=dict)
+    engines: dict[str, dict[str, Any]] = Field(default_factory=dict)  # "a", "b"
+    pairs_budget: int
+    confidence: float
+    method: str = ""
+    gate_min_ratio: Optional[float] = None
+    results: list[ABResult] = Field(default_factory=list)
+    interrupted: Optional[str] = None
+    exit_code: Optional[int] = None
+
+
+# --------------------------------------------------------------------------- statistics
+
+
+def pair_ratios(samples: list[Sample]) -> list[float]:
+    """B/A of each pair: arm a of the A/B sampler is engine A, arm b engine B."""
+    return [s.raw["value_b"] / s.raw["value_a"] for s in samples]
+
+
+def as_pairs(samples: list[Sample]) -> list[Sample]:
+    """The sampler's rounds (value A/B, order "ab"/"ba") as the record's pairs: value B/A, the
+    order in engine letters ("AB" / "BA"), every visit's readings kept. An engine fault's samples
+    also hold the cut-off visit's repetitions: those are no pair (the protocol's visits keep them)."""
+    return [Sample(value=s.raw["value_b"] / s.raw["value_a"], arm="B/A", predecessor=s.predecessor,
+                   raw={**s.raw, "order": str(s.raw.get("order", "")).upper()})
+            for s in samples if "value_a" in s.raw and "value_b" in s.raw]
+
+
+def ratio_interval(ratios: list[float], confidence: float) -> tuple[float, tuple[float, float]]:
+    """The geometric mean of per-pair ratios and its Student-t interval on their logarithms."""
+    from lawbench.core.verdicts import location_interval
+
+    return location_interval(ratios, confidence, log=True)
+
+
+def budget_for(pairs: int, gated: bool, timeout_s: float, confidence: float) -> Budget:
+    """Without a gate one look after ``pairs`` pairs; with one, looks after 4, 7, … up to ``pairs``
+    (Bonferroni over them, lawbench.core.verdicts), so a clear case stops early."""
+    first = min(4, pairs) if gated else pairs
+    return Budget(min_samples=max(3, first), max_samples=pairs, batch=3, timeout_s=timeout_s,
+                  confidence=confidence)
+
+
+def gate_band(gate: Optional[float]) -> tuple[float, float]:
+    # Without a gate every interval lies inside (0, ∞): the rule stops at its one look.
+    return (gate if gate is not None else 0.0, math.inf)
+
+
+def exit_code(results: list[ABResult], gated: bool) -> int:
+    """0 only when every anchor was measured and, with a gate, every interval cleared it."""
+    if not results or any(r.status != "measured" for r in results):
+        return 1
+    if gated and any(r.gate != "pass" for r in results):
+        return 1
+    return 0
+
+
+# --------------------------------------------------------------------------- selection
+
+
+def is_speed_anchor(anchor: Any) -> bool:
+    """Measured on an engine in tokens per second (directly, or as the case of a ratio/agreement)."""
+    if not anchor.runs or anchor.kind not in SPEED_KINDS:
+        return False
+    case_quantity = str((anchor.case or {}).get("quantity", "")) if isinstance(anchor.case, dict) else ""
+    return anchor.unit == "tok/s" or case_quantity.endswith("tok_s") or anchor.quantity.endswith("tok_s")
+
+
+def keyword_filter(expr: Optional[str]) -> Callable[[Any], bool]:
+    """pytest's -k language over what `lawbench run -k` matches: anchor id, law, kind, file name."""
+    if not expr:
+        return lambda loaded: True
+    from _pytest.mark.expression import Expression
+
+    try:
+        compiled = Expression.compile(expr)
+    except Exception as exc:  # SyntaxError on pytest 9, ParseError before: both mean a bad -k
+        raise UsageError(f"-k {expr!r} is not a selection expression: {exc}") from None
+
+    def keep(loaded: Any) -> bool:
+        a = loaded.anchor
+        names = [a.id, a.law, a.kind, str(loaded.file).rsplit("/", 1)[-1]]
+        return compiled.evaluate(lambda sub, **_: any(sub.lower() in n.lower() for n in names))
+    return keep
+
+
+def select_anchors(ctx: Any, k: Optional[str]) -> list[Any]:
+    """The run context's anchors for its profile that measure engine speed, narrowed by -k.
+
+    :raises UsageError: nothing matched, or nothing that matched measures engine speed.
+    """
+    keep = keyword_filter(k)
+    chosen = [la for la in ctx.anchor_set.anchors if ctx.selected(la) and la.anchor.runs and keep(la)]
+    profile = ctx.policy.profile.id
+    if not chosen:
+        raise UsageError(f"no anchors of profile {profile!r} match the selection (-k {k!r}, --law); "
+                         "nothing was measured")
+    speed = [la for la in chosen if is_speed_anchor(la.anchor)]
+    if not speed:
+        ids = ", ".join(la.anchor.id for la in chosen[:3]) + (" …" if len(chosen) > 3 else "")
+        raise UsageError(f"the selection ({ids}) has no anchor that measures engine speed "
+                         "(a measurement, agreement or ratio anchor in tok/s); select one with -k")
+    return speed
+
+
+# --------------------------------------------------------------------------- resources per engine
+
+
+class RunResources(Resources):
+    """The A/B's shared resources: the box lock and the model store, whose synthetic models are
+    requantized with engine A (the baseline) rather than a build nobody asked for."""
+
+    def __init__(self, llama: Any, profile: Any):
+        super().__init__(profile=profile)
+        self._llama = llama
+
+
+class EngineResources:
+    """What a law's sampler sees for one engine: that engine, and the run's lock and model store."""
+
+    def __init__(self, shared: RunResources, llama: Any):
+        self.shared, self._engine, self.profile = shared, llama, shared.profile
+
+    def llama(self) -> Any:
+        self.shared.lock()
+        return self._engine
+
+    def lock(self) -> None:
+        self.shared.lock()
+
+    def store(self) -> Any:
+        return self.shared.store()
+
+    def model(self, model_id: str) -> Any:
+        return self.shared.model(model_id)
+
+
+# --------------------------------------------------------------------------- one anchor
+
+
+def measure_anchor(loaded: Any, law: Any, profile: Any, engines: dict[str, EngineResources],
+                   budget: Budget, gate: Optional[float]) -> ABResult:
+    """Pairs of visits of one anchor's subject on engines A and B, decided by the verdicts' rule."""
+    from lawbench.core.protocol import ArmSampler
+    from lawbench.core.verdicts import decide_sequential, median
+
+    anchor = loaded.anchor
+    base = {"anchor_id": anchor.id, "law": anchor.law}
+    started = time.monotonic()
+    try:
+        per_engine = {side: law.sampler(anchor, profile, res) for side, res in engines.items()}
+    except NotApplicable as exc:
+        return ABResult(**base, status="skip", reason=str(exc))
+    except EngineInterrupted:
+        raise
+    except LawbenchError as exc:  # the engine, or a model the store could not fetch or build
+        return ABResult(**base, status="error", reason=str(exc).splitlines()[0])
+    sa, sb = per_engine["a"], per_engine["b"]
+    if not isinstance(sa, ArmSampler) or not isinstance(sb, ArmSampler):
+        return ABResult(**base, status="skip", reason=f"law {anchor.law!r} does not measure this anchor "
+                        "in engine visits (an ArmSampler), so its engines cannot be paired")
+    subject = "main" if "main" in sa.arms else "a"
+    label = sa.labels.get(subject, subject)
+    sampler = ArmSampler({"a": sa.arms[subject], "b": sb.arms[subject]},
+                         labels={"a": f"A: {label}", "b": f"B: {label}"}, reps_per_visit=sa.reps,
+                         per_visit=sa.per_visit,
+                         protocol={"subject": subject, "pair_statistic": "B/A",
+                                   "anchor_protocol": {k: v for k, v in sa.protocol().items() if k != "visits"}})
+    base.update(subject=subject, test=label)
+    try:
+        decision = decide_sequential(sampler.draw, pair_ratios, gate_band(gate), budget)
+    except (EngineInterrupted, KeyboardInterrupt) as exc:
+        # Stopped: the pairs and every visit so far ride on the interrupt to the record.
+        signal = exc.signal_name if isinstance(exc, EngineInterrupted) else EngineInterrupted.signal_of(exc)
+        kept = as_pairs(list(getattr(exc, "samples", [])))
+        exc.ab_result = ABResult(**base, status="error", reason=f"interrupted by {signal}", samples=kept,  # type: ignore[union-attr]
+                                 pairs=len(kept), ratios=pair_ratios(kept), protocol=sampler.protocol(),
+                                 duration_s=round(time.monotonic() - started, 3))
+        raise
+    except EngineError as exc:
+        kept = as_pairs(list(exc.samples))
+        return ABResult(**base, status="error", reason=str(exc).splitlines()[0], samples=kept,
+                        pairs=len(kept), ratios=pair_ratios(kept), protocol=sampler.protocol(),
+                        duration_s=round(time.monotonic() - started, 3))
+    samples = as_pairs(decision.samples)
+    result = ABResult(**base, status="measured", reason=decision.reason, samples=samples,
+                      pairs=len(samples), ratios=decision.values, ratio=decision.statistic,
+                      interval=decision.interval, confidence=decision.confidence,
+                      median_a=median([s.raw["value_a"] for s in samples]) if samples else None,
+                      median_b=median([s.raw["value_b"] for s in samples]) if samples else None,
+                      protocol=sampler.protocol(), environment=sampler.environment(),
+                      duration_s=round(time.monotonic() - started, 3))
+    if decision.verdict is Verdict.ERROR:
+        result.status = "error"
+    elif gate is not None:
+        result.gate = GATE_WORDS.get(decision.verdict)
+    return result
+
+
+def new_record(profile: str, machine: dict, environment: dict, engines: dict, pairs: int,
+               confidence: float, gate: Optional[float]) -> ABRecord:
+    from lawbench.core.reports import git_commit, lawbench_version, utc_now
+    from lawbench.core.verdicts import METHOD
+
+    return ABRecord(run_id=f"ab-{uuid.uuid4().hex[:12]}", started=utc_now(), argv=sys.argv,
+                    lawbench_version=lawbench_version(), commit=git_commit(), profile=profile,
+                    machine=machine, environment=environment, engines=engines, pairs_budget=pairs,
+                    confidence=confidence, method=f"per-pair B/A; {METHOD}", gate_min_ratio=gate)

@@ -1,0 +1,227 @@
+"""`lawbench ab`: two engine builds, the same anchors, interleaved pairs, the B/A ratio with its interval.
+
+Exit 0 when every selected anchor was measured (and, with ``--gate-min-ratio R``, every interval
+lies at or above R); 1 on a regression (an interval wholly below R), an unresolved gate (the
+interval still straddles R when the pairs are spent), an anchor that could not be measured, or a
+failed engine build; 2 on bad input (an engine spec, a version the index does not have, a folder
+without llama-bench, a selection without speed anchors); 130 / 143 when stopped by SIGINT / SIGTERM
+(the pairs taken so far are written). The record is OUT/ab.json (docs/ab.md).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from lawbench.core.commands import whole_number
+from lawbench.core.resources import DEFAULT_LLAMA_VERSION, LLAMA_VERSION_ENV
+
+
+def _ratio(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number (e.g. 0.95)") from None
+    if not (0 < value < 1e6):
+        raise argparse.ArgumentTypeError(f"{text!r}: a ratio gate must be a finite number above 0")
+    return value
+
+
+def _confidence(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number (e.g. 0.95)") from None
+    if not (0.5 < value < 1):
+        raise argparse.ArgumentTypeError(f"{text!r}: a confidence lies between 0.5 and 1 (e.g. 0.95)")
+    return value
+
+
+def add_ab_parser(sub: argparse._SubParsersAction) -> None:
+    default_a = f"llama.cpp@{os.environ.get(LLAMA_VERSION_ENV, DEFAULT_LLAMA_VERSION)}"
+    p = sub.add_parser("ab", help="A/B two engine builds on the same anchors, interleaved (docs/ab.md)",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--a", default=default_a, metavar="ENGINE",
+                   help=f"the baseline engine (default {default_a}); ENGINE is llama.cpp[@VERSION], "
+                        "llama-cpp-python@VERSION or dir:PATH, then optionally +args=OPTIONS, +env=NAME=VALUE")
+    p.add_argument("--b", required=True, metavar="ENGINE", help="the engine compared with A")
+    p.add_argument("--profile", default="detect", help="profile id, or 'detect' (default) for this machine's")
+    p.add_argument("-k", default=None, metavar="EXPR", help="select anchors by id / law / kind (pytest -k)")
+    p.add_argument("--law", action="append", help="only this law (repeatable)")
+    p.add_argument("--pairs", type=whole_number(3), default=6,
+                   help="pairs of visits per anchor (default 6; with a gate: the most it may take)")
+    p.add_argument("--confidence", type=_confidence, default=0.95, help="interval confidence (default 0.95)")
+    p.add_argument("--timeout-s", type=whole_number(1), default=1800,
+                   help="the longest one anchor's pairs may take, in seconds (default 1800)")
+    p.add_argument("--gate-min-ratio", type=_ratio, default=None, metavar="R",
+                   help="exit 1 unless every anchor's whole B/A interval lies at or above R")
+    p.add_argument("--out", default=os.environ.get("LAWBENCH_OUT", "lawbench-out"),
+                   help="folder for ab.json (default: lawbench-out)")
+    p.add_argument("--json", action="store_true", help="print the record as JSON instead of the table")
+    p.set_defaults(func=cmd_ab)
+
+
+def cmd_ab(args: argparse.Namespace) -> int:
+    from lawbench.core.errors import EngineInterrupted
+    from lawbench.core.reports import interrupt_exit_code
+    from lawbench.core.session import StopSignals
+
+    stop = StopSignals()  # SIGTERM (a cancelled job) stops the A/B as Ctrl-C does
+    stop.install()
+    state: dict[str, Any] = {}
+    try:
+        return _ab(args, state)
+    except KeyboardInterrupt as exc:
+        name = stop.received or EngineInterrupted.signal_of(exc)
+        stop.closing = True
+        record = state.get("record")
+        if record is not None:  # keep every pair taken so far
+            record.interrupted = name
+            record.exit_code = interrupt_exit_code(name)
+            _save(record, Path(args.out))
+        print(f"lawbench: error: interrupted by {name}", file=sys.stderr)
+        return interrupt_exit_code(name)
+    finally:
+        stop.restore()
+
+
+def _ab(args: argparse.Namespace, state: dict[str, Any]) -> int:
+    from lawbench.core.ab import (
+        EngineResources,
+        RunResources,
+        budget_for,
+        exit_code,
+        measure_anchor,
+        new_record,
+        select_anchors,
+    )
+    from lawbench.core.engines.specs import describe, parse_engine, resolve_engine
+    from lawbench.core.errors import EngineInterrupted, UsageError
+    from lawbench.core.paths import writable_dir
+    from lawbench.core.reports import utc_now
+    from lawbench.core.session import RunContext
+
+    default_version = os.environ.get(LLAMA_VERSION_ENV, DEFAULT_LLAMA_VERSION)
+    specs = {"a": parse_engine(args.a, "--a", default_version), "b": parse_engine(args.b, "--b", default_version)}
+    ctx = RunContext(args.profile, laws=tuple(args.law or ()))
+    profile = ctx.policy.profile
+    if not ctx.policy.on_own_runner:
+        raise UsageError(f"--profile {profile.id}: this machine does not match it (detected: {ctx.detected}); "
+                         "an A/B measures on the profile's own hardware")
+    anchors = select_anchors(ctx, args.k)
+    out = Path(args.out)
+    writable_dir(out, "--out folder", fix="give a writable path")
+    probe = RunResources(None, profile)
+    backend, arch = probe.backend(), probe.cuda_arch() if probe.backend() == "cuda" else "90"
+    llamas = {side: resolve_engine(spec, backend=backend, cuda_arch=arch, option=f"--{side}")
+              for side, spec in specs.items()}
+    shared = RunResources(llamas["a"], profile)
+    engines = {side: EngineResources(shared, llama) for side, llama in llamas.items()}
+    record = new_record(profile.id, ctx.machine.model_dump(mode="json"), _snapshot(),
+                        {side: describe(specs[side], llamas[side]) for side in specs},
+                        args.pairs, args.confidence, args.gate_min_ratio)
+    state["record"] = record
+    budget = budget_for(args.pairs, args.gate_min_ratio is not None, float(args.timeout_s), args.confidence)
+    print(f"lawbench ab: profile {profile.id}, {len(anchors)} anchor(s), up to {args.pairs} pairs each\n"
+          f"  A = {_engine_line(record.engines['a'])}\n  B = {_engine_line(record.engines['b'])}",
+          file=sys.stderr, flush=True)
+    try:
+        shared.lock()  # one job per box, for every pair of every anchor
+        for loaded in anchors:
+            law = ctx.registry.law(loaded.anchor.law)
+            try:
+                result = measure_anchor(loaded, law, profile, engines, budget, args.gate_min_ratio)
+            except (EngineInterrupted, KeyboardInterrupt) as exc:
+                if getattr(exc, "ab_result", None) is not None:
+                    record.results.append(exc.ab_result)  # type: ignore[union-attr]
+                raise KeyboardInterrupt(exc.signal_name if isinstance(exc, EngineInterrupted)
+                                        else EngineInterrupted.signal_of(exc)) from None
+            record.results.append(result)
+            print(f"  {result.anchor_id}: {_short(result)}", file=sys.stderr, flush=True)
+    finally:
+        shared.close()
+    record.finished = utc_now()
+    record.exit_code = exit_code(record.results, args.gate_min_ratio is not None)
+    path = _save(record, out)
+    if args.json:
+        from lawbench.core.reports import to_json
+
+        sys.stdout.write(to_json(record))
+    else:
+        print_ab_table(record)
+        print(f"record: {path}")
+    return record.exit_code
+
+
+def _snapshot() -> dict[str, Any]:
+    try:
+        from lawbench.core.hardware.detect import environment_snapshot
+
+        return environment_snapshot()
+    except Exception as exc:  # evidence, never a reason to lose the A/B
+        return {"error": f"{type(exc).__name__}: {exc}"}
+
+
+def _save(record: Any, out: Path) -> Any:
+    """OUT/ab.json; when that cannot be written, a fallback the message names (never lost)."""
+    from lawbench.core.reports import write_fallback, write_json
+
+    try:
+        return write_json(record, out / "ab.json")
+    except OSError as exc:
+        kept = write_fallback(record)
+        print(f"lawbench: error: cannot write {out / 'ab.json'}: {exc.strerror or exc}; "
+              f"kept in {kept or 'stderr'}", file=sys.stderr)
+        record.exit_code = max(record.exit_code or 0, 1)
+        return kept
+
+
+def _engine_line(engine: dict) -> str:
+    extra = " ".join([*(engine.get("bench_args") or []),
+                      *(f"{k}={v}" for k, v in (engine.get("bench_env") or {}).items())])
+    return (f"{engine['spec']}: {engine['source']}, build {engine.get('build_number') or 'unknown'}, "
+            f"commit {engine.get('commit')}" + (f", with {extra}" if extra else ""))
+
+
+def _short(r: Any) -> str:
+    from lawbench.core.reports import fmt_num, fmt_pair
+
+    if r.status != "measured":
+        return f"{r.status.upper()}: {r.reason}"
+    ci = fmt_pair(*r.interval) if r.interval else "[-]"
+    return f"B/A {fmt_num(r.ratio)} {ci} over {r.pairs} pairs" + (f", gate: {r.gate}" if r.gate else "")
+
+
+def print_ab_table(record: Any, console: Any = None) -> None:
+    """anchor, A median, B median, ratio [interval], pairs, and the gate's verdict when there is one."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from lawbench.core.reports import fmt_num, fmt_pair
+
+    # A log or a pipe has no width of its own: wide enough that anchor ids and intervals never fold.
+    console = console or Console(width=None if sys.stdout.isatty() else 132)
+    gate = record.gate_min_ratio
+    looks = {r.confidence for r in record.results if r.confidence is not None}
+    per_look = f", {max(looks):.4g} per look" if looks and max(looks) != record.confidence else ""
+    title = (f"B/A per anchor, {record.confidence:.0%} intervals (Student-t on log ratios{per_look})"
+             + (f"; gate: whole interval >= {fmt_num(gate)}" if gate is not None else ""))
+    table = Table(title=title, title_justify="left")
+    table.add_column("anchor", overflow="fold", min_width=24)
+    for name in ("A median", "B median", "B/A [CI]", "pairs"):
+        table.add_column(name, justify="right", no_wrap=True)
+    if gate is not None:
+        table.add_column("gate")
+    for r in record.results:
+        if r.status == "measured":
+            ratio = f"{fmt_num(r.ratio)} {fmt_pair(*r.interval) if r.interval else '[-]'}"
+            row = [r.anchor_id, f"{fmt_num(r.median_a)} {r.unit}", f"{fmt_num(r.median_b)} {r.unit}",
+                   ratio, str(r.pairs)]
+        else:
+            row = [r.anchor_id, "-", "-", f"{r.status.upper()}: {r.reason}", str(r.pairs)]
+        if gate is not None:
+            row.append(r.gate or r.status)
+        table.add_row(*row)
+    console.print(table)

@@ -1,0 +1,90 @@
+"""Shared plotting machinery: a matplotlib Figure in, an embeddable PNG data URI out.
+
+Figures are built as ``matplotlib.figure.Figure`` objects on the Agg canvas — never through pyplot —
+so nothing is registered globally and a figure is gone once its last reference is. Settings are
+applied in an ``rc_context`` so they never leak into a caller's matplotlib.
+"""
+from __future__ import annotations
+
+import base64
+import contextlib
+import io
+import math
+from typing import Any, Iterator, Optional
+
+from lawbench.core.errors import UsageError
+from lawbench.core.reports import VERDICT_STYLE
+
+INSTALL_HINT = "the HTML report needs matplotlib: install it with `pip install 'lawbench[plots]'`"
+
+# VERDICT_STYLE names terminal colours; these are the same colours, dark enough to read on white.
+_COLOUR = {"green": "#1a7f37", "red": "#cf222e", "yellow": "#b7791f", "cyan": "#0e7490",
+           "magenta": "#8250df"}
+BAND_COLOUR = "#9ec5fe"
+DPI = 96
+# The images must not change between two renders of the same record (PNG metadata carries no
+# time anyway; the salt fixes SVG ids should a figure ever be written as SVG).
+_RC = {"svg.hashsalt": "lawbench", "font.size": 9, "axes.titlesize": 9,
+       "axes.labelsize": 9, "xtick.labelsize": 8, "ytick.labelsize": 8, "legend.fontsize": 8,
+       "font.family": "DejaVu Sans"}
+
+
+def verdict_colour(verdict: str) -> str:
+    """The verdict's colour as in the terminal table (VERDICT_STYLE), for a white background."""
+    style = VERDICT_STYLE.get(verdict, "")
+    return _COLOUR.get(style.split()[-1] if style else "", "#57606a")
+
+
+def plain(text: object) -> str:
+    """Text from a data file, shown literally: a `$` would otherwise start matplotlib's mathtext
+    (log-axis tick labels need mathtext, so it stays on for everything else)."""
+    return str(text).replace("$", r"\$")
+
+
+def plots_available() -> bool:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def require_matplotlib() -> None:
+    """:raises UsageError: with the install hint, when matplotlib cannot be imported."""
+    if not plots_available():
+        raise UsageError(INSTALL_HINT)
+
+
+@contextlib.contextmanager
+def plotting() -> Iterator[None]:
+    import matplotlib
+
+    with matplotlib.rc_context(_RC):
+        yield
+
+
+def new_figure(width_in: float, height_in: float) -> Any:
+    """A Figure on its own Agg canvas (no pyplot, no global figure manager)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width_in, height_in), dpi=DPI, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def png_data_uri(fig: Any) -> str:
+    """The figure as a base64 PNG data URI; the figure is cleared afterwards to free its memory."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": None})
+    fig.clear()
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def finite(x: Optional[float]) -> bool:
+    return x is not None and math.isfinite(x)
+
+
+def rows_height(n_rows: int, per_row_in: float = 0.24, extra_in: float = 1.2) -> float:
+    """Figure height that keeps one row legible however many rows there are (100 anchors: 25 in)."""
+    return extra_in + per_row_in * max(n_rows, 1)

@@ -1,0 +1,91 @@
+"""The history survives the night: scripts/nightly_collect.sh, which the nightly's collect job
+runs, carries real run records from one night to the next on the data branch's folder, rebuilds
+one history from all of them, and builds the report pages. Three nights are run here for real
+(prediction-only runs: real records in seconds)."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="the collect step is a bash script")
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LAWBENCH_", "GITHUB_"))}
+    env["PATH"] = f"{BIN}:{env.get('PATH', '/usr/bin:/bin')}"
+    env["GITHUB_STEP_SUMMARY"] = str(tmp_path / "summary.md")
+    return env
+
+
+def _night(tmp_path: Path, name: str) -> Path:
+    """One runner job's artifact folder, from a real run."""
+    out = tmp_path / "artifacts" / name / f"lawbench-cpu-{name}"
+    done = subprocess.run([str(BIN / "lawbench"), "run", "--profile", "cpu", "-k", "prediction", "--out", str(out),
+                           "--no-history"], capture_output=True, text=True, env=_env(tmp_path), cwd=tmp_path,
+                          timeout=300)
+    assert (out / "run.json").is_file(), done.stdout[-2000:] + done.stderr[-2000:]
+    return out.parent
+
+
+def _collect(tmp_path: Path, tonight: Path, site: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", str(ROOT / "scripts" / "nightly_collect.sh"), str(tmp_path / "data"),
+                           str(tonight), str(tmp_path / site)], capture_output=True, text=True,
+                          env=_env(tmp_path), cwd=tmp_path, timeout=600)
+
+
+def _filed(tmp_path: Path) -> list[Path]:
+    return sorted((tmp_path / "data" / "runs").rglob("*.json"))
+
+
+def test_three_nights_carry_one_history_forward(tmp_path):
+    ids = []
+    for night in ("n1", "n2", "n3"):
+        tonight = _night(tmp_path, night)
+        ids.append(json.loads(next(tonight.rglob("run.json")).read_text())["run_id"])
+        done = _collect(tmp_path, tonight, f"site-{night}")
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        assert "Traceback" not in done.stdout + done.stderr
+        site = tmp_path / f"site-{night}"
+        assert (site / "index.html").is_file() and (site / "runs" / f"{ids[-1]}.html").is_file()
+    filed = _filed(tmp_path)
+    assert [p.stem for p in filed] == sorted(ids) and all(p.parent.name == "cpu" for p in filed)
+
+    # The data branch alone rebuilds the whole history: every night, comparable night to night.
+    db = tmp_path / "rebuilt.sqlite"
+    run = subprocess.run([str(BIN / "lawbench"), "history", "import", "--db", str(db), str(tmp_path / "data")],
+                         capture_output=True, text=True, env=_env(tmp_path), timeout=300)
+    assert run.returncode == 0, run.stderr
+    listed = subprocess.run([str(BIN / "lawbench"), "history", "--db", str(db), "--json"],
+                            capture_output=True, text=True, env=_env(tmp_path), timeout=300)
+    assert sorted(r["run_id"] for r in json.loads(listed.stdout)) == sorted(ids)
+    compare = subprocess.run([str(BIN / "lawbench"), "history", "--db", str(db), "compare", "latest~1", "latest"],
+                             capture_output=True, text=True, env=_env(tmp_path), timeout=300)
+    assert compare.returncode == 0, compare.stderr
+    assert "nightly" in (tmp_path / "summary.md").read_text()
+
+
+def test_a_retried_collect_files_nothing_twice_and_a_bad_record_stops_it(tmp_path):
+    tonight = _night(tmp_path, "n1")
+    assert _collect(tmp_path, tonight, "site").returncode == 0
+    before = {p: p.read_bytes() for p in _filed(tmp_path)}
+    again = _collect(tmp_path, tonight, "site")  # the job re-run by hand: idempotent
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert {p: p.read_bytes() for p in _filed(tmp_path)} == before
+
+    broken = tmp_path / "artifacts" / "bad" / "lawbench-h200-x"
+    broken.mkdir(parents=True)
+    (broken / "run.json").write_text('{"profile": "h200", "run_id": "x"}')
+    done = _collect(tmp_path, broken.parent, "site2")
+    assert done.returncode != 0
+    assert str(broken / "run.json") in done.stdout + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    assert {p: p.read_bytes() for p in _filed(tmp_path)} == before  # nothing filed from a bad night
