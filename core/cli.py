@@ -58,7 +58,7 @@ def _run(args: argparse.Namespace, stop) -> int:
     out = Path(args.out)
     junit = Path(args.junit) if args.junit else out / "junit.xml"
     _check_outputs(out, junit)
-    if args.contribute:  # refused before measuring, like the other outputs
+    if args.contribute is not None:  # refused before measuring, like the other outputs
         from lawbench.core.contribute import check_bundle_path
         check_bundle_path(args.contribute)
     machine = "matches" if ctx.policy.on_own_runner else "does not match"
@@ -67,7 +67,7 @@ def _run(args: argparse.Namespace, stop) -> int:
     rc = pytest.main(_pytest_args(args, ctx, files, out, junit), plugins=[ctx])
     stop.closing = True  # the record is written: a late signal must not turn into a traceback
     code = _run_exit_code(rc, ctx.session, stop)
-    if args.contribute and code != EXIT_USAGE:  # a run that recorded nothing has nothing to send
+    if args.contribute is not None and code != EXIT_USAGE:  # a run that recorded nothing has nothing to send
         from lawbench.core.contribute import contribute_after_run
         code = max(code, contribute_after_run(getattr(ctx.session, "record", None), ctx.policy.profile,
                                               args.contribute))

@@ -92,6 +92,8 @@ def check_bundle_path(path: Union[str, Path]) -> Path:
     """Refuse before measuring when the bundle could not be written (exit 2, one line)."""
     from lawbench.core.paths import writable_dir
 
+    if not str(path).strip():
+        raise UsageError("--contribute needs a file path (an unset shell variable?), e.g. contribution.json")
     path = Path(path)
     if path.is_dir():
         raise UsageError(f"cannot write the --contribute bundle {path}: it is a folder; give a "

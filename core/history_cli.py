@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import sys
 from typing import Any
 
@@ -69,7 +70,7 @@ def add_history_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="false-alarm rate per series (default 0.01)")
     st = actions.add_parser("stale", parents=[_common(True, profile=False)],
                             help="exit 1 when a profile has no completed run within --hours")
-    st.add_argument("--hours", type=float, default=36.0, help="the window (default 36)")
+    st.add_argument("--hours", type=_positive_hours, default=36.0, help="the window (default 36)")
     st.add_argument("--profile", dest="stale_profiles", action="append", metavar="P",
                     help="check this profile (repeatable; default: every profile with "
                          "runner_labels)")
@@ -221,7 +222,29 @@ def _compare(history: History, args: argparse.Namespace, console: Any) -> int:
     return 0
 
 
+def _positive_hours(text: str) -> float:
+    try:
+        hours = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of hours (e.g. 36)") from None
+    if not (math.isfinite(hours) and hours > 0):
+        raise argparse.ArgumentTypeError(f"{text!r}: the window is a finite number of hours above 0")
+    return hours
+
+
+def _known_profiles(ids: list[str]) -> None:
+    from lawbench.core.hardware.profiles import get_profile, plugin_profiles
+    from lawbench.core.registry import get_registry
+
+    profiles = plugin_profiles(get_registry())
+    for pid in ids:
+        get_profile(pid, profiles)  # unknown: one line naming the known ones
+
+
 def _import(history: History, args: argparse.Namespace) -> int:
+    if any(not p.strip() for p in args.paths):  # "" would import the current folder, recursively
+        raise UsageError("history import: an empty PATH (an unset shell variable?); give run.json files, "
+                         "bundles or folders")
     outcomes = import_paths(history, args.paths)
     refused = sum(o.status == "refused" for o in outcomes)
     if args.json:
@@ -238,7 +261,8 @@ def _import(history: History, args: argparse.Namespace) -> int:
         imported = sum(o.status == "imported" for o in outcomes)
         print(f"{imported} imported, {len(outcomes) - imported - refused} already in the history, "
               f"{refused} refused, into {history.path}"
-              + (" (the others were imported; fix or drop the refused files)" if refused else ""))
+              + ("; fix or drop the refused files" + (" (the others are in)" if refused < len(outcomes) else "")
+                 if refused else ""))
     return 2 if refused else 0
 
 
@@ -298,6 +322,7 @@ def _stale(args: argparse.Namespace, console: Any) -> int:
 
     top = getattr(args, "profile", None)  # `history --profile P stale` names one too
     profiles = args.stale_profiles or ([top] if top else runner_profiles())
+    _known_profiles(profiles)  # a typo must not open a "runner offline" issue
     now = parse_time(args.now) if args.now else None
     path = Path(args.db) if getattr(args, "db", None) else default_path()
     if path.is_file():

@@ -12,13 +12,14 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal, Optional, Sequence
 
 from lawbench.core.contribute import is_bundle, read_bundle
 from lawbench.core.errors import DataError
 from lawbench.core.history import History, Provenance, engine_key
-from lawbench.core.reports import RunRecord, read_json, to_json, utc_now, write_json
+from lawbench.core.reports import RunRecord, parse_record_time, read_json, to_json, utc_now, write_json
 
 Status = Literal["imported", "already", "refused"]
 
@@ -45,6 +46,23 @@ def expand(paths: Sequence[str]) -> list[Path]:
 
 def _canonical(record: RunRecord) -> str:
     return to_json(record, indent=None)
+
+
+def _same(a: str, b: str) -> bool:
+    """The same record, whatever the key order of its free-form `detail` tables (`jq -S`)."""
+    return json.dumps(json.loads(a), sort_keys=True) == json.dumps(json.loads(b), sort_keys=True)
+
+
+FUTURE_SLACK_S = 3600  # a runner's clock may be a little ahead; a record from next year is not a run
+
+
+def _not_from_the_future(record: RunRecord, source: str) -> None:
+    finished = parse_record_time(record.finished or record.started)
+    ahead = (finished - datetime.now(timezone.utc)).total_seconds()
+    if ahead > FUTURE_SLACK_S:
+        raise DataError(source, f"run {record.run_id} finished {record.finished}, {ahead / 3600:.1f} h "
+                        "in the future of this clock: a runner with a wrong clock would hide every later "
+                        "night from the stale check; fix the runner's clock", field="finished")
 
 
 def import_file(history: History, path: Path) -> ImportOutcome:
@@ -81,6 +99,7 @@ def import_file(history: History, path: Path) -> ImportOutcome:
                                 "a run still in progress, or one that died before writing its "
                                 "end; import the record its run finished", field="finished")
             provenance = Provenance(kind="run", source=source, sha256=sha, imported_at=utc_now())
+        _not_from_the_future(record, source)
         return _add(history, record, provenance)
     except DataError as exc:
         return ImportOutcome(source, "refused", str(exc))
@@ -94,7 +113,7 @@ def _add(history: History, record: RunRecord, provenance: Provenance) -> ImportO
         # The stored text is this same writer's output; read it back only when the texts differ
         # (a record appended by another lawbench version may be written differently).
         if stored.rstrip("\n") == mine.rstrip("\n") or \
-                _canonical(RunRecord.model_validate_json(stored)) == mine:
+                _same(_canonical(RunRecord.model_validate_json(stored)), mine):
             return ImportOutcome(source, "already", f"run {run_id} is already in the history",
                                  run_id, kind)
         return ImportOutcome(source, "refused", f"{source}: run {run_id} is already in the history "

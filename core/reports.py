@@ -12,6 +12,7 @@ import enum
 import json
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -21,7 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from lawbench.core.errors import DataError
 from lawbench.core.models import Result, Verdict
@@ -34,8 +35,22 @@ VERDICT_STYLE = {"PASS": "bold green", "FAIL": "bold red", "VOID": "bold yellow"
                  "SKIP": "cyan", "ERROR": "bold magenta"}
 
 
+RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
 def utc_now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def parse_record_time(text: str) -> datetime:
+    """A record's time: ISO-8601 with its UTC offset, as utc_now() writes it."""
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except (TypeError, ValueError):
+        raise ValueError(f"{text!r} is not an ISO-8601 time (e.g. 2026-12-01T02:17:00+00:00)") from None
+    if when.tzinfo is None:
+        raise ValueError(f"{text!r} has no UTC offset (e.g. 2026-12-01T02:17:00+00:00)")
+    return when
 
 
 def lawbench_version() -> str:
@@ -101,6 +116,31 @@ class RunRecord(BaseModel):
     counts: dict[str, int] = Field(default_factory=dict)
     exit_code: Optional[int] = None  # None until finish()
     interrupted: Optional[str] = None  # the signal that stopped the run: SIGINT, SIGTERM
+
+    @field_validator("run_id", "profile")
+    @classmethod
+    def _names_a_file(cls, value: str) -> str:
+        # Both become a path on the data branch (runs/<profile>/<run_id>.json); the id is also a
+        # prefix to look runs up by.
+        if not RUN_ID.fullmatch(value):
+            raise ValueError("1-128 letters, digits, '.', '_' or '-', starting with a letter or digit "
+                             f"(got {value!r})")
+        return value
+
+    @field_validator("started", "finished")
+    @classmethod
+    def _iso_time_with_zone(cls, value: Optional[str]) -> Optional[str]:
+        # Runs sort and age by these times (history, stale): a time that cannot be read, or one
+        # without a zone, would sort wrongly for ever in an append-only store.
+        if value is not None:
+            parse_record_time(value)
+        return value
+
+    @model_validator(mode="after")
+    def _finished_after_started(self) -> "RunRecord":
+        if self.finished is not None and parse_record_time(self.finished) < parse_record_time(self.started):
+            raise ValueError(f"finished {self.finished} is before started {self.started}")
+        return self
 
     @classmethod
     def new(cls, profile: str, *, detected_profile: Optional[str] = None,

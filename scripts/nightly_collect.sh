@@ -12,16 +12,19 @@
 # branch. The history is rebuilt from the whole branch every night (the import is idempotent), so
 # the SQLite file is never a second source of truth. Exit non-zero when a record is refused.
 set -euo pipefail
+if [ $# -ne 3 ]; then echo "usage: $0 DATA TONIGHT SITE" >&2; exit 2; fi
 data=$1 tonight=$2 site=$3
+if [ ! -d "$tonight" ]; then echo "nightly_collect: no folder $tonight (tonight's artifacts)" >&2; exit 2; fi
 mkdir -p "$data/runs" "$site/runs"
 work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
 db="$work/history.sqlite"
 
-# 1. Every earlier night, then tonight: a refused record stops the job, naming the file.
-if [ -n "$(find "$data/runs" -name '*.json' -type f -print -quit)" ]; then  # empty on the first night
-  lawbench history import --db "$db" "$data/runs"
-fi
+# 1. Every earlier night (none on the first: the import then only creates the history), then
+#    tonight: a refused record stops the job, naming the file.
+lawbench history import --db "$db" "$data/runs"
 mapfile -t records < <(find "$tonight" -name run.json -type f | sort)
+[ ${#records[@]} -gt 0 ] || echo "nightly_collect: no run.json under $tonight: no runner job left a record tonight"
 if [ ${#records[@]} -gt 0 ]; then
   lawbench history import --db "$db" "${records[@]}"
 fi

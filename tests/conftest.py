@@ -89,3 +89,20 @@ def cli_env(dummy_site, tmp_path) -> dict:
 def run_cli(args, env, cwd) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "lawbench.core.cli", *args], env=env, cwd=cwd,
                           capture_output=True, text=True, timeout=600)
+
+
+def history_in_process(argv, capsys):
+    """`lawbench history …` in this process, its rich tables read back as text: (code, out, err)."""
+    import argparse
+    import io
+
+    from rich.console import Console
+
+    from lawbench.core.history_cli import add_history_parser, history_command
+
+    parser = argparse.ArgumentParser(prog="lawbench")
+    add_history_parser(parser.add_subparsers(dest="command"))
+    console = Console(record=True, width=200, file=io.StringIO())
+    code = history_command(parser.parse_args(argv), console=console)
+    out, err = capsys.readouterr()
+    return code, out + console.export_text(), err

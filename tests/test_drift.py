@@ -1,18 +1,15 @@
 """Drift: the step test's false-alarm rate and power by simulation, and find_drifts on a real store."""
 from __future__ import annotations
 
-import argparse
-import io
 import json
 import math
 import random
 
 import pytest
-from rich.console import Console
+from conftest import history_in_process
 
 from lawbench.core.drift import STEP_METHOD, find_drifts, standard_error, step_test
 from lawbench.core.history import History
-from lawbench.core.history_cli import add_history_parser, history_command
 from lawbench.core.models import Result, Verdict
 from lawbench.core.reports import RunRecord
 
@@ -143,25 +140,16 @@ def test_series_split_on_engine_build_and_profile_and_skip_what_is_not_evidence(
     assert find_drifts(store, profile="gtx1060") == []
 
 
-def run_cli(argv, capsys):
-    parser = argparse.ArgumentParser(prog="lawbench")
-    add_history_parser(parser.add_subparsers(dest="command"))
-    console = Console(record=True, width=200, file=io.StringIO())
-    code = history_command(parser.parse_args(argv), console=console)
-    out, err = capsys.readouterr()
-    return code, out + console.export_text(), err
-
-
 def test_cli_drift_is_a_warning_with_the_first_run_that_moved(store, capsys):
     for i in range(8):
         store.append(night(i, [result("a.moves", 1.0 if i < 4 else 0.8, se=0.01)]))
-    code, out, _ = run_cli(["history", "drift", "--db", str(store.path)], capsys)
+    code, out, _ = history_in_process(["history", "drift", "--db", str(store.path)], capsys)
     assert code == 0 and "1 series drifted" in out and "a.moves" in out
     assert "0004000000" in out and "1 -> 0.8 (-20.0%)" in out and "method:" in out
-    code, out, _ = run_cli(["history", "drift", "--db", str(store.path), "--json"], capsys)
+    code, out, _ = history_in_process(["history", "drift", "--db", str(store.path), "--json"], capsys)
     (d,) = json.loads(out)
     assert d["first_run_id"] == "0004" + "0" * 28 and d["runs"] == 8
-    code, out, _ = run_cli(["history", "drift", "--db", str(store.path), "--profile", "h200"], capsys)
+    code, out, _ = history_in_process(["history", "drift", "--db", str(store.path), "--profile", "h200"], capsys)
     assert code == 0 and "no drift at alpha = 0.01: 0 series, 0 long enough to test" in out
-    code, _, err = run_cli(["history", "drift", "--db", str(store.path), "--alpha", "2"], capsys)
+    code, _, err = history_in_process(["history", "drift", "--db", str(store.path), "--alpha", "2"], capsys)
     assert code == 2 and "--alpha must be between 0 and 1" in err and err.count("\n") == 1

@@ -1,17 +1,14 @@
 """`lawbench history stale`: profiles whose runner stopped reporting completed runs."""
 from __future__ import annotations
 
-import argparse
-import io
 import json
 from datetime import datetime, timezone
 
 import pytest
-from rich.console import Console
+from conftest import history_in_process
 
 from lawbench.core.errors import UsageError
 from lawbench.core.history import History
-from lawbench.core.history_cli import add_history_parser, history_command
 from lawbench.core.reports import RunRecord
 from lawbench.core.stale import check_stale, parse_time, runner_profiles
 
@@ -58,32 +55,23 @@ def test_parse_time():
         parse_time("yesterday")
 
 
-def run_cli(argv, capsys):
-    parser = argparse.ArgumentParser(prog="lawbench")
-    add_history_parser(parser.add_subparsers(dest="command"))
-    console = Console(record=True, width=200, file=io.StringIO())
-    code = history_command(parser.parse_args(argv), console=console)
-    out, err = capsys.readouterr()
-    return code, out + console.export_text(), err
-
-
 def test_cli_exit_1_names_the_stale_profiles(store, capsys):
     db = ["--db", str(store.path), "--now", "2025-06-10T12:00:00+00:00"]
-    code, out, _ = run_cli(["history", "stale", *db, "--profile", "cpu"], capsys)
+    code, out, _ = history_in_process(["history", "stale", *db, "--profile", "cpu"], capsys)
     assert code == 0 and out.startswith("ok     cpu: newest completed run aaaaaaaaaaaa finished "
                                         "2025-06-09 02:00 UTC, 34.0 h ago")
-    code, out, _ = run_cli(["history", "stale", *db, "--profile", "cpu", "--profile", "h200"], capsys)
+    code, out, _ = history_in_process(["history", "stale", *db, "--profile", "cpu", "--profile", "h200"], capsys)
     assert code == 1 and "STALE  h200: no completed run" in out
     assert out.splitlines()[-1] == "1 profile(s) without a completed run in the last 36 h: h200"
-    code, out, _ = run_cli(["history", "stale", *db, "--profile", "gtx1060", "--json"], capsys)
+    code, out, _ = history_in_process(["history", "stale", *db, "--profile", "gtx1060", "--json"], capsys)
     (row,) = json.loads(out)
     assert code == 1 and row["run_id"] == "b" * 32 and row["age_hours"] == 58.0 and row["stale"]
 
 
 def test_cli_without_a_history_file_every_profile_is_stale(tmp_path, capsys):
-    code, out, _ = run_cli(["history", "stale", "--db", str(tmp_path / "none.sqlite"), "--profile", "cpu"],
+    code, out, _ = history_in_process(["history", "stale", "--db", str(tmp_path / "none.sqlite"), "--profile", "cpu"],
                            capsys)
     assert code == 1 and "STALE  cpu: no completed run" in out
     assert not (tmp_path / "none.sqlite").exists()
-    code, _, err = run_cli(["history", "stale", "--db", str(tmp_path / "x"), "--now", "soon"], capsys)
+    code, _, err = history_in_process(["history", "stale", "--db", str(tmp_path / "x"), "--now", "soon"], capsys)
     assert code == 2 and "cannot read --now 'soon'" in err

@@ -244,6 +244,9 @@ def _build_locked(version, backend, cuda_arch, commit, jobs, root, key_dir, tool
         src, facts = source.prepare(root / "downloads", key_dir / "src")
         version, number, commit = source.key, facts["build_number"], facts.get("commit") or commit
     build, log_path = key_dir / "build", key_dir / "build.log"
+    # No build_info.json: whatever is in build/ is a failed or stopped attempt. Its CMake cache
+    # would survive a changed compiler by reconfiguring without CUDA, so every attempt starts clean.
+    shutil.rmtree(build, ignore_errors=True)
     configure = cmake_configure_args(src, build, version, backend, cuda_arch, commit, tools, number)
     compile_cmd = [tools["cmake"], "--build", str(build), "--config", "Release",
                    "-j", str(jobs or os.cpu_count() or 1), "--target", *TOOLS]
@@ -264,6 +267,9 @@ def _build_locked(version, backend, cuda_arch, commit, jobs, root, key_dir, tool
                                   log="\n".join(tail))
     seconds = round(time.time() - started, 1)
     llama = locate_llamacpp(build)
+    if backend == "cuda" and llama.backend != "cuda":  # never file a CPU build under a cuda key
+        raise EngineError(f"the cuda build in {build} came out without the CUDA backend (no libggml-cuda "
+                          f"next to the tools; found: {llama.backend}); full log: {log_path}")
     record = {"version": version, "backend": backend, "cpu_flags_hash": cpu_flags_hash(),
               "cuda_arch": cuda_arch if backend == "cuda" else None,
               "build_seconds": seconds, "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

@@ -43,6 +43,9 @@ def engine_command(args: argparse.Namespace) -> int:
     if args.engine_command == "build" and args.cuda_arch is None:
         from lawbench.core.engines.cuda import this_machines_arch
         args.cuda_arch = this_machines_arch() if args.backend == "cuda" else "90"
+        if args.backend == "cuda":
+            report(f"building for sm_{args.cuda_arch} (this machine's GPU, or 90 without one; "
+                   "--cuda-arch picks another)")
     if args.engine_command == "build" and args.engine == "llama-cpp-python":
         version = args.version or DEFAULT_VENDORED_VERSION
         if not valid_version(version):

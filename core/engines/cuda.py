@@ -76,10 +76,18 @@ def check_toolkit(nvcc: str, arches: str) -> None:
 
     :param arches: CMAKE_CUDA_ARCHITECTURES as given ("61", "90;121", "121a-real").
     """
+    for arch in re.split(r"[;,\s]+", arches.strip()):
+        if not re.fullmatch(r"\d+[a-z]?(-real|-virtual)?|native|all|all-major", arch):
+            raise LawbenchError(f"--cuda-arch {arches!r}: {arch!r} is not a CUDA architecture "
+                                "(e.g. 61, 90, 121, or 90;121)")
+    version = _ask(nvcc, "--version")
+    if version is None:
+        raise LawbenchError(f"the CUDA compiler {nvcc} does not run (`{nvcc} --version` failed); point "
+                            "CUDACXX at a working nvcc, or put one on PATH")
     targets = nvcc_targets(nvcc)
     if targets is None:
         return  # an old nvcc that cannot list its targets: cmake's own error will have to do
-    refuse_unbuildable(arches, targets, nvcc, nvcc_release(nvcc) or "unknown")
+    refuse_unbuildable(arches, targets, nvcc, parse_release(version) or "unknown")
 
 
 def refuse_unbuildable(arches: str, targets: set[str], nvcc: str, release: str) -> None:

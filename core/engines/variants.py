@@ -19,10 +19,14 @@ ALIASES = {"-m": "--model", "-o": "--output", "-p": "--n-prompt", "-n": "--n-gen
            "-d": "--n-depth", "-pg": "--n-pg", "-ngl": "--n-gpu-layers", "-ctk": "--cache-type-k",
            "-ctv": "--cache-type-v", "-ub": "--ubatch-size", "-b": "--batch-size", "-t": "--threads",
            "-ncmoe": "--n-cpu-moe", "-ot": "--override-tensor", "-fa": "--flash-attn",
-           "-nkvo": "--no-kv-offload", "-v": "--verbose", "-oe": "--output-err", "-h": "--help"}
+           "-nkvo": "--no-kv-offload", "-v": "--verbose", "-oe": "--output-err", "-h": "--help",
+           "-hf": "--hf-repo", "-hfr": "--hf-repo", "-hff": "--hf-file", "-hft": "--hf-token",
+           "-mu": "--model-url"}
 # What an anchor decides: the model, the test, the repetitions, and how results are read.
+# The Hugging Face and URL options pick a model too (and would download one).
 RESERVED = {"--model", "--output", "--output-err", "--n-prompt", "--n-gen", "--n-pg", "--n-depth",
-            "--repetitions", "--verbose", "--help", "--list-devices", "--progress"}
+            "--repetitions", "--verbose", "--help", "--list-devices", "--progress",
+            "--hf-repo", "--hf-file", "--hf-token", "--model-url"}
 
 
 def canonical(flag: str) -> str:

@@ -44,8 +44,8 @@ def add_profiles_parser(subparsers: Any) -> argparse.ArgumentParser:
     det.set_defaults(profiles_action="detect")
 
     run = actions.add_parser("runners", help="the nightly's job matrix: one job per profile with runner labels")
-    run.add_argument("--only", metavar="IDS", default="all",
-                     help="comma-separated profile ids, or 'all' (default)")
+    run.add_argument("--only", metavar="IDS", action="append", default=None,
+                     help="comma-separated profile ids (repeatable), or 'all' (default)")
     run.add_argument("--github-output", action="store_true",
                      help="print `matrix=<json>` for $GITHUB_OUTPUT instead of the JSON alone")
     run.set_defaults(profiles_action="runners")
@@ -112,6 +112,8 @@ def runner_matrix(profiles: dict[str, HardwareProfile], only: str = "all") -> di
     from lawbench.core.errors import UsageError
 
     wanted = [x.strip() for x in only.split(",") if x.strip()] if only.strip() != "all" else None
+    if wanted == []:
+        raise UsageError(f"--only {only!r} names no profile; give profile ids (comma-separated) or 'all'")
     for pid in wanted or ():
         get_profile(pid, profiles)  # unknown id: one line listing the known ones
         if not profiles[pid].runner_labels:
@@ -121,11 +123,18 @@ def runner_matrix(profiles: dict[str, HardwareProfile], only: str = "all") -> di
             if p.runner_labels and (wanted is None or p.id in wanted)]
     if not jobs:
         raise UsageError("no profile has runner_labels: the nightly would have no job")
+    seen: dict[tuple[str, ...], str] = {}
+    for job in jobs:  # a runner must pick up one profile's job only
+        labels = tuple(sorted(job["runs-on"]))
+        if labels in seen:
+            raise UsageError(f"profiles {seen[labels]!r} and {job['profile']!r} carry the same runner labels "
+                             f"{list(labels)}: a runner would take either job; give each its own label")
+        seen[labels] = job["profile"]
     return {"include": jobs}
 
 
 def _runners(args: argparse.Namespace, profiles: dict[str, HardwareProfile]) -> int:
-    matrix = json.dumps(runner_matrix(profiles, args.only), separators=(",", ":"))
+    matrix = json.dumps(runner_matrix(profiles, ",".join(args.only or ["all"])), separators=(",", ":"))
     print(f"matrix={matrix}" if args.github_output else matrix)
     return 0
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict
@@ -60,12 +61,17 @@ class Nvml:
 
     def __enter__(self) -> Any:
         self.nvml = None
-        if detect_source() not in ("auto", "nvml"):
+        source = detect_source()
+        if source not in ("auto", "nvml"):
             return None
         try:
             import pynvml
             pynvml.nvmlInit()
-        except Exception:  # no nvidia-ml-py, no libnvidia-ml, no driver: no GPUs, not a crash
+        except Exception as exc:  # no nvidia-ml-py, no libnvidia-ml, no driver: no GPUs, not a crash
+            if source == "nvml":  # asked for by name: say why it found nothing
+                why = ("nvidia-ml-py is not installed (pip install 'lawbench[gpu]')"
+                       if isinstance(exc, ImportError) else f"{type(exc).__name__}: {exc}")
+                _warn_once(f"LAWBENCH_GPU_DETECT=nvml: NVML cannot start ({why}); no GPU found through it")
             return None
         self.nvml = pynvml
         return pynvml
@@ -122,16 +128,34 @@ def _smi_gpus() -> list[GpuInfo]:
         text = run_smi(["--query-gpu=" + ",".join(fields), "--format=csv,noheader,nounits"])
         if text is not None:
             return parse_smi_gpus(text, fields)
+        if _hung:  # a wedged driver: asking again costs another timeout
+            break
     return []
 
 
+_hung = False
+_warned: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    if message not in _warned:
+        _warned.add(message)
+        print(f"lawbench: warning: {message}", file=sys.stderr, flush=True)
+
+
 def run_smi(args: list[str]) -> Optional[str]:
-    """nvidia-smi's output, or None when it is absent, fails, or hangs past SMI_TIMEOUT_S."""
+    """nvidia-smi's output, or None when it is absent, fails, or hangs past SMI_TIMEOUT_S (said
+    once on stderr: a hung driver must not read as a machine without a GPU)."""
+    global _hung
     smi = shutil.which("nvidia-smi")
-    if smi is None:
+    if smi is None or _hung:
         return None
     try:
         done = subprocess.run([smi, *args], capture_output=True, text=True, timeout=SMI_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        _hung = True
+        _warn_once(f"{smi} did not answer within {SMI_TIMEOUT_S} s (a hung driver?); no GPU found through it")
+        return None
     except (OSError, subprocess.SubprocessError):
         return None
     return done.stdout if done.returncode == 0 else None

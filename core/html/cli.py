@@ -49,7 +49,7 @@ def report_command(args: argparse.Namespace) -> int:
     require_matplotlib()
     began = time.perf_counter()
     if args.record:
-        record = read_json(args.record)
+        record = _record_or_bundle(args.record, read_json)
         text, what = run_page(record), f"run {record.run_id[:12]}, {len(record.results)} results"
         out = Path(args.out) if args.out else Path(args.record).parent / "report.html"
     else:
@@ -65,3 +65,17 @@ def report_command(args: argparse.Namespace) -> int:
     write_page(text, out)
     print(f"wrote {out} ({what}; {len(text) / 1e6:.2f} MB, {time.perf_counter() - began:.1f} s)")
     return 0
+
+
+def _record_or_bundle(path: str, read_json: Any) -> Any:
+    """A run.json, or the run record inside a contribution bundle (`lawbench run --contribute`)."""
+    import json
+
+    from lawbench.core.contribute import is_bundle, read_bundle
+
+    try:
+        raw = Path(path).read_bytes()
+        data = json.loads(raw)
+    except (OSError, ValueError):
+        return read_json(path)  # its own one-line error names what is wrong with the file
+    return read_bundle(raw, path).record if is_bundle(data) else read_json(path)

@@ -1,0 +1,134 @@
+"""Bad input to the nightly service's commands, found by a new-user probe: each is one line and the
+right exit code, and nothing bad reaches the append-only history or a runner's build cache."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lawbench.core.engines import cuda
+from lawbench.core.errors import LawbenchError
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+
+def lawbench(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    env = env or {k: v for k, v in os.environ.items() if not k.startswith(("LAWBENCH_", "GITHUB_"))}
+    done = subprocess.run([str(BIN / "lawbench"), *args], capture_output=True, text=True, cwd=cwd, env=env,
+                          timeout=300)
+    assert "Traceback" not in done.stdout + done.stderr, done.stderr
+    return done
+
+
+@pytest.fixture(scope="module")
+def record(tmp_path_factory) -> dict:
+    """A real run record (prediction anchors only: seconds) with its contribution bundle."""
+    out = tmp_path_factory.mktemp("run")
+    done = lawbench("run", "--profile", "cpu", "-k", "prediction", "--out", str(out / "r"), "--no-history",
+                    "--contribute", str(out / "bundle.json"), cwd=out)
+    assert done.returncode in (0, 1), done.stderr
+    data = json.loads((out / "r" / "run.json").read_text())
+    data["_bundle"] = str(out / "bundle.json")
+    return data
+
+
+def _write(folder: Path, name: str, record: dict, **changes) -> Path:
+    data = {k: v for k, v in record.items() if not k.startswith("_")}
+    data.update(changes)
+    path = folder / name
+    path.write_text(json.dumps(data))
+    return path
+
+
+@pytest.mark.parametrize("changes, says", [
+    ({"run_id": "../../etc/x"}, "field run_id"),
+    ({"run_id": ""}, "field run_id"),
+    ({"profile": "../cpu"}, "field profile"),
+    ({"finished": "garbage"}, "'garbage' is not an ISO-8601 time"),
+    ({"started": "2026-12-01 02:00"}, "has no UTC offset"),
+    ({"finished": "2020-01-01T00:00:00+00:00"}, "is before started"),
+    ({"finished": "2099-01-01T00:00:00+00:00"}, "in the future of this clock"),
+])
+def test_records_that_would_break_the_history_for_ever_are_refused(record, tmp_path, changes, says):
+    bad = _write(tmp_path, "bad.json", record, **changes)
+    done = lawbench("history", "import", "--db", str(tmp_path / "h.sqlite"), str(bad), cwd=tmp_path)
+    assert done.returncode == 2 and says in done.stderr and str(bad.name) in done.stderr, done.stderr
+    listed = lawbench("history", "--db", str(tmp_path / "h.sqlite"), "--json", cwd=tmp_path)
+    assert json.loads(listed.stdout) == []  # nothing went in
+
+
+def test_a_record_with_sorted_keys_is_the_same_run(record, tmp_path):
+    db = str(tmp_path / "h.sqlite")
+    plain = _write(tmp_path, "plain.json", record)
+    assert lawbench("history", "import", "--db", db, str(plain), cwd=tmp_path).returncode == 0
+    (tmp_path / "sorted.json").write_text(json.dumps(json.loads(plain.read_text()), indent=7, sort_keys=True))
+    again = lawbench("history", "import", "--db", db, str(tmp_path / "sorted.json"), cwd=tmp_path)
+    assert again.returncode == 0 and again.stdout.startswith("already"), again.stdout + again.stderr
+
+
+def test_empty_paths_and_windows_are_refused(record, tmp_path):
+    db = str(tmp_path / "h.sqlite")
+    (tmp_path / "stray.json").write_text("{}")  # an empty PATH must not sweep the current folder
+    done = lawbench("history", "import", "--db", db, "", cwd=tmp_path)
+    assert done.returncode == 2 and "an empty PATH" in done.stderr
+    for hours in ("nan", "0", "-3", "inf"):
+        done = lawbench("history", "stale", "--db", db, "--hours", hours, cwd=tmp_path)
+        assert done.returncode == 2 and "--hours" in done.stderr
+    done = lawbench("history", "stale", "--db", db, "--profile", "h2OO", cwd=tmp_path)
+    assert done.returncode == 2 and "unknown hardware profile 'h2OO'" in done.stderr
+    done = lawbench("run", "--profile", "cpu", "-k", "prediction", "--contribute", "", cwd=tmp_path)
+    assert done.returncode == 2 and "--contribute needs a file path" in done.stderr
+
+
+def test_the_report_reads_a_contribution_bundle(record, tmp_path):
+    done = lawbench("report", record["_bundle"], "--out", str(tmp_path / "b.html"), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert record["run_id"] in (tmp_path / "b.html").read_text()
+
+
+def test_runner_matrix_refuses_an_empty_selection_and_shared_labels(tmp_path):
+    done = lawbench("profiles", "runners", "--only", ",", cwd=tmp_path)
+    assert done.returncode == 2 and "names no profile" in done.stderr
+    both = lawbench("profiles", "runners", "--only", "h200", "--only", "gb10", cwd=tmp_path)
+    assert [j["profile"] for j in json.loads(both.stdout)["include"]] == ["gb10", "h200"]
+    extra = tmp_path / "profiles"
+    extra.mkdir()
+    (extra / "twin.toml").write_text((ROOT / "hardware_profiles" / "cpu.toml").read_text()
+                                     .replace('id = "cpu"', 'id = "twin"').replace("generic = true", 'cpu_model_contains = "x"'))
+    done = lawbench("profiles", "--profile-dir", str(extra), "runners", cwd=tmp_path)
+    assert done.returncode == 2 and "carry the same runner labels" in done.stderr, done.stdout + done.stderr
+
+
+def test_the_first_night_collects_nothing_and_still_builds_the_report(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LAWBENCH_", "GITHUB_"))}
+    env["PATH"] = f"{BIN}:{env.get('PATH', '/usr/bin:/bin')}"
+    (tmp_path / "tonight").mkdir()
+    done = subprocess.run(["bash", str(ROOT / "scripts" / "nightly_collect.sh"), str(tmp_path / "data"),
+                           str(tmp_path / "tonight"), str(tmp_path / "site")], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "no runner job left a record tonight" in done.stdout
+    assert (tmp_path / "site" / "index.html").is_file()
+    missing = subprocess.run(["bash", str(ROOT / "scripts" / "nightly_collect.sh"), str(tmp_path / "data"),
+                              str(tmp_path / "nope"), str(tmp_path / "site")], capture_output=True, text=True,
+                             env=env, timeout=300)
+    assert missing.returncode == 2 and "no folder" in missing.stderr
+
+
+def test_ab_refuses_options_that_pick_the_model(tmp_path):
+    for option in ("-hf foo/bar", "--hf-repo foo/bar", "-hff x.gguf", "-mu http://x/y.gguf"):
+        done = lawbench("ab", "--profile", "cpu", "--b", f"llama.cpp+args={option}", "-k", "syn-25m-q4_0",
+                        cwd=tmp_path)
+        assert done.returncode == 2 and "the anchor decides the model" in done.stderr, (option, done.stderr)
+
+
+def test_a_cuda_compiler_that_does_not_run_or_a_bad_arch_is_refused_before_cmake(tmp_path):
+    with pytest.raises(LawbenchError, match="does not run"):
+        cuda.check_toolkit(str(tmp_path / "no-nvcc"), "90")
+    with pytest.raises(LawbenchError, match="'abc' is not a CUDA architecture"):
+        cuda.check_toolkit(str(tmp_path / "no-nvcc"), "abc")
