@@ -502,14 +502,20 @@ def test_a_stalled_file_is_named_by_its_url_in_either_pips_words(monkeypatch, pi
 def test_an_interrupted_download_takes_pip_with_it(tmp_path, serve):
     index, _ = serve(rate=4)
     sent: list[float] = []
+    # Ctrl-C in a terminal. A process started in the background by a non-interactive shell (a CI
+    # harness, `nohup … &`) begins with SIGINT ignored, and Python then installs no handler for it.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
 
     def ctrl_c_once_pip_downloads() -> None:  # not on a timer: a loaded box starts pip late
         if index.file_started.wait(30):
             sent.append(time.monotonic())
             os.kill(os.getpid(), signal.SIGINT)
     threading.Thread(target=ctrl_c_once_pip_downloads, daemon=True).start()
-    with pytest.raises(KeyboardInterrupt):
-        fetch("fake-model", "1.0", tmp_path / "dl")
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            fetch("fake-model", "1.0", tmp_path / "dl")
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert sent and time.monotonic() - sent[0] < 5
     assert no_pip_left() and not list((tmp_path / "dl").iterdir())
 
