@@ -15,28 +15,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lawbench.core.commands import whole_number
+from lawbench.core.commands import number_between, whole_number
 from lawbench.core.resources import DEFAULT_LLAMA_VERSION, LLAMA_VERSION_ENV
 
 
-def _ratio(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number (e.g. 0.95)") from None
-    if not (0 < value < 1e6):
-        raise argparse.ArgumentTypeError(f"{text!r}: a ratio gate must be a finite number above 0")
-    return value
-
-
-def _confidence(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number (e.g. 0.95)") from None
-    if not (0.5 < value < 1):
-        raise argparse.ArgumentTypeError(f"{text!r}: a confidence lies between 0.5 and 1 (e.g. 0.95)")
-    return value
+_ratio = number_between(0, 1e6, "a ratio gate is a finite number above 0", "0.95")
+_confidence = number_between(0.5, 1, "a confidence lies between 0.5 and 1", "0.95")
 
 
 def add_ab_parser(sub: argparse._SubParsersAction) -> None:

@@ -40,3 +40,19 @@ def whole_number(minimum: int = 0) -> Callable[[str], int]:
 
     parse.__name__ = "whole number"  # argparse's fallback message names the type
     return parse
+
+
+def number_between(low: float, high: float, what: str, example: str) -> Callable[[str], float]:
+    """An argparse ``type`` for a finite number strictly between ``low`` and ``high`` (a ratio, a
+    confidence, a window in hours); the message says what the number is, with an example."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number (e.g. {example})") from None
+        if not (low < value < high):  # NaN fails every comparison, so it lands here too
+            raise argparse.ArgumentTypeError(f"{text!r}: {what} (e.g. {example})")
+        return value
+
+    parse.__name__ = "number"
+    return parse

@@ -21,6 +21,7 @@ import math
 import sys
 from typing import Any
 
+from lawbench.core.commands import number_between
 from lawbench.core.compare import comparability, compare_runs, print_comparison
 from lawbench.core.errors import LawbenchError, UsageError
 from lawbench.core.history import History, ResultRow, RunRow
@@ -70,7 +71,8 @@ def add_history_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="false-alarm rate per series (default 0.01)")
     st = actions.add_parser("stale", parents=[_common(True, profile=False)],
                             help="exit 1 when a profile has no completed run within --hours")
-    st.add_argument("--hours", type=_positive_hours, default=36.0, help="the window (default 36)")
+    st.add_argument("--hours", type=number_between(0, math.inf, "the window is a finite number of hours above 0", "36"),
+                    default=36.0, help="the window (default 36)")
     st.add_argument("--profile", dest="stale_profiles", action="append", metavar="P",
                     help="check this profile (repeatable; default: every profile with "
                          "runner_labels)")
@@ -220,16 +222,6 @@ def _compare(history: History, args: argparse.Namespace, console: Any) -> int:
         return 0
     print_comparison(rows, run_a, run_b, console=_console(console), verdict_of=verdict)
     return 0
-
-
-def _positive_hours(text: str) -> float:
-    try:
-        hours = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of hours (e.g. 36)") from None
-    if not (math.isfinite(hours) and hours > 0):
-        raise argparse.ArgumentTypeError(f"{text!r}: the window is a finite number of hours above 0")
-    return hours
 
 
 def _known_profiles(ids: list[str]) -> None:
