@@ -336,9 +336,10 @@ class History:
         return RunRecord.model_validate_json(row[0])
 
     def resolve(self, ref: str, profile: Optional[str] = None) -> str:
-        """A run id from a unique prefix, `latest`, or `latest~N` (N runs before the latest)."""
+        """A run id from a unique prefix, `latest`, or `latest~N` (N runs before the latest;
+        `latest~` alone is `latest~1`, as git reads `HEAD~`)."""
         if ref == "latest" or ref.startswith("latest~"):
-            back = ref.partition("~")[2] or "0"
+            back = ref.partition("~")[2] or ("1" if ref.endswith("~") else "0")
             if not back.isdigit():
                 raise self._error(f"cannot read run reference {ref!r}: use latest or latest~N")
             runs = self.runs(profile=profile, limit=int(back) + 1)

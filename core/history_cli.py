@@ -21,7 +21,7 @@ import math
 import sys
 from typing import Any
 
-from lawbench.core.commands import number_between
+from lawbench.core.commands import number_between, whole_number
 from lawbench.core.compare import comparability, compare_runs, print_comparison
 from lawbench.core.errors import LawbenchError, UsageError
 from lawbench.core.history import History, ResultRow, RunRow
@@ -52,7 +52,7 @@ def add_history_parser(subparsers: Any) -> argparse.ArgumentParser:
                               help="list past runs, follow one anchor, compare two runs",
                               description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--anchor", metavar="ID", help="show this anchor's time series")
-    p.add_argument("--limit", type=int, default=20, help="how many runs to list (default 20)")
+    p.add_argument("--limit", type=whole_number(1), default=20, help="how many runs to list (default 20)")
     actions = p.add_subparsers(dest="history_action", metavar="{compare,import,export,drift,stale}")
     c = actions.add_parser("compare", parents=[_common(True)],
                            help="join two runs' results by anchor, profile and engine build")
@@ -216,9 +216,9 @@ def _compare(history: History, args: argparse.Namespace, console: Any) -> int:
     rows = compare_runs(history, run_a, run_b)
     verdict = comparability(history, run_a, run_b)
     if args.json:
-        _print_json([{"run_a": run_a, "run_b": run_b, **dataclasses.asdict(verdict),
-                      "rows": [{**dataclasses.asdict(r), "change": r.change, "worse": r.worse}
-                               for r in rows]}])
+        data = {"run_a": run_a, "run_b": run_b, **dataclasses.asdict(verdict),
+                "rows": [{**dataclasses.asdict(r), "change": r.change, "worse": r.worse} for r in rows]}
+        print(json.dumps(jsonable(data), indent=2, allow_nan=False))  # one object, as docs/history.md says
         return 0
     print_comparison(rows, run_a, run_b, console=_console(console), verdict_of=verdict)
     return 0

@@ -289,7 +289,7 @@ def test_cli_compare(two_runs, capsys, where):
     argv = ["history", *db, "compare", "latest~1", "latest"] if where == "before" else \
         ["history", "compare", "aaaa", "bbbb", *db]
     code, out, _ = run_cli(argv, capsys)
-    (data,) = json.loads(out)
+    data = json.loads(out)
     rows = {r["anchor_id"]: r for r in data["rows"]}
     assert code == 0 and rows["y.drops"]["change"] == "PASS -> FAIL" and rows["y.drops"]["worse"]
     assert (data["run_a"], data["run_b"], data["comparable"], data["reasons"]) == (RUN_A, RUN_B, True, [])
@@ -411,7 +411,7 @@ def test_compare_says_when_runs_are_not_comparable(store, capsys):
     assert "note: different lawbench versions" in out
     code, out, _ = run_cli(["history", "compare", "latest~1", "latest", "--db", str(store.path),
                             "--json"], capsys)
-    (data,) = json.loads(out)
+    data = json.loads(out)
     assert data["comparable"] is False and len(data["reasons"]) == 1
     assert {r["anchor_id"]: r["comparable"] for r in data["rows"]} == {"m.speed": False, "p.only": True}
 

@@ -132,3 +132,18 @@ def test_a_cuda_compiler_that_does_not_run_or_a_bad_arch_is_refused_before_cmake
         cuda.check_toolkit(str(tmp_path / "no-nvcc"), "90")
     with pytest.raises(LawbenchError, match="'abc' is not a CUDA architecture"):
         cuda.check_toolkit(str(tmp_path / "no-nvcc"), "abc")
+
+
+def test_history_refs_limits_and_compare_json(record, tmp_path):
+    db = str(tmp_path / "h.sqlite")
+    first = _write(tmp_path, "a.json", record, run_id="night-a", started="2026-11-01T02:00:00+00:00",
+                   finished="2026-11-01T02:05:00+00:00")
+    second = _write(tmp_path, "b.json", record, run_id="night-b", started="2026-11-02T02:00:00+00:00",
+                    finished="2026-11-02T02:05:00+00:00")
+    assert lawbench("history", "import", "--db", db, str(first), str(second), cwd=tmp_path).returncode == 0
+    done = lawbench("history", "--db", db, "compare", "latest~", "latest", "--json", cwd=tmp_path)
+    data = json.loads(done.stdout)  # one object, as docs/history.md says
+    assert (data["run_a"], data["run_b"], data["comparable"]) == ("night-a", "night-b", True)
+    for limit in ("0", "-3"):
+        done = lawbench("history", "--db", db, "--limit", limit, cwd=tmp_path)
+        assert done.returncode == 2 and "--limit" in done.stderr
