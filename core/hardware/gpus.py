@@ -11,7 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 from pydantic import BaseModel, ConfigDict
 
@@ -92,6 +92,14 @@ def nvml_call(fn: Any, *args: Any) -> Any:
     return value.decode() if isinstance(value, bytes) else value
 
 
+def nvml_devices(nvml: Any) -> Iterator[tuple[int, Any]]:
+    """(index, handle) of every GPU NVML can open; one it cannot is left out."""
+    for index in range(nvml_call(nvml.nvmlDeviceGetCount) or 0):
+        handle = nvml_call(nvml.nvmlDeviceGetHandleByIndex, index)
+        if handle is not None:
+            yield index, handle
+
+
 def _nvml_gpus() -> Optional[list[GpuInfo]]:
     """None when NVML cannot start (so nvidia-smi is tried); a list, maybe empty, when it can."""
     gpus: list[GpuInfo] = []
@@ -99,10 +107,7 @@ def _nvml_gpus() -> Optional[list[GpuInfo]]:
         if nvml is None:
             return None
         driver = nvml_call(nvml.nvmlSystemGetDriverVersion)
-        for index in range(nvml_call(nvml.nvmlDeviceGetCount) or 0):
-            handle = nvml_call(nvml.nvmlDeviceGetHandleByIndex, index)
-            if handle is None:
-                continue
+        for index, handle in nvml_devices(nvml):
             cc = nvml_call(nvml.nvmlDeviceGetCudaComputeCapability, handle)
             mem = nvml_call(nvml.nvmlDeviceGetMemoryInfo, handle)
             gpus.append(GpuInfo(
@@ -194,10 +199,7 @@ def gpu_state() -> list[dict[str, Any]]:
     with Nvml() as nvml:
         if nvml is not None:
             driver = nvml_call(nvml.nvmlSystemGetDriverVersion)
-            for index in range(nvml_call(nvml.nvmlDeviceGetCount) or 0):
-                h = nvml_call(nvml.nvmlDeviceGetHandleByIndex, index)
-                if h is None:
-                    continue
+            for index, h in nvml_devices(nvml):
                 mem = nvml_call(nvml.nvmlDeviceGetMemoryInfo, h)
                 state.append({
                     "index": index,
