@@ -18,6 +18,9 @@ def anchors(session: nox.Session) -> None:
     # gpu: nvidia-ml-py, so a GPU runner is recognised through NVML (nvidia-smi is the fallback);
     # plots: matplotlib, so every run also writes its HTML report next to run.json.
     session.install(".[gpu,plots]")
+    # Law 2 ships as an outside contributor's package (examples/lawbench-law2): installed beside
+    # lawbench, as a contributor's would be. --no-deps: "lawbench" on an index is another project.
+    session.install("--no-deps", "./examples/lawbench-law2")
     session.run("lawbench", "check")
     session.run("lawbench", "run", *session.posargs)
 
@@ -36,7 +39,10 @@ def ab(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """The test suite, integration tests with a real llama.cpp build and real GGUF files included."""
     session.install("-e", ".[test]")
+    session.install("--no-deps", "-e", "./examples/lawbench-law2")
     session.run("pytest", *(session.posargs or ["-q", "-ra"]))
+    if not session.posargs:  # the example package's own tests, as its author runs them
+        session.run("pytest", "-q", "-ra", "examples/lawbench-law2/tests")
 
 
 @nox.session(default=False)

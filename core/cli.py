@@ -67,6 +67,10 @@ def _run(args: argparse.Namespace, stop) -> int:
     rc = pytest.main(_pytest_args(args, ctx, files, out, junit), plugins=[ctx])
     stop.closing = True  # the record is written: a late signal must not turn into a traceback
     code = _run_exit_code(rc, ctx.session, stop)
+    if ctx.policy.strict and not ctx.policy.on_own_runner:  # the record's exit code says so too
+        _err(f"--strict on a machine that is not a {ctx.policy.profile.id} runner: the job fails "
+             f"({'; '.join(ctx.policy.mismatch) or 'fingerprint does not match'})")
+        code = max(code, EXIT_BAD)
     if args.contribute is not None and code != EXIT_USAGE:  # a run that recorded nothing has nothing to send
         from lawbench.core.contribute import contribute_after_run
         code = max(code, contribute_after_run(getattr(ctx.session, "record", None), ctx.policy.profile,
@@ -136,6 +140,8 @@ def _run_exit_code(rc: int, session, stop) -> int:
 
 def cmd_check(args: argparse.Namespace) -> int:
     from lawbench.core.hardware.profiles import plugin_profiles
+    from lawbench.core.inventory import check_inventory, load_inventory
+    from lawbench.core.stakes import load_stakes
     from lawbench.core.loading import load_all
     from lawbench.core.registry import get_registry
     from lawbench.core.store.catalog import load_catalog
@@ -144,12 +150,19 @@ def cmd_check(args: argparse.Namespace) -> int:
     profiles = plugin_profiles(reg, strict=True)
     cat = load_catalog()  # before the anchors: an anchor naming a model reads it
     anchors = load_all(reg, profiles=profiles.keys())  # each anchor checked by its own law
+    coverage, problems = check_inventory(load_inventory(), anchors, reg)
+    stakes = load_stakes(anchors=anchors.by_id().keys())  # edited after staking: refused here
     active = sum(1 for a in anchors.anchors if a.anchor.runs)
     summary = (f"{len(reg.laws)} laws, {len(profiles)} profiles, {len(anchors.anchors)} anchors "
-               f"({active} active), {len(cat.model)} real + {len(cat.synthetic)} synthetic models")
+               f"({active} active), {len(cat.model)} real + {len(cat.synthetic)} synthetic models; "
+               f"{coverage.summary()}; {len(stakes)} locked stake(s)")
+    for problem in problems:
+        _err(str(problem))
     if reg.broken:
         _report_plugin_problems(reg)
-        _err(f"{len(reg.broken)} plugin problem(s) above; checked the rest: {summary}")
+    if problems or reg.broken:
+        _err(f"{len(reg.broken)} plugin problem(s), {len(problems)} claims-inventory problem(s) above; "
+             f"checked the rest: {summary}")
         return EXIT_USAGE
     print(f"ok: {summary}")
     return EXIT_OK
@@ -226,6 +239,8 @@ def build_parser(registry: Any = None) -> argparse.ArgumentParser:
     from lawbench.core.hardware.cli import add_profiles_parser
     from lawbench.core.history_cli import add_history_parser
     from lawbench.core.html.cli import add_report_parser
+    from lawbench.core.register_md import add_register_parser
+    from lawbench.core.stakes_cli import add_stakes_parser
 
     p = argparse.ArgumentParser(prog="lawbench", description=__doc__)
     p.add_argument("--version", action="version", version=f"lawbench {__version__}")
@@ -259,6 +274,8 @@ def build_parser(registry: Any = None) -> argparse.ArgumentParser:
     add_ab_parser(sub)
     add_history_parser(sub)
     add_report_parser(sub)
+    add_stakes_parser(sub)
+    add_register_parser(sub)
     # Commands the laws bring (lawbench_commands): core names none of them.
     for name, command in sorted((registry.commands if registry is not None else {}).items()):
         cp = sub.add_parser(name, help=command.help, description=command.description or command.help,

@@ -24,13 +24,14 @@ class LawbenchError(Exception):
 ANCHOR_FILE = "<anchor file>"
 
 
-class RunnerMismatch(LawbenchError):
-    """A --strict run (a runner job) on a machine whose fingerprint does not match the profile it
-    was asked for: the job fails with the reasons instead of skipping every measurement."""
-
-
 class NotApplicable(LawbenchError):
     """The anchor cannot run here (missing GPU, wrong profile, …): a SKIP with this reason."""
+
+
+class NotThisEngine(NotApplicable):
+    """The anchor's number was published for another engine build than the one installed (minfer's
+    revision range, an engine version): not a missing resource but an anchor that is not about this
+    engine, so it stays a SKIP even on its own runner and under --strict."""
 
 
 class EngineError(LawbenchError):
@@ -68,11 +69,14 @@ class DataError(LawbenchError):
     """A data file (anchor, profile, manifest, model catalogue) is malformed. Exit code 2."""
 
     def __init__(self, file: str, message: str, anchor: Optional[str] = None,
-                 field: Optional[str] = None):
+                 field: Optional[str] = None, claim: Optional[str] = None):
         self.file, self.anchor, self.field, self.message = file, anchor, field, message
+        self.claim = claim
         where = [file]
         if anchor:
             where.append(f"anchor {anchor}")
+        if claim:  # a line of the claims inventory (lawbench.core.inventory)
+            where.append(f"claim {claim}")
         if field:
             where.append(f"field {field}")
         super().__init__(f"{': '.join(where)}: {message}")

@@ -12,7 +12,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from lawbench.core.errors import DataError
+from lawbench.core.errors import DataError, NotThisEngine
 from lawbench.core.law import EngineError, Law, LawbenchError, NotApplicable
 from lawbench.core.models import Anchor, HardwareProfile, Measurement, Result, Verdict
 from lawbench.core.verdicts import classify, decide_sequential, looks, median, relative_spread
@@ -24,6 +24,7 @@ class RunPolicy:
     profiles: dict[str, HardwareProfile]
     on_own_runner: bool  # this machine's fingerprint matches the requested profile
     strict: bool = False
+    mismatch: tuple[str, ...] = ()  # what this machine lacks of the profile ("no: …" lines)
 
 
 def _base(anchor: Anchor, profile_id: str) -> dict[str, Any]:
@@ -33,7 +34,7 @@ def _base(anchor: Anchor, profile_id: str) -> dict[str, Any]:
 
 def history_result(anchor: Anchor, profile_id: str) -> Result:
     """Superseded / refuted / retired anchors are shown as history, never run."""
-    ref = anchor.superseded_by or anchor.refuted_by
+    ref = anchor.successor
     why = f"{anchor.status}" + (f" by {ref}" if ref else "")
     return Result(**_base(anchor, profile_id), verdict=Verdict.SKIP, reason=f"history: {why}",
                   detail={"history": True, "status": anchor.status})
@@ -47,12 +48,16 @@ def _prediction_profile(anchor: Anchor, policy: RunPolicy) -> HardwareProfile:
 
 
 def _skip(anchor: Anchor, policy: RunPolicy, reason: str, profile_id: str) -> Result:
-    if policy.strict:
+    # A prediction bound to another profile (it reads a file only that profile's runner holds)
+    # is that runner's to run: here its skip is a plain SKIP, even under --strict.
+    ours = not anchor.profiles or policy.profile.id in anchor.profiles
+    if policy.strict and ours:  # a runner job that cannot measure fails, finding or not (see _apply_finding)
         return Result(**_base(anchor, profile_id), verdict=Verdict.FAIL,
-                      reason=f"skipped under --strict: {reason}")
+                      reason=f"skipped under --strict: {reason}", detail={"strict_skip": True})
     if policy.on_own_runner and anchor.kind != "prediction":
         return Result(**_base(anchor, profile_id), verdict=Verdict.FAIL,
-                      reason=f"a skip on the anchor's own runner is a failure: {reason}")
+                      reason=f"a skip on the anchor's own runner is a failure: {reason}",
+                      detail={"strict_skip": True})
     return Result(**_base(anchor, profile_id), verdict=Verdict.SKIP, reason=reason)
 
 
@@ -65,6 +70,8 @@ def evaluate(anchor: Anchor, law: Law, policy: RunPolicy, resources: Any = None,
     profile = _prediction_profile(anchor, policy) if anchor.kind == "prediction" else policy.profile
     try:
         result = _evaluate(anchor, law, profile, policy, resources)
+    except NotThisEngine as exc:  # not about this engine build: a plain SKIP, on any runner
+        result = Result(**_base(anchor, profile.id), verdict=Verdict.SKIP, reason=str(exc))
     except NotApplicable as exc:
         result = _skip(anchor, policy, str(exc), profile.id)
     except EngineError as exc:
@@ -87,7 +94,7 @@ def evaluate(anchor: Anchor, law: Law, policy: RunPolicy, resources: Any = None,
 def _apply_finding(anchor: Anchor, result: Result) -> Result:
     """An open finding is expected to FAIL; if it passes, the finding has closed and someone must
     update the anchor (pytest's strict xfail, in the user's words)."""
-    if not anchor.finding:
+    if not anchor.finding or result.detail.get("strict_skip"):
         return result
     if result.verdict is Verdict.FAIL:
         result.detail["open_finding"] = anchor.finding
@@ -118,8 +125,10 @@ def _evaluate(anchor: Anchor, law: Law, profile: HardwareProfile, policy: RunPol
     if anchor.profiles and profile.id not in anchor.profiles:
         raise NotApplicable(f"anchor binds to {', '.join(anchor.profiles)}, not {profile.id}")
     if not policy.on_own_runner:
-        raise NotApplicable(f"this machine does not match profile {profile.id!r}; "
-                            f"its measurements run on a {profile.id} runner")
+        lacks = "; ".join(r.removeprefix("no: ") for r in policy.mismatch)
+        raise NotApplicable(f"this machine does not match profile {profile.id!r}"
+                            + (f" (it lacks: {lacks})" if lacks else "")
+                            + f"; its measurements run on a {profile.id} runner")
 
     if anchor.kind == "census":
         census = law.census(anchor, profile, resources)

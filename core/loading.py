@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 from lawbench.core.errors import DataError, LawbenchError, PluginError, field_path, validation_error  # noqa: F401
 from lawbench.core.models import Anchor
+from lawbench.core.models.anchor import LINEAGE
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -115,7 +116,7 @@ def load_anchors(files: Iterable[Any], *, laws: Optional[Iterable[str]] = None,
                 if p not in profile_ids:
                     raise DataError(la.file, f"unknown profile {p!r} (known: {', '.join(sorted(profile_ids))})",
                                     anchor=a.id, field=f"profiles.{i}")
-        for ref_field in ("superseded_by", "refuted_by"):
+        for ref_field in LINEAGE.values():
             ref = getattr(a, ref_field)
             if ref is not None and ref not in seen:
                 raise DataError(la.file, f"refers to anchor {ref!r}, which does not exist",
@@ -126,8 +127,6 @@ def load_anchors(files: Iterable[Any], *, laws: Optional[Iterable[str]] = None,
     return AnchorSet(loaded)
 
 
-LINEAGE = ("superseded_by", "refuted_by")
-
 
 def _check_lineage(loaded: list[LoadedAnchor], seen: dict[str, LoadedAnchor]) -> None:
     """superseded_by / refuted_by chains must end: in a loop (a -> b -> a) no anchor is the current
@@ -136,7 +135,7 @@ def _check_lineage(loaded: list[LoadedAnchor], seen: dict[str, LoadedAnchor]) ->
     done: set[str] = set()
     for la in loaded:
         # Depth first, without recursion: the path holds (anchor id, the fields still to follow).
-        path: list[tuple[str, list[str]]] = [(la.anchor.id, list(LINEAGE))]
+        path: list[tuple[str, list[str]]] = [(la.anchor.id, list(LINEAGE.values()))]
         taken: list[str] = []  # the field followed out of each anchor on the path but the last
         while path:
             anchor_id, todo = path[-1]
@@ -154,7 +153,7 @@ def _check_lineage(loaded: list[LoadedAnchor], seen: dict[str, LoadedAnchor]) ->
             if ref in on_path:
                 i = on_path.index(ref)
                 _lineage_loop(list(zip(on_path[i:], taken[i:] + [fld])), seen)
-            path.append((ref, list(LINEAGE)))
+            path.append((ref, list(LINEAGE.values())))
             taken.append(fld)
 
 
@@ -163,7 +162,7 @@ def _lineage_loop(loop: list[tuple[str, str]], seen: dict[str, LoadedAnchor]) ->
     steps = " ".join(f"{aid} -{fld}->" for aid, fld in loop)
     elsewhere = sorted({f"{aid} in {seen[aid].file}" for aid, _ in loop if seen[aid].file != first.file})
     where = f" ({'; '.join(elsewhere)})" if elsewhere else ""
-    raise DataError(first.file, f"the superseded_by / refuted_by chain loops: {steps} {first.anchor.id}{where}; "
+    raise DataError(first.file, f"the successor chain (superseded_by, refuted_by, …) loops: {steps} {first.anchor.id}{where}; "
                                 "it must end at an anchor that names neither (the current claim)",
                     anchor=first.anchor.id, field=loop[0][1])
 

@@ -25,6 +25,8 @@ from lawbench.core.law import Law
 # Built-ins are module names, not entry points (pytest's habit): they load even when autoloading
 # third-party plugins is disabled.
 BUILTIN_PLUGINS = (
+    "lawbench.plugins.law1",
+    "lawbench.plugins.law3",
     "lawbench.plugins.law4",
     "lawbench.plugins.minfer",
 )

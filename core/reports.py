@@ -173,7 +173,10 @@ class RunRecord(BaseModel):
         if interrupted:
             self.exit_code = interrupt_exit_code(interrupted)
         else:
-            self.exit_code = 1 if any(r.blocking for r in self.results) else 0
+            # A --strict job on a machine that is not its profile's fails even when nothing it
+            # selected measures (-k prediction): it ran on the wrong runner (core.session).
+            wrong_runner = self.strict and not self.profile_matches
+            self.exit_code = 1 if wrong_runner or any(r.blocking for r in self.results) else 0
         self.finished = utc_now()
         return self
 
@@ -347,5 +350,6 @@ def headline(record: RunRecord) -> str:
     state = "running" if record.exit_code is None else \
         f"INTERRUPTED by {record.interrupted}" if record.interrupted else ("ok" if record.ok else "FAILED")
     match = "" if record.profile_matches else \
-        f" (machine detected as {record.detected_profile or 'unknown'})"
+        f" (machine detected as {record.detected_profile or 'unknown'}" + \
+        ("; --strict: the wrong runner" if record.strict else "") + ")"
     return f"lawbench {state} on profile {record.profile}{match}: {parts}"

@@ -44,9 +44,10 @@ class RunContext:
             self.registry.law(law)  # unknown law -> PluginError naming the known ones
         self.laws = tuple(laws)
         self.policy = RunPolicy(profile=profile, profiles=self.profiles,
-                                on_own_runner=profile_matches(self.machine, profile), strict=strict)
+                                on_own_runner=profile_matches(self.machine, profile), strict=strict,
+                                mismatch=mismatch_reasons(self.machine, profile))
         if strict and not self.policy.on_own_runner:
-            refuse_mismatched_runner(self.machine, profile, self.detected)
+            announce_mismatched_runner(self.machine, profile, self.detected)
         # A bad anchor file of a plugin this run did not select is set aside (and named);
         # of a selected law it is exit 2 before anything runs.
         unselected = [law for law in self.registry.laws if laws and law not in laws]
@@ -62,25 +63,37 @@ class RunContext:
         return not a.profiles or self.policy.profile.id in a.profiles
 
     def files(self) -> list[Path]:
-        return sorted({Path(la.file).resolve() for la in self.anchor_set.anchors if self.selected(la)})
+        # History anchors are reported, never collected (items.history_results): a file holding
+        # only history for this profile has no item, and pytest refuses a path that yields none.
+        return sorted({Path(la.file).resolve() for la in self.anchor_set.anchors
+                       if self.selected(la) and la.anchor.runs})
 
 
-def refuse_mismatched_runner(machine: Any, profile: Any, detected: str) -> None:
-    """--strict is how a runner job runs: on a machine that is not the profile's own it would
-    skip every measurement and prove nothing, so it fails here, with the reasons, before measuring."""
-    from lawbench.core.errors import RunnerMismatch
+def mismatch_reasons(machine: Any, profile: Any) -> tuple[str, ...]:
+    """What this machine lacks of the profile's fingerprint, one "no: …" line per check."""
     from lawbench.core.hardware.detect import match_reasons
+
+    return tuple(r for r in match_reasons(machine, profile)[1] if r.startswith("no: "))
+
+
+def announce_mismatched_runner(machine: Any, profile: Any, detected: str) -> None:
+    """--strict is how a runner job runs: on a machine that is not the profile's own, every
+    measurement anchor fails with the reason (lawbench.core.evaluate) while the predictions run,
+    and the run fails even when nothing measured was selected (RunContext.runner_mismatch). This
+    says once, up front, on stderr and in the step summary, why and where the job belongs."""
+    import sys
+
     from lawbench.core.summaries import append_step_summary_text
 
-    failed = [r for r in match_reasons(machine, profile)[1] if r.startswith("no: ")]
     gpus = ", ".join(f"{g.name} (cc {g.compute_capability}, via {g.source})" for g in machine.gpus) or "none found"
     lines = [f"this machine does not match profile {profile.id!r}, and --strict (a runner job) measures its "
-             f"own hardware or fails:", *(f"  {r}" for r in failed),
+             f"own hardware or fails: every measurement anchor fails, the predictions still run:",
+             *(f"  {r}" for r in mismatch_reasons(machine, profile)),
              f"  detected profile: {detected}; GPUs: {gpus}",
              "  fix: run this job on the runner labelled " + " + ".join(profile.runner_labels or ["(none)"])
              + "; on a GPU runner check the driver (`nvidia-smi`) and `lawbench profiles detect`"]
     append_step_summary_text("### lawbench: runner refused\n\n```\n" + "\n".join(lines) + "\n```")
-    raise RunnerMismatch("\n".join(lines))
+    print("lawbench: error: " + "\n".join(lines), file=sys.stderr, flush=True)
 
 
 class StopSignals:

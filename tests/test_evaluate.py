@@ -96,6 +96,23 @@ def test_skip_policy():
     assert strict.verdict is Verdict.FAIL and "--strict" in strict.reason
 
 
+def test_a_strict_runner_fails_only_skips_of_its_own_anchors():
+    # A prediction bound to another profile (it reads a file only that runner holds) skips on a
+    # strict job of this profile: the other runner's job runs it (found on the H200, 2026-12-01).
+    from lawbench.core.evaluate import RunPolicy, evaluate
+    from lawbench.testing import make_profile
+
+    class NoHeader(ToyLaw):
+        def predict(self, anchor, profile):
+            raise NotApplicable("catalogue model 'x' is not available here")
+
+    here, there = make_profile("here"), make_profile("there")
+    a = make_anchor(value=4.0, band={"abs": 0.1}, profiles=["there"])
+    for profile, want in ((here, Verdict.SKIP), (there, Verdict.FAIL)):
+        policy = RunPolicy(profile=profile, profiles={"here": here, "there": there}, on_own_runner=True, strict=True)
+        assert evaluate(a, NoHeader(), policy).verdict is want, profile.id
+
+
 def test_off_runner_measurement_is_skipped_not_run():
     a = make_anchor(kind="measurement", value=10.0, band={"rel": 0.05})
     r = evaluate_anchor(a, ToyLaw(values=[10.0]), on_own_runner=False)

@@ -250,7 +250,13 @@ def test_capacity_counts_kv_on_its_tier(tmp_path):
     fits = P.price_decode(shape, TIERS, P.Placement("vram", "ram"), ctx=ctx_over - 1, eta_kv=1)
     over = P.price_decode(shape, TIERS, P.Placement("vram", "ram"), ctx=ctx_over, eta_kv=1)
     assert fits.fits["vram"] is True and over.fits["vram"] is False
-    assert any("vram" in w and "exceeds" in w for w in over.warnings)
+    assert not fits.does_not_fit and any(w.startswith("vram:") for w in over.does_not_fit)
+    # Before the general form a tier over its capacity was only a warning (law_version < general).
+    from lawbench.plugins.law4.versions import BY_ID
+
+    old = P.price_decode(shape, TIERS, P.Placement("vram", "ram"), ctx=ctx_over, eta_kv=1,
+                         terms=BY_ID["L-30"].terms)
+    assert not old.does_not_fit and any("vram" in w and "exceeds" in w for w in old.warnings)
 
 
 def test_a_tier_without_eta_is_named():
@@ -378,19 +384,29 @@ def test_cli_prices_the_usual_placements_by_the_law(capsys):
     from lawbench.core.hardware.profiles import load_profiles
 
     prof = load_profiles()["gtx1060"]
-    out = _predict_json(capsys, "manifest:qwen3-30b-a3b", "--profile", "gtx1060", "--ctx", "16384")
+    # L-30: every term but the general form's capacity (the BF16 61 GB would stream from disk)
+    out = _predict_json(capsys, "manifest:qwen3-30b-a3b", "--profile", "gtx1060", "--ctx", "16384",
+                        "--law-version", "L-30")
     shape = load_manifest("qwen3-30b-a3b")
     assert out["kv_bytes_per_pos"]["f16"] == P.kv_bytes_per_pos(shape)
     rows = {r["placement"]: r for r in out["placements"]}
     assert list(rows) == ["all on GPU", "experts on CPU", "pure CPU (-ngl 0)"]
-    # pure CPU by hand: weights at the MoE RAM η, KV at η_kv, and L-19's pure-CPU k per layer
+    # pure CPU by hand: weights at the MoE RAM η, KV at η_kv, and L-19's k (the seed's 1.55 µs,
+    # not the register's pure-CPU arm 1.10) per layer
     c = prof.constants
     ram = prof.tier("ram").bandwidth_spec_gbs.value * 1e9
     t = (P.active_bytes(shape) / (c["eta_ram_moe"].value * ram)
          + 16384 * P.kv_bytes_per_pos(shape) / (c["eta_kv"].value * ram)
-         + 48 * 16384 * c["cpu_attention_k_us_pure_cpu"].value * 1e-6)
+         + 48 * 16384 * c["cpu_attention_k_us"].value * 1e-6)
+    assert c["cpu_attention_k_us"].value == 1.55
     assert rows["pure CPU (-ngl 0)"]["tok_s"] == pytest.approx(1 / t)
     assert rows["all on GPU"]["fits"]["vram"] is False  # 61 GB of BF16 in 6 GB
+    # The general form: VRAM cannot stream, so "does not fit"; RAM streams the excess from disk.
+    now = {r["placement"]: r for r in _predict_json(capsys, "manifest:qwen3-30b-a3b", "--profile",
+                                                     "gtx1060", "--ctx", "16384")["placements"]}
+    assert now["all on GPU"]["does_not_fit"] and now["all on GPU"]["tok_s"] is None
+    assert now["pure CPU (-ngl 0)"]["streamed_bytes"]["ram"] > 0
+    assert now["pure CPU (-ngl 0)"]["tok_s"] < rows["pure CPU (-ngl 0)"]["tok_s"]
     ceil = out["expert_ceilings"]
     assert ceil["decode"]["4"] == pytest.approx(P.expert_ceiling(P.routed_share(shape), 4, 8))
 

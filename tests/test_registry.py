@@ -150,7 +150,7 @@ def test_packages_listed_in_pyproject():
     mapped = {v.rstrip("/") for v in cfg["package-dir"].values()}
     for init in root.glob("**/__init__.py"):
         rel = init.parent.relative_to(root).as_posix()
-        if rel.startswith(("tests", ".nox", "build")) or "/." in rel:
+        if rel.startswith(("tests", "examples", ".nox", "build")) or "/." in rel:
             continue
         assert rel in mapped, f"{rel}/ has an __init__.py but is not in [tool.setuptools.package-dir]"
     assert set(cfg["package-dir"]) == set(cfg["packages"])

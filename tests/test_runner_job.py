@@ -6,6 +6,7 @@ The nvidia-smi and nvcc parsers are tested on what the real tools printed on the
 """
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -121,7 +122,27 @@ def test_strict_job_on_a_machine_without_its_gpu_fails_with_reasons(tmp_path, pr
     assert "no: GPU with name containing" in done.stderr and "found: no GPU" in done.stderr
     assert f"lawbench-{profile}" in done.stderr  # which runner the job belongs on
     assert "runner refused" in (tmp_path / "summary.md").read_text()
-    assert not (tmp_path / "out").exists()  # refused before measuring: no run took place
+    assert "the job fails" in done.stderr  # -k prediction selected nothing measured: still a failure
+    assert json.loads((tmp_path / "out" / "run.json").read_text())["results"]  # the predictions ran
+
+
+def test_strict_job_fails_each_measurement_anchor_with_its_reason(tmp_path):
+    # Issue 9: `--profile gtx1060 --strict` on a machine without the card fails, one clear reason
+    # per measurement anchor, while the predictions still give their verdicts.
+    done = _lawbench("run", "--profile", "gtx1060", "--strict", "-k", "not agree and not census",
+                     "--out", str(tmp_path / "o"), env=_no_gpu_env(tmp_path), cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    results = json.loads((tmp_path / "o" / "run.json").read_text())["results"]
+    measured = [r for r in results if r["kind"] != "prediction" and r["profile"] == "gtx1060"]
+    assert measured, "no gtx1060 measurement anchor was selected"
+    for r in measured:
+        assert r["verdict"] in ("FAIL", "SKIP"), r
+        if r["verdict"] == "FAIL":
+            assert "skipped under --strict: this machine does not match profile 'gtx1060'" in r["reason"], r
+            assert "GTX 1060" in r["reason"], r  # names what is missing
+        else:
+            assert r["reason"].startswith("history:"), r
+    assert any(r["kind"] == "prediction" and r["verdict"] == "PASS" for r in results)
 
 
 def test_without_strict_the_same_machine_only_skips_measurements(tmp_path):

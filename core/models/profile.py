@@ -19,6 +19,10 @@ class Fact(Strict):
     # For an efficiency (η): which bandwidth of its tier it multiplies — the spec-sheet figure or
     # a measured one. The register reads both ways (L-01's table vs L-11), so it is never implied.
     basis: Optional[Literal["spec", "measured"]] = None
+    # For an efficiency (η): which bytes per token it was fitted on — the weights a token reads
+    # ("active") or the whole file, embedding and header included ("file": L-15's per-format η
+    # reproduce the seed's 26.87 / 22.72 tok/s only that way). None: the law's default for its kind.
+    bytes: Optional[Literal["active", "file"]] = None
 
 
 class Tier(Strict):

@@ -9,6 +9,14 @@
     tiers.ram = { kind = "ram", bandwidth_gbs = 45.0 }   # the bandwidth the source priced with
     eta_kv = 0.70
     vs = { ctx = 0 }                      # ratio quantities: the reference arm, as overrides
+    weight_mix = "Q4_K_M"                 # price a manifest at the quant mix the claim measured
+
+`weight_mix` re-types the model's matrices at a stated mix (plugins/law4/quantmix.py): an ftype
+name applies llama.cpp's own per-tensor rules at the pinned build, exactly as llama-quantize would
+("Q4_K_M": attn_v and half the ffn_down at Q6_K, the output head at Q6_K, the rest Q4_K), and names
+the format the profile's per-format η is looked up by (L-15); a per-role table states a recipe
+(`weight_mix = { routed_expert = "Q2_K", attention = "Q4_K", dense_ffn = "Q4_K" }`), whose
+format is unnamed (the tier's format-averaged η prices it, unless weight_format names one).
 
 A measured anchor (agreement, measurement, ratio) adds a `bench` table: how llama-bench runs the
 case. The placement and KV type above drive -ngl / --n-cpu-moe / -ctk / -ctv, so the law prices
@@ -23,7 +31,7 @@ CPU-attention k). Every field is checked here, so a typo names its field ("case.
 from __future__ import annotations
 
 import copy
-from typing import Any, Literal, Optional
+from typing import Any, Literal, Optional, Union
 
 from pydantic import Field, ValidationError, model_validator
 
@@ -31,6 +39,7 @@ from lawbench.core.errors import ANCHOR_FILE, DataError
 from lawbench.core.loading import validation_error
 from lawbench.core.models import FiniteFloat, Strict
 from lawbench.plugins.law4.pricing import KV_TYPES
+from lawbench.plugins.law4.server_case import ServerOptions
 
 CASE_FILE = ANCHOR_FILE  # a law does not know the anchor's file; core fills it in
 
@@ -51,6 +60,10 @@ Quantity = Literal[
     "kv_slope_share",  # share of a measured depth slope the context terms explain
     "eta_kv_implied",  # η_kv that makes the KV bandwidth term explain the whole slope
     "cpu_attention_k_implied",  # L-19's k implied by a measured slope (after the KV term)
+    "cpu_attention_k_from_layer_cost",  # L-19's k from a published per-layer cost at one depth
+    "scale_density_ratio",  # scale+min chains per quant byte, weight_type over vs.weight_type (L-16)
+    "fits",  # 1 when the placement's tiers hold what is placed on them (reserves, KV), else 0
+    "fit_margin_gb",  # the tightest tier's usable capacity minus what it holds (< 0: does not fit)
 ]
 
 # Unit scales per quantity: predict() returns the value in the anchor's own unit.
@@ -61,6 +74,8 @@ UNITS: dict[str, dict[str, float]] = {
     "total_params": {"params": 1.0, "B params": 1e9},
     "decode_tok_s": {"tok/s": 1.0},
     "cpu_attention_k_implied": {"us/pos/layer": 1e-6, "s/pos/layer": 1.0},
+    "cpu_attention_k_from_layer_cost": {"us/pos/layer": 1e-6, "s/pos/layer": 1.0},
+    "fit_margin_gb": {"GB": 1e9, "GiB": 2.0 ** 30, "B": 1.0},
 }
 DIMENSIONLESS = {"x": 1.0, "fraction": 1.0, "%": 0.01}
 
@@ -82,6 +97,10 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "kv_slope_share": ("model", "ctx", "baseline_tok_s", "measured_tok_s"),
     "eta_kv_implied": ("model", "ctx", "baseline_tok_s", "measured_tok_s"),
     "cpu_attention_k_implied": ("ctx", "baseline_tok_s", "measured_tok_s"),
+    "cpu_attention_k_from_layer_cost": ("layer_cost_ms", "ctx"),
+    "scale_density_ratio": ("weight_type", "vs"),
+    "fits": ("model",),
+    "fit_margin_gb": ("model",),
 }
 
 
@@ -96,6 +115,9 @@ class TierOverride(Strict):
     ddr_channels: int = Field(default=2, gt=0)
     eta: Optional[FiniteFloat] = Field(default=None, gt=0, le=1.5)
     capacity_gb: Optional[FiniteFloat] = Field(default=None, gt=0)
+    # What the tier keeps for others (the OS, the desktop): the published figure the claim's
+    # fit-check used; default: the profile's constants.<tier>_reserve_gb.
+    reserve_gb: Optional[FiniteFloat] = Field(default=None, ge=0)
 
     @model_validator(mode="after")
     def _one_bandwidth(self) -> "TierOverride":
@@ -128,8 +150,17 @@ class PlacementCase(Strict):
 
 
 class BenchCase(Strict):
-    """How llama-bench measures a case: one test (tg n_gen at depth, or pp n_prompt) per visit."""
+    """How llama-bench measures a case: one test (tg n_gen at depth, or pp n_prompt) per visit.
 
+    ``tool = "batched-bench"`` runs llama-batched-bench instead (lawbench.core.engines.batched):
+    the same test at ``slots`` parallel sequences (-npl; the reading is their aggregate decode),
+    and the only way a measured case runs at ``case.experts_used`` (--override-kv
+    <arch>.expert_used_count, checked in the load log). At one slot its decode after ``depth``
+    prompt tokens is llama-bench's tg n_gen @ d depth.
+    """
+
+    tool: Literal["llama-bench", "batched-bench", "server"] = "llama-bench"
+    slots: int = Field(default=1, ge=1)  # -npl: parallel sequences (batched-bench only)
     n_gen: int = Field(default=32, ge=0)  # -n: tokens generated and timed (decode)
     n_prompt: int = Field(default=0, ge=0)  # -p: a prefill test instead (n_gen = 0)
     depth: int = Field(default=0, ge=0)  # -d: KV positions filled (untimed) before each repetition
@@ -137,6 +168,14 @@ class BenchCase(Strict):
     n_gpu_layers: Optional[int] = Field(default=None, ge=0)  # -ngl; default: from case.placement
     flash_attn: Optional[Literal["on", "off", "auto"]] = None  # -fa; default: llama-bench's
     ubatch: Optional[int] = Field(default=None, gt=0)  # -ub
+    batch: Optional[int] = Field(default=None, gt=0)  # -b (llama-bench's default 2048 caps -ub)
+    # -lm: how the weights are loaded; "none" is the register's --no-mmap of older builds
+    # (b11434's llama-bench has no -mmp; its -lm none reads the file into allocated memory).
+    load_mode: Optional[Literal["auto", "none", "mmap", "mlock", "mmap+mlock", "dio"]] = None
+    # -ctv when the V cache differs from case.kv_type (which sets -ctk): a K-only quantized
+    # cache is kv_type = "q8_0" with cache_type_v = "f16". The law prices both at kv_type, so
+    # such a case is measured (measurement, ratio), never priced (agreement).
+    cache_type_v: Optional[Literal[KV_TYPES]] = None  # type: ignore[valid-type]
     reps: int = Field(default=3, ge=1)  # -r: repetitions per visit (one engine process)
     # One visit's value from its repetitions: their median, or the fastest one — a neighbour on
     # a shared box only ever slows a repetition, so the fastest is the engine's own speed
@@ -145,11 +184,28 @@ class BenchCase(Strict):
     per_visit: Literal["median", "fastest"] = "median"
     warmup: bool = True  # llama-bench's own warm-up run inside each visit
     timeout_s: FiniteFloat = Field(default=120.0, gt=0)  # per visit (one llama-bench process)
+    # "read": read the whole model file sequentially (`cat model.gguf > /dev/null`, register D-29)
+    # right before every visit of this arm, so the page cache holds what a sequential read leaves
+    # there; the read's bytes and seconds go into the visit's raw record. Only the page cache is
+    # touched: on a file larger than free RAM the read also evicts the previous run's working set.
+    prime: Optional[Literal["read"]] = None
+    # tool = "server": llama-server with speculation (plugins/law4/speculative.py); n_gen is n_predict
+    server: Optional[ServerOptions] = None
 
     @model_validator(mode="after")
     def _one_test(self) -> "BenchCase":
         if (self.n_gen > 0) == (self.n_prompt > 0):
             raise ValueError("a bench table runs one test: give n_gen (decode) or n_prompt (prefill), not both")
+        if self.prime is not None and self.tool == "server":
+            raise ValueError("prime: the page-cache priming step runs before llama-bench or "
+                             "llama-batched-bench visits, not llama-server sessions")
+        if (self.tool == "server") != (self.server is not None):
+            raise ValueError("bench.server (prompt, speculation) goes with tool = \"server\", and only there")
+        if self.slots > 1 and self.tool != "batched-bench":
+            raise ValueError("slots: parallel sequences run in llama-batched-bench; set tool = \"batched-bench\"")
+        if self.tool == "batched-bench" and self.n_prompt and self.depth:
+            raise ValueError("depth: llama-batched-bench times a prompt from position 0; a prefill "
+                             "test at depth runs in llama-bench")
         return self
 
     def priced_ctx(self) -> int:
@@ -166,7 +222,11 @@ class Law4Case(Strict):
     kv_layout: Literal["auto", "expanded"] = "auto"  # expanded: MLA without its compression
     experts_used: Optional[int] = Field(default=None, ge=0)  # k (--override-kv expert_used_count)
     weight_type: Optional[str] = None  # price a manifest's matrices uniformly at this ggml type
+    # The quant mix the claim was measured at: an ftype ("Q4_K_M", llama.cpp's own rules) or a
+    # per-role table of ggml types (quantmix.py). Sets the format L-15's per-format η is read by.
+    weight_mix: Optional[Union[str, dict[str, str]]] = None
     weight_format: Optional[str] = None  # the profile's per-format η key ("Q4_K_M"), L-15
+    ubatch: Optional[int] = Field(default=None, gt=0)  # -ub, sizes the VRAM compute buffer (L-08)
     placement: PlacementCase = Field(default_factory=PlacementCase)
     tiers: dict[str, TierOverride] = Field(default_factory=dict)
     eta_kv: Optional[FiniteFloat] = Field(default=None, gt=0, le=1.5)
@@ -174,6 +234,9 @@ class Law4Case(Strict):
     n_cpu_layers: Optional[int] = Field(default=None, ge=0)  # CPU-attention layers, without a model
     baseline_tok_s: Optional[FiniteFloat] = Field(default=None, gt=0)  # published ctx-0 speed
     measured_tok_s: Optional[FiniteFloat] = Field(default=None, gt=0)  # published speed at ctx
+    # A published CPU-attention cost per CPU layer per token at depth ctx (register U-25's
+    # "d16k 23.5 ms/layer"): k = layer_cost / ctx.
+    layer_cost_ms: Optional[FiniteFloat] = Field(default=None, gt=0)
     reference_kv_bytes: Optional[FiniteFloat] = Field(default=None, gt=0)  # a published kv-bytes/pos
     state_budget_gb: Optional[FiniteFloat] = Field(default=None, gt=0)
     vs: Optional[dict[str, Any]] = None  # the reference arm: overrides of this case
@@ -191,11 +254,51 @@ class Law4Case(Strict):
             value = getattr(self, name)
             if value is None or (name == "ctx" and value == 0):
                 raise ValueError(f"quantity {self.quantity!r} needs case.{name}")
+        if self.weight_mix is not None:
+            if self.weight_type is not None:
+                raise ValueError("weight_mix: give weight_type (one type for every matrix) or "
+                                 "weight_mix, not both")
+            from lawbench.plugins.law4.quantmix import check_mix
+
+            try:
+                check_mix(self.weight_mix)
+            except ValueError as exc:  # "<field>: message" names the field in the DataError
+                raise ValueError(f"weight_mix: {exc}") from None
         if self.calibrate and self.bench is None:
             raise ValueError("calibrate = true is a measured design: it needs a bench table")
         if self.quantity == "decode_tok_s" and self.model is None and self.baseline_tok_s is None:
             raise ValueError("decode_tok_s needs a model to price, or a published baseline_tok_s")
         return self
+
+
+def check_measured(case: Law4Case, kind: str, anchor_id: str, where: str = "case") -> None:
+    """What a measured case must not ask of its engine, found at `lawbench check`:
+    a run at ``experts_used`` outside llama-batched-bench (llama-bench would run the file's
+    default k and call it k), and, on an agreement anchor (measured over the law's price),
+    what the law does not price: parallel slots, a V cache other than kv_type."""
+    if kind == "prediction":
+        return
+    b = case.bench
+    if case.experts_used is not None and (kind == "census" or b is None or b.tool != "batched-bench"):
+        how = ("a census reads llama-bench's load log" if kind == "census"
+               else "llama-bench has no --override-kv")
+        raise DataError(CASE_FILE, f"a measured case at experts_used = {case.experts_used} must run in "
+                        f"llama-batched-bench ({how}, so it would run the file's own k): set "
+                        f"bench.tool = \"batched-bench\", or leave experts_used out",
+                        anchor=anchor_id, field=f"{where}.experts_used")
+    if b is None:
+        return
+    if kind == "census" and b.tool != "llama-bench":
+        raise DataError(CASE_FILE, "a census counts llama-bench's load log; bench.tool must be llama-bench",
+                        anchor=anchor_id, field=f"{where}.bench.tool")
+    if kind == "agreement" and b.slots > 1:
+        raise DataError(CASE_FILE, f"the law prices one sequence's decode, not the aggregate of "
+                        f"{b.slots} slots: measure it (kind measurement or ratio)",
+                        anchor=anchor_id, field=f"{where}.bench.slots")
+    if kind == "agreement" and b.cache_type_v not in (None, case.kv_type):
+        raise DataError(CASE_FILE, f"the law prices the V cache at kv_type = {case.kv_type!r}, not "
+                        f"{b.cache_type_v!r}: measure it (kind measurement or ratio)",
+                        anchor=anchor_id, field=f"{where}.bench.cache_type_v")
 
 
 def priced_case(case: Law4Case) -> Law4Case:

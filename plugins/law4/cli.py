@@ -1,9 +1,13 @@
 """`lawbench predict MODEL.gguf --profile P`: price a model's decode speed from its header alone.
 
-Prints one row per placement — bytes per token on each tier, whether each tier holds what is
-placed on it (KV at --ctx included), the predicted tok/s — plus kv-bytes/pos and, for MoE, the
-expert-count ceilings (decode: routed share of bytes; prefill: of parameters, embedding excluded).
-MODEL may also be `manifest:<id>` (anchors/manifests) to price a published architecture.
+Prints one row per placement — bytes per token on each tier, where the bytes land (each tier's
+capacity less its reserves, what is placed on it with KV at --ctx, what the page cache holds and
+what streams from disk), the predicted tok/s or "does not fit" — plus the file's format and the η
+each tier prices it with, kv-bytes/pos and, for MoE, the expert-count ceilings (decode: routed
+share of bytes; prefill: of parameters, embedding excluded). The file's own tensor-type mix is
+what is priced; MODEL may also be `manifest:<id>` (anchors/manifests) to price a published
+architecture, at a stated quant mix with --weight-mix (e.g. Q4_K_M: llama.cpp's own rules).
+--law-version prices one of the law's versions (docs/law4.md); default: the current one.
 A MODEL that is missing, not a regular file, not a readable GGUF, or without what Law 4 needs
 (such as <arch>.block_count, absent from CLIP / mmproj files) is exit 2 with one line naming it;
 so is a profile that can price no placement (a tier without a bandwidth or an η): a request
@@ -23,7 +27,10 @@ from lawbench.core.models import HardwareProfile
 from lawbench.plugins.law4 import pricing as P
 from lawbench.plugins.law4.case import Law4Case
 from lawbench.plugins.law4.law import Law4, load_model
+from lawbench.plugins.law4.quantmix import apply_mix, check_mix, weight_format
 from lawbench.plugins.law4.shape import ModelShape, ShapeError
+from lawbench.plugins.law4.versions import BY_ID as VERSION_IDS
+from lawbench.plugins.law4.versions import resolve
 
 HELP = "price a GGUF's decode speed from its header (Law 4)"
 
@@ -37,6 +44,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     split.add_argument("--cpu-layers", type=whole_number(0), default=None, help="blocks left on the CPU")
     p.add_argument("--experts-on-cpu", action="store_true", help="routed experts on the CPU (--cpu-moe)")
     p.add_argument("--kv-type", choices=("f16", "q8_0"), default="f16", help="KV cache type (default f16)")
+    p.add_argument("--weight-mix", default=None, metavar="FTYPE",
+                   help="re-type the model at a llama.cpp quant mix (Q4_K_M, Q4_0, Q2_K, …) before pricing")
+    p.add_argument("--ubatch", type=whole_number(1), default=None, help="llama.cpp -ub: sizes the GPU compute buffer")
+    p.add_argument("--law-version", default=None, choices=tuple(VERSION_IDS),
+                   help="price one of Law 4's versions (default: the current one, 'general')")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
@@ -85,13 +97,14 @@ def price_rows(args: argparse.Namespace, shape: ModelShape, profile: HardwarePro
     """One row per placement; a placement that cannot be priced is a row with its error (and the
     exception appended to `faults`, where given)."""
     law = Law4()
+    version = resolve(getattr(args, "law_version", None))
     rows = []
     for label, pl in placements(args, shape, profile):
         case = Law4Case(quantity="decode_tok_s", model=f"path:{shape.source}", ctx=args.ctx,
-                        kv_type=args.kv_type, placement=pl)
+                        kv_type=args.kv_type, placement=pl, ubatch=getattr(args, "ubatch", None))
         row: dict[str, Any] = {"placement": label}
         try:
-            pr = law.price(case, shape, profile)
+            pr = law.price(case, shape, profile, version)
             row.update(pr.as_dict())
         except (LawbenchError, P.TierMissing) as exc:
             # a DataError worded for an anchor's case: drop the anchor-file placeholder
@@ -105,6 +118,8 @@ def price_rows(args: argparse.Namespace, shape: ModelShape, profile: HardwarePro
 
 def summary(shape: ModelShape) -> dict[str, Any]:
     out: dict[str, Any] = {"model": shape.source, "architecture": shape.architecture,
+                           "format": weight_format(shape),
+                           "file_bytes": sum(t.n_bytes for t in shape.tensors) + (shape.header_bytes or 0),
                            "active_bytes_per_token": P.active_bytes(shape),
                            "bytes_by_role": P.bytes_by_role(shape)}
     try:
@@ -130,28 +145,62 @@ def _gb(b: float) -> str:
     return f"{b / 1e9:.3g} GB"
 
 
-def render(profile: HardwareProfile, info: dict, rows: list[dict], ctx: int) -> None:
+def landing(r: dict) -> str:
+    """Per tier: what is placed there (weights + KV) against what it can hold after reserves."""
+    parts = []
+    for t, held in r["resident_bytes"].items():
+        usable = r["usable_bytes"].get(t)
+        ok = r["fits"].get(t)
+        mark = "" if ok is None else (" ok" if ok else " [red]over[/]")
+        cap = f" / {_gb(usable)}" if usable is not None else ""
+        res = f" (−{_gb(r['reserve_bytes'][t])} reserved)" if r["reserve_bytes"].get(t) else ""
+        line = f"{t} {_gb(held)}{cap}{res}{mark}"
+        if t in r["page_cache_bytes"]:
+            line += (f"; page cache {_gb(r['page_cache_bytes'][t])}, "
+                     f"{_gb(r['streamed_bytes'][t])}/token from disk")
+        parts.append(line)
+    return "\n".join(parts)
+
+
+def eta_line(rows: list[dict]) -> str:
+    """The η each tier prices weights with, its format and byte basis, from the first priced row."""
+    for r in rows:
+        if r.get("eta"):
+            return "η: " + "  ".join(f"{t} {e['eta']:g} ({e['format'] or 'tier average'}, "
+                                     f"{e['bytes']} bytes)" for t, e in r["eta"].items() if e["eta"])
+    return ""
+
+
+def render(profile: HardwareProfile, info: dict, rows: list[dict], ctx: int, version: str) -> None:
     from rich.console import Console
     from rich.table import Table
 
     console = Console()
-    console.print(f"[bold]{info['model']}[/] ({info['architecture']}) on profile [bold]{profile.id}[/], ctx {ctx}")
+    console.print(f"[bold]{info['model']}[/] ({info['architecture']}) on profile [bold]{profile.id}[/], ctx {ctx}, "
+                  f"Law 4 {version}")
+    console.print(f"format: {info['format'] or 'not named (tier-averaged η)'}  file bytes: "
+                  f"{_gb(info['file_bytes'])}  " + eta_line(rows))
     console.print(f"active bytes/token: {_gb(info['active_bytes_per_token'])}  "
                   + "  ".join(f"{r} {_gb(b)}" for r, b in info["bytes_by_role"].items() if b))
     kv = info["kv_bytes_per_pos"]
     console.print("kv-bytes/pos: " + ("  ".join(f"{t} {v:,.0f} B" for t, v in kv.items())
                                       if "error" not in kv else kv["error"]))
-    table = Table("placement", "bytes/token per tier", "fits?", "tok/s", "binding term")
+    table = Table("placement", "bytes/token per tier", "where the bytes land (placed / usable)",
+                  "tok/s", "binding term")
     for r in rows:
         if "error" in r:
             table.add_row(r["placement"], f"[yellow]{r['error']}[/]", "", "", "")
             continue
-        per_tier = {t: r["weight_bytes"].get(t, 0) + r["kv_bytes"].get(t, 0) for t in r["resident_bytes"]}
-        fits = ", ".join(f"{t} {'yes' if ok else 'NO' if ok is False else '?'}" for t, ok in r["fits"].items())
+        per_tier = {t: r["weight_bytes"].get(t, 0) + r["kv_bytes"].get(t, 0) for t in r["weight_bytes"]}
+        per_tier.update({t: b + r["weight_bytes"].get(t, 0) for t, b in r["kv_bytes"].items()})
         term = max(r["seconds"], key=r["seconds"].get) if r["seconds"] else "-"
+        speed = "[red]does not fit[/]" if r["does_not_fit"] else f"{r['tok_s']:.3g}"
         table.add_row(r["placement"], ", ".join(f"{t} {_gb(b)}" for t, b in per_tier.items() if b),
-                      fits, f"{r['tok_s']:.3g}", term)
+                      landing(r), speed, term)
     console.print(table)
+    for r in rows:
+        for why in r.get("does_not_fit", []):
+            console.print(f"[red]does not fit[/] {r['placement']}: {why}")
     ceil = info.get("expert_ceilings")
     if ceil:
         line = "  ".join(f"k={k}: x{v:.3f}" for k, v in ceil["decode"].items())
@@ -237,6 +286,12 @@ def _unpriceable(profile: HardwareProfile, rows: list[dict], faults: list[Except
 def predict_command(args: argparse.Namespace) -> int:
     profile = _profile(args.profile)
     shape = _shape(args.model)
+    if getattr(args, "weight_mix", None):
+        try:
+            check_mix(args.weight_mix)
+            shape = apply_mix(shape, args.weight_mix)
+        except (ValueError, ShapeError) as exc:
+            raise UsageError(f"--weight-mix: {exc}") from None
     try:
         info = summary(shape)
         faults: list[Exception] = []
@@ -249,8 +304,9 @@ def predict_command(args: argparse.Namespace) -> int:
         # exit 2, as for any usage error, with one line saying what the profile lacks.
         raise UsageError(_unpriceable(profile, rows, faults))
     if args.json:
-        json.dump({"profile": profile.id, **info, "placements": rows}, sys.stdout, indent=2, default=str)
+        json.dump({"profile": profile.id, "law_version": resolve(getattr(args, "law_version", None)).id,
+                   **info, "placements": rows}, sys.stdout, indent=2, default=str)
         print()
     else:
-        render(profile, info, rows, args.ctx)
+        render(profile, info, rows, args.ctx, resolve(getattr(args, "law_version", None)).id)
     return 0

@@ -30,7 +30,12 @@ from lawbench.plugins.law4.case import (
     reference_arm,
     unit_scale,
 )
+from lawbench.plugins.law4.quantmix import apply_mix, weight_format
 from lawbench.plugins.law4.shape import ModelShape, ShapeError
+
+# Tier resolution lives in tiers.py; resolve_tiers stays importable from here for its callers.
+from lawbench.plugins.law4.tiers import _const, k_seconds, resolve_placement, resolve_tiers
+from lawbench.plugins.law4.versions import CPU_ATTENTION, CURRENT, LawVersion, check_quantity, resolve
 
 
 class TierUnknown(NotApplicable):
@@ -102,84 +107,21 @@ def _catalog_ids() -> frozenset[str]:
     return frozenset(load_catalog().ids())
 
 
-# --------------------------------------------------------------------------- tiers and constants
+def _block_densities(case: Law4Case, anchor_id: str) -> tuple[float, float]:
+    """Scale+min chains per quant byte of case.weight_type and of case.vs.weight_type."""
+    from lawbench.plugins.law4.blocks import scale_density
 
-
-def _const(profile: HardwareProfile, key: str) -> Optional[float]:
-    fact = profile.constants.get(key)
-    return None if fact is None else fact.value
-
-
-def resolve_tiers(case: Law4Case, profile: HardwareProfile, moe: bool) -> dict[str, P.TierRate]:
-    """The profile's tiers with the case's overrides laid over them.
-
-    η and bandwidth are taken as a pair: each η in a profile names its basis (the spec figure or a
-    measured one), and the tier's bandwidth of that basis is the one it multiplies. A case that
-    overrides the bandwidth states the figure its published number was priced with.
-    """
-    out: dict[str, P.TierRate] = {}
-    names = [t.name for t in profile.tiers] + [n for n in case.tiers if n not in {t.name for t in profile.tiers}]
-    for name in names:
-        over = case.tiers.get(name)
-        prof = next((t for t in profile.tiers if t.name == name), None)
-        kind = (over.kind if over and over.kind else None) or (prof.kind if prof else None)
-        if kind is None:
-            raise DataError(CASE_FILE, f"tier {name!r} is not in profile {profile.id!r}; give its kind",
-                            field=f"case.tiers.{name}.kind")
-        eta_fact = None
-        if prof is not None and not (over and over.eta is not None):
-            moe_eta = profile.constants.get(f"eta_{name}_moe") if moe else None  # the MoE scatter penalty
-            try:
-                eta_fact = moe_eta or profile.eta_fact(name, case.weight_format)
-            except KeyError:
-                eta_fact = None
-        eta = over.eta if over and over.eta is not None else (eta_fact.value if eta_fact else None)
-        bw = over.bandwidth() if over else None
-        if bw is None and prof is not None:
-            fact = _bandwidth_fact(prof, eta_fact.basis if eta_fact else None)
-            bw = fact.value if fact else None
-        cap = over.capacity_gb if over and over.capacity_gb else None
-        if cap is None and prof is not None and prof.capacity_gb is not None:
-            cap = prof.capacity_gb.value
-        if bw is not None:
-            out[name] = P.TierRate(name, kind, bw, eta, cap)
-    return out
-
-
-def _bandwidth_fact(tier: Any, basis: Optional[str]) -> Any:
-    """The bandwidth an η multiplies: of its basis; without an η, the spec figure, else measured."""
-    if basis == "measured":
-        return tier.bandwidth_measured_gbs
-    if basis == "spec":
-        return tier.bandwidth_spec_gbs
-    return tier.bandwidth_spec_gbs or tier.bandwidth_measured_gbs
-
-
-def resolve_placement(case: Law4Case, tiers: dict[str, P.TierRate], n_layer: Optional[int]) -> P.Placement:
-    pc = case.placement
-    gpu = pc.gpu_tier or next((t.name for t in tiers.values() if t.kind in ("vram", "unified")), None)
-    cpu = pc.cpu_tier or next((t.name for t in tiers.values() if t.kind == "ram"), None) \
-        or next((t.name for t in tiers.values() if t.kind == "unified"), None)
-    for field, name in (("gpu_tier", pc.gpu_tier), ("cpu_tier", pc.cpu_tier)):
-        if name is not None and name not in tiers:
-            raise DataError(CASE_FILE, f"tier {name!r} has no bandwidth here (known: {', '.join(tiers)})",
-                            field=f"case.placement.{field}")
-    ngl = pc.ngl
-    if pc.cpu_layers is not None:
-        if n_layer is None:
-            raise DataError(CASE_FILE, "cpu_layers needs a model", field="case.placement.cpu_layers")
-        ngl = max(n_layer - pc.cpu_layers, 0) + 1  # the output head stays on the GPU
-    return P.Placement(gpu_tier=gpu, cpu_tier=cpu, gpu_layers=ngl, experts_on_cpu=pc.experts_on_cpu,
-                       n_cpu_moe=pc.n_cpu_moe, kv_on_cpu=pc.kv_on_cpu)
-
-
-def _k_seconds(case: Law4Case, profile: HardwareProfile, pure_cpu: bool) -> Optional[float]:
-    """L-19's k per position per CPU layer: the case's, else the profile's (pure-CPU one if any)."""
-    if case.cpu_attention_k_us is not None:
-        return case.cpu_attention_k_us * 1e-6
-    k = (_const(profile, "cpu_attention_k_us_pure_cpu") if pure_cpu else None) \
-        or _const(profile, "cpu_attention_k_us")
-    return None if k is None else k * 1e-6
+    ref = (case.vs or {}).get("weight_type")
+    out = []
+    for field, wtype in (("case.weight_type", case.weight_type), ("case.vs.weight_type", ref)):
+        if not isinstance(wtype, str):
+            raise DataError(CASE_FILE, "scale_density_ratio compares two k-quant formats: give "
+                            "vs = { weight_type = \"...\" }", anchor=anchor_id, field=field)
+        try:
+            out.append(scale_density(wtype))
+        except KeyError as exc:
+            raise DataError(CASE_FILE, str(exc.args[0]), anchor=anchor_id, field=field) from None
+    return out[0], out[1]
 
 
 # --------------------------------------------------------------------------- the law
@@ -198,7 +140,10 @@ class Law4(Law):
         bench table of a measured anchor and the models it names — before anything runs."""
         from lawbench.plugins.law4.measure import arm_cases
 
+        version = resolve(getattr(anchor, "law_version", None), anchor.id)
         cases = arm_cases(anchor)
+        for arm, case in cases.items():
+            check_quantity(version, case.quantity, anchor.id)
         if anchor.arms:
             for arm, case in cases.items():
                 if case.quantity != "decode_tok_s":
@@ -217,7 +162,9 @@ class Law4(Law):
                 raise DataError(CASE_FILE, f"quantity {anchor.quantity!r} differs from case.quantity "
                                            f"{case.quantity!r}; name the same quantity in both",
                                 anchor=anchor.id, field="quantity")
-            if case.vs is not None:
+            if case.quantity == "scale_density_ratio":
+                _block_densities(case, anchor.id)  # a format without a listed layout, found at check
+            elif case.vs is not None:
                 reference_arm(case, anchor.case, anchor.id)
         if anchor.kind != "census":
             unit_scale(anchor.quantity, anchor.unit, anchor.id)
@@ -231,28 +178,31 @@ class Law4(Law):
 
     def predict(self, anchor: Anchor, profile: HardwareProfile) -> Prediction:
         store = self._store_for(anchor, profile)
+        version = resolve(getattr(anchor, "law_version", None), anchor.id)
         if anchor.arms:
-            return self._predict_arms(anchor, profile, store)
+            return self._predict_arms(anchor, profile, store, version)
         case = parse_case(anchor.case, anchor.id)
+        check_quantity(version, case.quantity, anchor.id)
         if case.calibrate:
             raise DataError(CASE_FILE, "calibrate = true needs two arms: arms.a (held out) and "
                             "arms.b (the calibration reference)", anchor=anchor.id, field="case.calibrate")
         scale = unit_scale(case.quantity, anchor.unit, anchor.id)
         try:
-            value, detail = self.compute(priced_case(case), profile, anchor, store=store)
+            value, detail = self.compute(priced_case(case), profile, anchor, store=store, version=version)
         except P.TierMissing as exc:
             raise TierUnknown(f"profile {profile.id!r}: {exc}") from None
         except ShapeError as exc:
             raise DataError(CASE_FILE, str(exc), anchor=anchor.id, field="case") from None
-        detail.update(quantity=case.quantity, si_value=value, unit=anchor.unit)
+        detail.update(quantity=case.quantity, si_value=value, unit=anchor.unit, law_version=version.id)
         return Prediction(value=value / scale, detail=detail)
 
-    def _predict_arms(self, anchor: Anchor, profile: HardwareProfile, store: Any) -> Prediction:
+    def _predict_arms(self, anchor: Anchor, profile: HardwareProfile, store: Any,
+                      version: LawVersion = CURRENT) -> Prediction:
         """Two-arm anchors: decode tok/s of arm a over arm b, each arm = case ⊕ arms.<name>."""
         from lawbench.plugins.law4.measure import arm_cases
 
         scale = unit_scale("decode_ratio", anchor.unit, anchor.id)
-        detail: dict[str, Any] = {"quantity": "decode_ratio", "unit": anchor.unit}
+        detail: dict[str, Any] = {"quantity": "decode_ratio", "unit": anchor.unit, "law_version": version.id}
         speeds = {}
         for arm, case in arm_cases(anchor).items():
             if case.quantity != "decode_tok_s":
@@ -263,7 +213,8 @@ class Law4(Law):
                 detail["calibrated_on"] = "arm b"
                 case = calibrated(case, [(t.name, t.kind) for t in profile.tiers])
             try:
-                speeds[arm], detail[f"arm_{arm}"] = self.tok_s(case, self._shape(case, anchor.id, store), profile)
+                speeds[arm], detail[f"arm_{arm}"] = self.tok_s(case, self._shape(case, anchor.id, store),
+                                                               profile, version)
             except P.TierMissing as exc:
                 raise TierUnknown(f"profile {profile.id!r}: {exc}") from None
             except ShapeError as exc:
@@ -312,9 +263,12 @@ class Law4(Law):
         return (self._resources or predict_resources(profile)).store()
 
     def sampler(self, anchor: Anchor, profile: HardwareProfile, resources: Any) -> Any:
-        from lawbench.plugins.law4 import measure
+        from lawbench.plugins.law4 import measure, speculative
 
         self._resources = resources
+        cases = measure.arm_cases(anchor)
+        if any(c.bench is not None and c.bench.tool == "server" for c in cases.values()):
+            return speculative.sampler(anchor, profile, resources, cases)  # llama-server, not llama-bench
         return measure.sampler(anchor, profile, resources)
 
     def census(self, anchor: Anchor, profile: HardwareProfile, resources: Any) -> Any:
@@ -325,7 +279,7 @@ class Law4(Law):
 
     # One method per family of quantities keeps each path short enough to check by eye.
     def compute(self, case: Law4Case, profile: HardwareProfile, anchor: Anchor,
-                store: Any = None) -> tuple[float, dict[str, Any]]:
+                store: Any = None, version: LawVersion = CURRENT) -> tuple[float, dict[str, Any]]:
         q = case.quantity
         shape = self._shape(case, anchor.id, store)
         if q in ("kv_bytes_per_pos", "kv_bytes_ratio", "kv_reference_ratio", "kv_compression_needed"):
@@ -333,26 +287,40 @@ class Law4(Law):
         if q in ("active_bytes_per_token", "active_params", "total_params", "routed_share",
                  "always_active_share", "expert_ceiling"):
             return self._bytes(case, shape, anchor)
+        if q in ("fits", "fit_margin_gb"):
+            return self._fit(case, shape, profile, version)
+        if q == "scale_density_ratio":
+            mine, ref = _block_densities(case, anchor.id)
+            return mine / ref, {"chains_per_quant_byte": mine, "reference_chains_per_quant_byte": ref,
+                                "source": "ggml/src/ggml-common.h (block_q*_K), plugins/law4/blocks.py"}
+        if q == "cpu_attention_k_from_layer_cost":
+            # L-19's k is seconds per position per CPU layer per token; a per-layer cost measured
+            # at depth ctx is ctx positions' worth of it (register U-25: 'd16k 23.5 ms/layer').
+            k = case.layer_cost_ms * 1e-3 / case.ctx  # type: ignore[operator]
+            return k, {"layer_cost_s": case.layer_cost_ms * 1e-3, "ctx": case.ctx}  # type: ignore[operator]
         if q.startswith("decode"):
-            tok_s, detail = self.tok_s(case, shape, profile)
+            tok_s, detail = self.tok_s(case, shape, profile, version)
             if q == "decode_tok_s":
                 return tok_s, detail
             ref = reference_arm(case, anchor.case, anchor.id)
-            ref_tok_s, ref_detail = self.tok_s(ref, self._shape(ref, anchor.id, store), profile)
+            ref_tok_s, ref_detail = self.tok_s(ref, self._shape(ref, anchor.id, store), profile, version)
             ratio = tok_s / ref_tok_s
             out = {"arm": detail, "reference_arm": ref_detail, "ratio": ratio}
             return (ratio - 1.0 if q == "decode_change" else ratio), out
-        return self._slope(case, shape, profile)
+        return self._slope(case, shape, profile, version)
 
     def _shape(self, case: Law4Case, anchor_id: str, store: Any = None) -> Optional[ModelShape]:
         if case.model is None:
             return None
         shape = load_model(case.model, anchor_id, store)
-        if case.weight_type:
+        for field in ("weight_type", "weight_mix"):
+            value = getattr(case, field)
+            if not value:
+                continue
             try:
-                shape = shape.with_weight_type(case.weight_type)
+                shape = shape.with_weight_type(value) if field == "weight_type" else apply_mix(shape, value)
             except ShapeError as exc:
-                raise DataError(CASE_FILE, str(exc), anchor=anchor_id, field="case.weight_type") from None
+                raise DataError(CASE_FILE, str(exc), anchor=anchor_id, field=f"case.{field}") from None
         return shape
 
     def _kv(self, case: Law4Case, shape: Any, anchor: Anchor) -> tuple[float, dict[str, Any]]:
@@ -394,11 +362,11 @@ class Law4(Law):
         detail.update(routed_share=share, k=k, k_used=k_used)
         return P.expert_ceiling(share, int(k or 0), int(k_used)), detail
 
-    def tok_s(self, case: Law4Case, shape: Optional[ModelShape], profile: HardwareProfile
-              ) -> tuple[float, dict[str, Any]]:
+    def tok_s(self, case: Law4Case, shape: Optional[ModelShape], profile: HardwareProfile,
+              version: LawVersion = CURRENT) -> tuple[float, dict[str, Any]]:
         """Decode tok/s of a case: the full general form, or a published ctx-0 speed plus the
         context terms (the form the seed's v1.1 and L-19 predictions were made in)."""
-        ctx_s, detail = self.context_seconds(case, shape, profile)
+        ctx_s, detail = self.context_seconds(case, shape, profile, version)
         if case.baseline_tok_s is not None:
             t = 1.0 / case.baseline_tok_s + ctx_s
             detail.update(form="baseline + context terms", baseline_tok_s=case.baseline_tok_s)
@@ -406,49 +374,68 @@ class Law4(Law):
         if shape is None or not shape.has_tensors:
             raise DataError(CASE_FILE, "decode_tok_s without baseline_tok_s needs a model with tensors",
                             field="case.model")
-        pricing = self.price(case, shape, profile)
+        pricing = self.price(case, shape, profile, version)
+        if pricing.does_not_fit:
+            raise DataError(CASE_FILE, f"the placement does not fit on profile {profile.id!r}: "
+                                       f"{'; '.join(pricing.does_not_fit)} (ask quantity 'fits', or "
+                                       f"price a placement that holds the model)", field="case.placement")
         detail.update(form="general", pricing=pricing.as_dict())
         return pricing.tok_s, detail
 
-    def price(self, case: Law4Case, shape: ModelShape, profile: HardwareProfile) -> P.Pricing:
-        tiers = resolve_tiers(case, profile, shape.is_moe)
+    def price(self, case: Law4Case, shape: ModelShape, profile: HardwareProfile,
+              version: LawVersion = CURRENT) -> P.Pricing:
+        """One placement priced with exactly the version's terms (versions.py)."""
+        tiers = resolve_tiers(case, profile, shape.is_moe, weight_format(shape), version)
         placement = resolve_placement(case, tiers, shape.n_layer)
-        devs, _ = placement.devices(shape.n_layer)
         return P.price_decode(shape, tiers, placement, ctx=case.ctx, kv_type=case.kv_type,
                               kv_layout=case.kv_layout, experts_used=case.experts_used,
                               eta_kv=case.eta_kv or _const(profile, "eta_kv"),
-                              cpu_attention_k_s=_k_seconds(case, profile, "gpu" not in devs))
+                              cpu_attention_k_s=k_seconds(case, profile), terms=version.terms)
 
-    def context_seconds(self, case: Law4Case, shape: Optional[ModelShape], profile: HardwareProfile
-                        ) -> tuple[float, dict[str, Any]]:
+    def _fit(self, case: Law4Case, shape: Optional[ModelShape], profile: HardwareProfile,
+             version: LawVersion) -> tuple[float, dict[str, Any]]:
+        """The capacity question: does the placement hold the model (1/0), or by how much."""
+        if shape is None or not shape.has_tensors:
+            raise DataError(CASE_FILE, f"{case.quantity} needs a model with tensors", field="case.model")
+        pr = self.price(case, shape, profile, version)
+        margin = pr.fit_margin()
+        if margin is None:
+            raise TierUnknown(f"profile {profile.id!r} states no capacity for the tiers this "
+                              f"placement uses")
+        detail = {"pricing": pr.as_dict(), "fit_margin_bytes": margin}
+        return (1.0 if pr.fits_all else 0.0) if case.quantity == "fits" else margin, detail
+
+    def context_seconds(self, case: Law4Case, shape: Optional[ModelShape], profile: HardwareProfile,
+                        version: LawVersion = CURRENT) -> tuple[float, dict[str, Any]]:
         """Seconds per token the context adds: the KV read on its tier, plus CPU attention."""
         if case.ctx == 0:
             return 0.0, {"kv_seconds": 0.0, "cpu_attention_seconds": 0.0}
         if shape is None:
             n = case.n_cpu_layers or 0
-            k = _k_seconds(case, profile, False) or 0.0
+            k = (k_seconds(case, profile) or 0.0) if version.has(CPU_ATTENTION) else 0.0
             return n * case.ctx * k, {"kv_seconds": 0.0, "cpu_attention_seconds": n * case.ctx * k,
                                       "cpu_attention_layers": n}
         kv_only = ModelShape(shape.id, shape.architecture, shape.source, shape.metadata, (), shape.notes)
-        pr = self.price(case, kv_only, profile)
+        # Context terms only: without weights nothing competes for capacity, so no fit-check.
+        pr = self.price(case, kv_only, profile, version)
         kv_s = sum(v for t, v in pr.seconds.items() if t.startswith("kv@"))
         cpu_s = pr.seconds.get("cpu_attention", 0.0)
         return kv_s + cpu_s, {"kv_seconds": kv_s, "cpu_attention_seconds": cpu_s,
                               "cpu_attention_layers": pr.cpu_attention_layers, "kv_bytes": pr.kv_bytes}
 
-    def _slope(self, case: Law4Case, shape: Optional[ModelShape], profile: HardwareProfile
-               ) -> tuple[float, dict[str, Any]]:
+    def _slope(self, case: Law4Case, shape: Optional[ModelShape], profile: HardwareProfile,
+               version: LawVersion = CURRENT) -> tuple[float, dict[str, Any]]:
         """Quantities read off a published pair (baseline at ctx 0, measured at ctx)."""
         dt = 1.0 / case.measured_tok_s - 1.0 / case.baseline_tok_s  # type: ignore[operator]
         q = case.quantity
         if q == "cpu_attention_k_implied":
             probe = case.model_copy(update={"cpu_attention_k_us": 0.0})
-            kv_s, detail = self.context_seconds(probe, shape, profile)
+            kv_s, detail = self.context_seconds(probe, shape, profile, version)
             if shape is None:
                 positions = (case.n_cpu_layers or 0) * case.ctx
             else:
                 unit = case.model_copy(update={"cpu_attention_k_us": 1e6})  # k = 1 s: seconds = positions
-                positions = self.context_seconds(unit, shape, profile)[1]["cpu_attention_seconds"]
+                positions = self.context_seconds(unit, shape, profile, version)[1]["cpu_attention_seconds"]
             if not positions:
                 raise DataError(CASE_FILE, "no attention runs on the CPU in this case (placement "
                                            "or n_cpu_layers)", field="case.placement")
@@ -456,10 +443,10 @@ class Law4(Law):
             return (dt - kv_s) / positions, detail
         if q == "eta_kv_implied":
             at_one = case.model_copy(update={"eta_kv": 1.0, "cpu_attention_k_us": 0.0})
-            kv_s, detail = self.context_seconds(at_one, shape, profile)
-            cpu = self.context_seconds(case.model_copy(update={"eta_kv": 1.0}), shape, profile)[1]
+            kv_s, detail = self.context_seconds(at_one, shape, profile, version)
+            cpu = self.context_seconds(case.model_copy(update={"eta_kv": 1.0}), shape, profile, version)[1]
             detail.update(slope_seconds=dt)
             return kv_s / (dt - cpu["cpu_attention_seconds"]), detail
-        ctx_s, detail = self.context_seconds(case, shape, profile)
+        ctx_s, detail = self.context_seconds(case, shape, profile, version)
         detail.update(slope_seconds=dt)
         return ctx_s / dt, detail

@@ -5,8 +5,10 @@
                                          one run by lawbench.core.protocol.ArmSampler
     census(anchor, profile, resources)   one verbose llama-bench run; its load log counted
 
-One visit is one llama-bench process running one test (tg n_gen at depth, or pp n_prompt) with
-bench.reps repetitions; every repetition's tokens/s (the record's samples_ts) is a reading. The
+One visit is one engine process running one test (tg n_gen at depth, or pp n_prompt) with
+bench.reps repetitions; every repetition's tokens/s is a reading. The engine is llama-bench, or
+llama-batched-bench with bench.tool = "batched-bench" (parallel slots; case.experts_used through
+--override-kv — the only engine that honours it: elsewhere check_measured refuses the case). The
 case's placement and KV type set -ngl / --n-cpu-moe / -ctk / -ctv, so what runs is what the law
 priced. Models: "gguf:<catalogue id>" through the run's model store (fetched or built once),
 "path:<file>" as given (missing here: NotApplicable, a FAIL on the anchor's own runner);
@@ -15,6 +17,7 @@ priced. Models: "gguf:<catalogue id>" through the run's model store (fetched or 
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Any, Optional
 
@@ -22,7 +25,9 @@ from lawbench.core.errors import DataError
 from lawbench.core.law import Census, NotApplicable
 from lawbench.core.models import Anchor, HardwareProfile
 from lawbench.core.protocol import ArmSampler, Visit
-from lawbench.plugins.law4.case import CASE_FILE, BenchCase, Law4Case, arm_case, parse_case
+from lawbench.plugins.law4.case import CASE_FILE, BenchCase, Law4Case, arm_case, check_measured, parse_case
+
+ENGINES = {"llama-bench": "llama-bench", "batched-bench": "llama-batched-bench"}  # bench.tool -> binary
 
 
 def _gpu_tier(profile: HardwareProfile) -> bool:
@@ -53,12 +58,42 @@ def bench_params(case: Law4Case, profile: HardwareProfile) -> dict[str, Any]:
         "n_gpu_layers": ngl,
         "flash_attn": b.flash_attn,
         "cache_type_k": case.kv_type if case.kv_type != "f16" else None,
-        "cache_type_v": case.kv_type if case.kv_type != "f16" else None,
+        "cache_type_v": _v_type(case),
         "ubatch": b.ubatch,
         "n_cpu_moe": pc.n_cpu_moe or None,
         "override_tensor": "exps=CPU" if pc.experts_on_cpu else None,  # what --cpu-moe does
-        "extra_args": ["-nkvo", "1"] if pc.kv_on_cpu else None,
+        "extra_args": [*(["-nkvo", "1"] if pc.kv_on_cpu else []),
+                       *(["-b", str(b.batch)] if b.batch else []),
+                       *(["-lm", b.load_mode] if b.load_mode else [])] or None,
     }
+    return {k: v for k, v in params.items() if v is not None}
+
+
+def _v_type(case: Law4Case) -> Optional[str]:
+    """-ctv: bench.cache_type_v where it is given (a K-only quantized cache), else kv_type."""
+    v = (case.bench.cache_type_v if case.bench else None) or case.kv_type
+    return v if v != "f16" else None
+
+
+def batched_params(case: Law4Case, profile: HardwareProfile, model: Path) -> dict[str, Any]:
+    """llama-batched-bench keyword arguments (lawbench.core.engines.batched.run_batched): the
+    same placement, cache and flags as bench_params; a decode at depth is a prompt of `depth`
+    tokens, then n_gen timed tokens on each of bench.slots sequences; experts_used goes to
+    --override-kv under the file's own architecture."""
+    b = case.bench or BenchCase()
+    p = bench_params(case, profile)
+    params: dict[str, Any] = {
+        "n_gen": b.n_gen, "n_prompt": b.n_prompt or b.depth, "slots": (b.slots,),
+        "n_gpu_layers": p.get("n_gpu_layers"), "flash_attn": b.flash_attn,
+        "cache_type_k": p.get("cache_type_k"), "cache_type_v": p.get("cache_type_v"),
+        "batch": b.batch, "ubatch": b.ubatch, "threads": p.get("threads"),
+        "n_cpu_moe": p.get("n_cpu_moe"), "override_tensor": p.get("override_tensor"),
+        "load_mode": b.load_mode, "kv_offload": not case.placement.kv_on_cpu,
+    }
+    if case.experts_used is not None:
+        from lawbench.core.gguf_header import read_header
+
+        params.update(experts_used=case.experts_used, architecture=read_header(model).architecture)
     return {k: v for k, v in params.items() if v is not None}
 
 
@@ -109,8 +144,46 @@ def predict_resources(profile: HardwareProfile) -> Any:
     return _PREDICT_RESOURCES[profile.id]
 
 
+PRIME_CHUNK = 16 << 20  # bytes per read() of the priming pass
+
+
+def prime_read(model: Path, chunk: int = PRIME_CHUNK) -> dict[str, Any]:
+    """`cat model.gguf > /dev/null` (register D-29): the whole file read once, front to back, so
+    the page cache holds what a sequential read leaves in it. What was read and how fast is
+    returned for the visit's raw record (D-29 printed its own: 'at 582 MB/s')."""
+    buf = bytearray(chunk)
+    n = 0
+    t0 = time.monotonic()
+    with open(model, "rb", buffering=0) as f:
+        while True:
+            got = f.readinto(buf)
+            if not got:
+                break
+            n += got
+    seconds = time.monotonic() - t0
+    return {"mode": "read", "file": model.name, "bytes": n, "seconds": round(seconds, 3),
+            "mb_s": round(n / seconds / 1e6, 1) if seconds > 0 else None}
+
+
 def _visit(llama: Any, model: Path, params: dict[str, Any], bench: BenchCase):
-    """One arm's visit: one llama-bench process, `reps` repetitions, one reading per repetition."""
+    """One arm's visit: one engine process, `reps` repetitions, one reading per repetition;
+    with bench.prime, the model file is read through the page cache right before each one."""
+    if bench.tool == "batched-bench":
+        run = _batched_visit(llama, model, params, bench)
+    else:
+        run = _bench_visit(llama, model, params, bench)
+    if bench.prime is None:
+        return run
+
+    def primed(reps: int) -> Visit:
+        done = prime_read(model)  # immediately before the engine starts: nothing runs between
+        visit = run(reps)
+        visit.raw["prime"] = done
+        return visit
+    return primed
+
+
+def _bench_visit(llama: Any, model: Path, params: dict[str, Any], bench: BenchCase):
     from lawbench.core.engines.bench import record_label, run_bench
 
     def visit(reps: int) -> Visit:
@@ -124,6 +197,20 @@ def _visit(llama: Any, model: Path, params: dict[str, Any], bench: BenchCase):
     return visit
 
 
+def _batched_visit(llama: Any, model: Path, params: dict[str, Any], bench: BenchCase):
+    """llama-batched-bench warms up on 16 tokens itself; its cells are the repetitions."""
+    from lawbench.core.engines.batched import record_label, run_batched
+
+    def visit(reps: int) -> Visit:
+        run = run_batched(llama, model, timeout_s=bench.timeout_s, repetitions=reps, **params)
+        rec = run.records[0] if run.records else {}
+        return Visit(values=list(run.speeds), wall_s=run.wall_s,
+                     raw={"test": record_label(rec), "n_threads": rec.get("n_threads"),
+                          "slots": rec.get("pl"), "experts_used": params.get("experts_used"),
+                          "model": model.name})
+    return visit
+
+
 def fastest(values: list[float]) -> Optional[float]:
     return max(values) if values else None
 
@@ -131,6 +218,8 @@ def fastest(values: list[float]) -> Optional[float]:
 def _label(case: Law4Case, params: dict[str, Any]) -> str:
     model = (case.model or "").partition(":")[2]
     opts = " ".join(f"{k}={v}" for k, v in params.items() if k not in ("n_gen", "n_prompt"))
+    if case.bench is not None and case.bench.prime:
+        opts = f"{opts} prime={case.bench.prime}".strip()  # a primed arm is another configuration
     test = f"tg{params.get('n_gen', 0)}" if params.get("n_gen") else f"pp{params.get('n_prompt', 0)}"
     return f"{model} {test} {opts}".strip()
 
@@ -140,8 +229,15 @@ def arm_cases(anchor: Anchor) -> dict[str, Law4Case]:
     if anchor.arms:
         if set(anchor.arms) != {"a", "b"}:
             raise NotApplicable(f"anchor {anchor.id}: two-arm anchors need exactly arms.a and arms.b")
-        return {arm: arm_case(anchor.case, anchor.arms[arm], anchor.id, arm) for arm in ("a", "b")}
-    return {"main": parse_case(anchor.case, anchor.id)}
+        cases = {arm: arm_case(anchor.case, anchor.arms[arm], anchor.id, arm) for arm in ("a", "b")}
+    else:
+        cases = {"main": parse_case(anchor.case, anchor.id)}
+    for name, case in cases.items():  # `lawbench check` runs this too (Law4.check_anchor)
+        check_measured(case, anchor.kind, anchor.id, "case" if name == "main" else f"arms.{name}")
+    if len({c.bench.tool for c in cases.values() if c.bench is not None}) > 1:
+        raise DataError(CASE_FILE, "both arms must run in one engine (bench.tool): a ratio of two "
+                        "harnesses measures the harnesses", anchor=anchor.id, field="arms.b.bench.tool")
+    return cases
 
 
 def sampler(anchor: Anchor, profile: HardwareProfile, resources: Any) -> ArmSampler:
@@ -158,7 +254,8 @@ def sampler(anchor: Anchor, profile: HardwareProfile, resources: Any) -> ArmSamp
                         anchor=anchor.id, field="arms.b.bench.reps")
     # Resolve every model first: a missing one is a SKIP (a FAIL on own runner) before any run.
     files = {name: model_file(c.model, resources) for name, c in cases.items()}
-    params = {name: bench_params(c, profile) for name, c in cases.items()}
+    params = {name: batched_params(c, profile, files[name]) if c.bench.tool == "batched-bench"  # type: ignore[union-attr]
+              else bench_params(c, profile) for name, c in cases.items()}
     llama = resources.llama()
     arms = {name: _visit(llama, files[name], params[name], c.bench)  # type: ignore[arg-type]
             for name, c in cases.items()}
@@ -171,7 +268,8 @@ def sampler(anchor: Anchor, profile: HardwareProfile, resources: Any) -> ArmSamp
                         anchor=anchor.id, field="arms.b.bench.per_visit")
     return ArmSampler(arms, labels=labels, reps_per_visit=reps.pop(),
                       per_visit=fastest if per_visit.pop() == "fastest" else None,
-                      protocol={"engine": "llama-bench", "llama_cpp": llama.version,
+                      protocol={"engine": ENGINES[next(iter(cases.values())).bench.tool],  # type: ignore[union-attr]
+                                "llama_cpp": llama.version,
                                 "bench_params": params, "models": {k: str(v) for k, v in files.items()}})
 
 
@@ -181,6 +279,7 @@ def census(anchor: Anchor, profile: HardwareProfile, resources: Any) -> Census:
     from lawbench.core.engines.loadlog import census_counts
 
     case = parse_case(anchor.case, anchor.id)
+    check_measured(case, "census", anchor.id)
     model = model_file(case.model, resources)
     params = bench_params(case, profile)
     llama = resources.llama()

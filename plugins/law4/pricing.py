@@ -7,6 +7,18 @@
     speedup(k of K experts) = 1 / (1 − s + s·k/K), s = routed share of active bytes  (L-30)
 
 The v1.0 form, tok/s = η·BW / active-bytes, is the single-tier, ctx = 0 case of the same sum.
+Which terms a price carries is the law version's (versions.py): `price_decode(terms=...)`.
+
+Bytes each η multiplies: an η fitted on "active" bytes prices what a token reads (an untied input
+embedding is a one-row lookup); one fitted on "file" bytes (L-15's per-format η: 0.553 × 192 GB/s
+÷ 4.68 GB = 22.7 tok/s, the seed's Q4_K_M figure) prices the file's bytes — the embedding table
+whole and the GGUF header — on the tier that η belongs to.
+
+Capacity (the general form, "Fit is checked per tier with KV counted"): a tier holds its capacity
+less its reserves (the OS, the desktop, the compute buffer); KV is held first. RAM that cannot hold
+its weights keeps what fits in the page cache and streams the rest of each token's read from the
+disk tier at η_disk · BW_disk; VRAM cannot stream (llama.cpp allocates it up front), so bytes past
+it — or KV past RAM — mean the placement does not fit.
 Bytes are per token; bandwidths in GB/s (1e9); capacities in GB as the profile states them.
 """
 from __future__ import annotations
@@ -16,7 +28,9 @@ from typing import Mapping, Optional
 
 from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType
 
+from lawbench.plugins.law4.capacity import hold, raw_fit
 from lawbench.plugins.law4.shape import ModelShape, ShapeError, TensorEntry
+from lawbench.plugins.law4.versions import CAPACITY, CPU_ATTENTION, CURRENT, KV
 
 KV_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl")
 
@@ -139,6 +153,9 @@ class TierRate:
     bandwidth_gbs: float
     eta: Optional[float] = None  # None: no η known here (the KV term still prices with η_kv)
     capacity_gb: Optional[float] = None
+    bytes_basis: str = "active"  # the bytes η was fitted on: "active" (read per token) or "file"
+    reserve_gb: float = 0.0  # kept for others (OS, desktop, compute buffer): not the model's
+    eta_format: Optional[str] = None  # the weight format whose η this is (L-15), None: tier average
 
     @property
     def bytes_per_s(self) -> float:
@@ -189,6 +206,13 @@ class Pricing:
     fits: dict[str, Optional[bool]] = field(default_factory=dict)
     cpu_attention_layers: int = 0
     warnings: list[str] = field(default_factory=list)
+    terms: tuple[str, ...] = ()  # the law version's terms this price carries
+    reserve_bytes: dict[str, float] = field(default_factory=dict)  # per tier: kept for others
+    usable_bytes: dict[str, float] = field(default_factory=dict)  # per tier: capacity − reserves
+    page_cache_bytes: dict[str, float] = field(default_factory=dict)  # RAM: weights the cache holds
+    streamed_bytes: dict[str, float] = field(default_factory=dict)  # per token, from disk, by tier
+    does_not_fit: list[str] = field(default_factory=list)  # why the placement cannot hold the model
+    eta: dict[str, dict] = field(default_factory=dict)  # per tier: η, its format and byte basis
 
     @property
     def seconds_per_token(self) -> float:
@@ -204,10 +228,25 @@ class Pricing:
         term = max(self.seconds, key=self.seconds.__getitem__)
         return term, self.seconds[term] / self.seconds_per_token
 
+    @property
+    def fits_all(self) -> bool:
+        """Every tier holds what is placed on it (after reserves, KV counted): nothing streams."""
+        return not self.does_not_fit and all(ok is not False for ok in self.fits.values())
+
+    def fit_margin(self) -> Optional[float]:
+        """Bytes left on the tightest tier with a capacity (negative: over by that much)."""
+        margins = [self.usable_bytes[t] - self.resident_bytes.get(t, 0.0) for t in self.usable_bytes]
+        return min(margins) if margins else None
+
     def as_dict(self) -> dict:
-        return {"ctx": self.ctx, "tok_s": self.tok_s, "seconds": dict(self.seconds),
+        return {"ctx": self.ctx, "tok_s": None if self.does_not_fit else self.tok_s,
+                "seconds": dict(self.seconds),
                 "weight_bytes": dict(self.weight_bytes), "kv_bytes": dict(self.kv_bytes),
                 "resident_bytes": dict(self.resident_bytes), "fits": dict(self.fits),
+                "reserve_bytes": dict(self.reserve_bytes), "usable_bytes": dict(self.usable_bytes),
+                "page_cache_bytes": dict(self.page_cache_bytes),
+                "streamed_bytes": dict(self.streamed_bytes), "does_not_fit": list(self.does_not_fit),
+                "eta": dict(self.eta), "terms": list(self.terms),
                 "cpu_attention_layers": self.cpu_attention_layers, "warnings": list(self.warnings)}
 
 
@@ -229,25 +268,41 @@ def _tensor_device(t: TensorEntry, p: Placement, devs: list[str], out_dev: str) 
 def price_decode(shape: ModelShape, tiers: Mapping[str, TierRate], placement: Placement, *,
                  ctx: int = 0, kv_type: str = "f16", kv_layout: str = "auto",
                  experts_used: Optional[int] = None, eta_kv: Optional[float] = None,
-                 cpu_attention_k_s: Optional[float] = None) -> Pricing:
-    """Decode tok/s of one placement, with the breakdown behind it."""
+                 cpu_attention_k_s: Optional[float] = None,
+                 terms: Optional[frozenset[str]] = None) -> Pricing:
+    """Decode tok/s of one placement, with the breakdown behind it.
+
+    :param terms: the law version's terms (versions.py); default: the current version's.
+    """
+    terms = CURRENT.terms if terms is None else terms
     n_layer = shape.n_layer
     devs, out_dev = placement.devices(n_layer)
-    pr = Pricing(ctx=ctx)
+    pr = Pricing(ctx=ctx, terms=tuple(sorted(terms)))
+    out_tier = placement.tier_of(out_dev)
+    # L-15's per-format η was fitted on whole-file bytes: where it prices the output head's tier,
+    # the input embedding counts whole there (not as a one-row lookup) and so does the header.
+    file_basis = out_tier in tiers and tiers[out_tier].bytes_basis == "file"
+    weights_held: dict[str, float] = {}
     for t in shape.tensors:
         dev = _tensor_device(t, placement, devs, out_dev)
         tier = placement.tier_of(dev)
         _add(pr.resident_bytes, tier, t.n_bytes)
+        _add(weights_held, tier, t.n_bytes)
         if t.role == "embedding" and shape.tied_embeddings:
             # Tied: the row lookup stays on CPU; the output head reads the table whole on the
             # output's device, and llama.cpp keeps a copy there when that is the GPU.
-            out_tier = placement.tier_of(out_dev)
             _add(pr.weight_bytes, out_tier, float(t.n_bytes))
             if out_tier != tier:
                 _add(pr.resident_bytes, out_tier, t.n_bytes)
+                _add(weights_held, out_tier, t.n_bytes)
+            continue
+        if t.role == "embedding" and file_basis:
+            _add(pr.weight_bytes, out_tier, float(t.n_bytes))
             continue
         _add(pr.weight_bytes, tier, t.n_bytes * read_fraction(t, shape, experts_used))
-    if ctx > 0:
+    if file_basis and shape.header_bytes:
+        _add(pr.weight_bytes, out_tier, float(shape.header_bytes))
+    if ctx > 0 and KV in terms:
         kv_tiers, cpu_positions = _context(shape, placement, devs, ctx, kv_type, kv_layout, pr)
         if any(v > 0 for v in kv_tiers.values()) and eta_kv is None:
             raise TierMissing("the KV term needs η_kv (case eta_kv or the profile's constants.eta_kv)")
@@ -256,17 +311,17 @@ def price_decode(shape: ModelShape, tiers: Mapping[str, TierRate], placement: Pl
             _add(pr.resident_bytes, tier, b)
             if b:
                 pr.seconds[f"kv@{tier}"] = b / ((eta_kv or 1.0) * _rate(tiers, tier).bandwidth_gbs * 1e9)
-        if cpu_positions and cpu_attention_k_s:
+        if cpu_positions and cpu_attention_k_s and CPU_ATTENTION in terms:
             pr.seconds["cpu_attention"] = cpu_positions * cpu_attention_k_s
+    if CAPACITY in terms:
+        hold(pr, tiers, weights_held)
+    else:
+        raw_fit(pr, tiers)
     for tier, b in pr.weight_bytes.items():
         if b:
-            pr.seconds[f"weights@{tier}"] = b / _rate(tiers, tier).bytes_per_s
-    for tier, held in pr.resident_bytes.items():
-        cap = tiers[tier].capacity_gb if tier in tiers else None
-        pr.fits[tier] = None if cap is None else held <= cap * 1e9
-        if cap is not None and held > cap * 1e9:
-            pr.warnings.append(f"{tier}: {held / 1e9:.2f} GB placed (KV at ctx {ctx} included) "
-                               f"exceeds its {cap:g} GB — Law 4 is priced outside its regime")
+            rate = _rate(tiers, tier)
+            pr.seconds[f"weights@{tier}"] = b / rate.bytes_per_s
+            pr.eta[tier] = {"eta": rate.eta, "format": rate.eta_format, "bytes": rate.bytes_basis}
     if placement.kv_on_cpu and ctx > 0:
         pr.warnings.append("KV on the CPU tier (-nkvo): every token re-reads it there (L-25)")
     return pr

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType
+from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType, LlamaFileType
 
 from lawbench.core.errors import DataError
 
@@ -31,6 +31,17 @@ SWA_PATTERN_DEFAULT = {"gemma2": 2, "gemma3": 6, "cohere2": 4, "gpt-oss": 2}
 # (src/models/qwen35moe.cpp, qwen3next.cpp: default full_attention_interval 4).
 FULL_ATTENTION_INTERVAL_DEFAULT = {"qwen35": 4, "qwen35moe": 4, "qwen3next": 4}
 
+
+
+def ftype_name(value: Any) -> Optional[str]:
+    """general.file_type (llama_ftype) as llama.cpp names it: 15 -> "Q4_K_M"; None if unknown."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        return None
+    try:
+        name = LlamaFileType(value).name
+    except ValueError:
+        return None
+    return None if name == "GUESSED" else name.removeprefix("MOSTLY_").removeprefix("ALL_")
 
 class ShapeError(ValueError):
     """The header or manifest lacks something Law 4 needs; the message names what and where.
@@ -226,6 +237,12 @@ class ModelShape:
     metadata: dict[str, Any]  # GGUF keys without the architecture prefix
     tensors: tuple[TensorEntry, ...] = ()
     notes: tuple[str, ...] = field(default=())
+    # The file's format as llama.cpp names its ftype ("Q4_K_M"): general.file_type of a GGUF, or
+    # the stated mix of a manifest (quantmix.apply_mix). None: not stated (quantmix can infer it).
+    file_type: Optional[str] = None
+    # Bytes of the file that are not tensor data (the GGUF header, alignment padding); None for
+    # a manifest, which has no file. A per-format η fitted on whole-file bytes counts them.
+    header_bytes: Optional[int] = None
 
     # ------------------------------------------------------------------ constructors
 
@@ -253,8 +270,11 @@ class ModelShape:
                         layer=layer_of(t.name), shape=tuple(t.shape), type_name=t.type_name,
                         n_elements=int(t.n_elements))
             for t in header.tensors)
+        ftype = header.metadata.get("general.file_type")
+        data_len = max((t.offset + t.n_bytes for t in header.tensors), default=0)
         return cls(id=str(header.path), architecture=header.architecture, source=str(header.path),
-                   metadata=meta, tensors=tensors)
+                   metadata=meta, tensors=tensors, file_type=ftype_name(ftype),
+                   header_bytes=int(header.data_offset + data_len - sum(t.n_bytes for t in tensors)))
 
     # ------------------------------------------------------------------ metadata
 
@@ -392,5 +412,6 @@ class ModelShape:
                                  f"it cannot be re-typed as {type_name}")
             else:
                 out.append(t)
+        # A uniform type is no llama.cpp ftype (those keep the output at Q6_K): the format is unknown.
         return ModelShape(self.id, self.architecture, self.source, self.metadata, tuple(out),
-                          self.notes)
+                          self.notes, file_type=None, header_bytes=None)

@@ -5,12 +5,21 @@ from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from lawbench.core.errors import ANCHOR_FILE
+from lawbench.core.errors import ANCHOR_FILE, DataError
 from lawbench.core.loading import validation_error
 from lawbench.core.models import Anchor, FiniteFloat
-from lawbench.plugins.minfer.engine import CMD_ENV
+from lawbench.plugins.minfer.engine import CMD_ENV, LLAMA_CMD_ENV, MODEL_ENV
+from lawbench.plugins.minfer.revisions import Revisions
 
-Measure = Literal["per_pid_memory_mib", "prefill_tok_s", "plane_bytes"]
+# What a case measures. The first two run an engine; the last two read no engine at all:
+# plane_bytes is arithmetic over `shapes`, q6k_tensors reads the model file's GGUF header.
+Measure = Literal["per_pid_memory_mib", "prefill_tok_s", "plane_bytes", "q6k_tensors"]
+ENGINE_MEASURES = ("per_pid_memory_mib", "prefill_tok_s")
+Engine = Literal["minfer", "llama.cpp"]
+# The units a plane_bytes prediction may be stated in (the seed writes B, MiB, MB, GB and % of a
+# card; its GB and MB are decimal: "1,521,237,632 B ≈ 1.52 GB").
+PLANE_UNITS = {"B": 1.0, "MiB": 2.0 ** 20, "MB": 1e6, "GB": 1e9}
+PERCENT = "%"
 
 
 class _Strict(BaseModel):
@@ -18,14 +27,23 @@ class _Strict(BaseModel):
 
 
 class Run(_Strict):
-    """How to start one engine pass: which command, with which environment."""
+    """How to start one engine pass: which engine, which command, with which environment."""
 
+    engine: Engine = "minfer"
     env: dict[str, str] = Field(default_factory=dict)
     # Variables removed from the runner's environment first, so "default" really is the default
     # even on a box with a stray export (seed 002: unset MINFER_MMQ_Q6K_EXP means "1").
     unset_env: list[str] = Field(default_factory=list)
-    command_env: str = CMD_ENV  # the env var holding the command line (LAWBENCH_MINFER_CMD)
+    # The env var holding the command line; by default LAWBENCH_MINFER_CMD for minfer and
+    # LAWBENCH_MINFER_LLAMA_CMD for llama.cpp.
+    command_env: Optional[str] = None
+    # The minfer revisions this run's number was published for (lawbench.plugins.minfer.revisions).
+    revisions: Optional[Revisions] = None
     label: Optional[str] = None  # how reports name this configuration, e.g. "EXP=0"
+
+    @property
+    def command(self) -> str:
+        return self.command_env or (LLAMA_CMD_ENV if self.engine == "llama.cpp" else CMD_ENV)
 
 
 class Shape(_Strict):
@@ -44,6 +62,9 @@ class Case(Run):
     statistic: Literal["value", "difference"] = "value"  # difference: arm a − arm b, per pair
     timeout_s: FiniteFloat = Field(default=600.0, gt=0)
     shapes: list[Shape] = Field(default_factory=list)
+    # The card a plane is weighed against when the anchor's unit is "%" (seed: "19% of an 8 GB card").
+    card_gb: Optional[FiniteFloat] = Field(default=None, gt=0)
+    model_env: str = MODEL_ENV  # q6k_tensors: the env var naming the GGUF file the engine loads
 
 
 def parse_case(anchor: Anchor) -> Case:
@@ -52,6 +73,51 @@ def parse_case(anchor: Anchor) -> Case:
 
 def parse_arm(anchor: Anchor, name: str) -> Run:
     return _validate(Run, anchor.arms[name], anchor, f"arms.{name}")
+
+
+def runs(anchor: Anchor, case: Case) -> dict[str, tuple[str, Run]]:
+    """Each engine run of the anchor: {arm: (its field path, the run)}; "main" when it has no arms.
+
+    An arm without a range of its own takes the case's, if it runs minfer (a llama.cpp arm has none).
+    """
+    if not anchor.arms:
+        return {"main": ("case", case)}
+    out = {}
+    for name in anchor.arms:
+        arm = parse_arm(anchor, name)
+        if arm.revisions is None and arm.engine == "minfer" and case.revisions is not None:
+            arm = arm.model_copy(update={"revisions": case.revisions})
+        out[name] = (f"arms.{name}", arm)
+    return out
+
+
+def check_case(anchor: Anchor) -> Case:
+    """Everything the law reads, checked without running: a DataError names the field."""
+    case = parse_case(anchor)
+    runs_engine = case.measure in ENGINE_MEASURES or anchor.kind == "census" and case.measure is None
+    for where, run in runs(anchor, case).values():
+        if run.engine == "llama.cpp" and run.revisions is not None:
+            _fail(anchor, f"{where}.revisions", "a llama.cpp run has no minfer revision; "
+                                                "give the range on the minfer run(s) only")
+        # Seed 002's numbers belong to one engine record: an engine anchor says which (issue 9, §5).
+        if runs_engine and run.engine == "minfer" and run.revisions is None:
+            _fail(anchor, f"{where}.revisions", "a minfer engine run needs the engine revisions its published "
+                                                "number holds for, e.g. revisions = { min = \"r54\", before = \"r56\" }")
+    if anchor.kind == "agreement" and not (case.measure == "per_pid_memory_mib" and case.shapes):
+        _fail(anchor, "case.shapes", "an agreement anchor weighs measured per-PID memory against the plane the "
+                                     "law prices: it needs measure = \"per_pid_memory_mib\" and the shapes")
+    if case.measure == "plane_bytes":
+        if anchor.unit not in (*PLANE_UNITS, PERCENT):
+            _fail(anchor, "unit", f"a plane_bytes anchor is stated in {', '.join([*PLANE_UNITS, PERCENT])}, "
+                                  f"not {anchor.unit!r}")
+        if (anchor.unit == PERCENT) != (case.card_gb is not None):
+            _fail(anchor, "case.card_gb", "a plane weighed as a share of a card needs unit = \"%\" and case.card_gb "
+                                          "(the card's size in GB), both or neither")
+    return case
+
+
+def _fail(anchor: Anchor, field: str, message: str) -> None:
+    raise DataError(ANCHOR_FILE, message, anchor=anchor.id, field=field)
 
 
 def _validate(model: type, data: Any, anchor: Anchor, where: str) -> Any:

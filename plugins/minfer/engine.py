@@ -13,8 +13,20 @@ that runs ONE whole-prefill pass of the engine and exits 0. Its contract:
     rate, e.g. {"prefill_tok_s": 3181.0}. The last such line counts; other stdout lines are ignored.
   * the environment lawbench passes (MINFER_MMQ_Q6K_EXP, …) must reach the engine unchanged.
 
+  * revision probe: run with LAWBENCH_MINFER_PROBE=revision in its environment, the command prints
+    one JSON line {"minfer_revision": "r54"} on stdout (the campaign's record number the engine
+    was built at) and exits 0 without running a pass. lawbench asks it once before each anchor
+    pinned to engine revisions (every minfer engine anchor is: lawbench.plugins.minfer.revisions),
+    so an anchor published for r54 SKIPs on an r56 engine instead of failing on numbers it never
+    claimed.
+
 An anchor may name another variable for one arm (case/arms `command_env`): the vs-llama anchors
-read LAWBENCH_MINFER_LLAMA_CMD, a llama.cpp command printing the same {"prefill_tok_s": …} line.
+run `engine = "llama.cpp"`, read from LAWBENCH_MINFER_LLAMA_CMD, a llama.cpp command printing the
+same {"prefill_tok_s": …} line (it answers no revision probe); anchors comparing two minfer
+revisions read the older engine from LAWBENCH_MINFER_PREV_CMD, which keeps this same contract.
+
+The model file: LAWBENCH_MINFER_MODEL names the GGUF the engine command loads, for the anchors that
+read its header (the q6_K tensor census of seed 002's "14 attn_v + 14 ffn_down + output.weight").
 
 The command runs in a process group of its own, so a timeout kills the engine and its children,
 and per-PID memory is read for every process of that group's tree.
@@ -34,8 +46,12 @@ from typing import Callable, Mapping, Optional, Sequence
 import psutil
 
 from lawbench.core.errors import EngineError, NotApplicable
+from lawbench.plugins.minfer.revisions import parse_probe, probe_env
 
 CMD_ENV = "LAWBENCH_MINFER_CMD"
+LLAMA_CMD_ENV = "LAWBENCH_MINFER_LLAMA_CMD"
+MODEL_ENV = "LAWBENCH_MINFER_MODEL"
+PROBE_TIMEOUT_S = 60.0
 LOG_TAIL = 8000
 POLL_S = 0.2
 
@@ -153,3 +169,9 @@ def prefill_tok_s(run: EngineRun, what: str = "minfer engine") -> float:
                           "the engine command must print one (contract: lawbench.plugins.minfer.engine)",
                           log=run.log())
     return found
+
+
+def engine_revision(argv: list[str], env: Mapping[str, str], what: str = "minfer engine") -> str:
+    """The revision the engine command reports through the probe (see the contract above)."""
+    done = run_engine(argv, probe_env(env), PROBE_TIMEOUT_S, what=f"{what} revision probe")
+    return parse_probe(done.stdout, what, log=done.log())

@@ -6,11 +6,15 @@ What this law checks:
   measurement  per-PID GPU memory and whole-prefill tok/s of one engine pass, or the difference
                of two interleaved arms;
   ratio        whole-prefill tok/s of two interleaved arms (EXP=0 vs default);
-  prediction   the W_exp plane's bytes, Σ od × id over the model's q6_K tensors (pure arithmetic).
+  prediction   the W_exp plane's bytes, Σ od × id over the model's q6_K tensors (pure arithmetic),
+               in the anchor's unit: B, MiB, GB, or % of a card of case.card_gb GB;
+  census       (measure = "q6k_tensors") the q6_K tensors of the model file, from its GGUF header.
 
 The engine is the user's own: set LAWBENCH_MINFER_CMD to a command line that runs one whole-prefill
 pass (its contract is in lawbench.plugins.minfer.engine). Without it every engine anchor is
-NotApplicable — a SKIP elsewhere, a FAIL on a gb10 runner, where a skip is not a pass.
+NotApplicable — a SKIP elsewhere, a FAIL on a gb10 runner, where a skip is not a pass. Every engine
+run names the engine revisions its number was published for; the engine is asked its revision
+first, and outside the range the anchor SKIPs (lawbench.plugins.minfer.revisions).
 """
 from __future__ import annotations
 
@@ -18,10 +22,12 @@ from typing import Any
 
 from lawbench.core.law import Census, Law, NotApplicable, Prediction, Sampler
 from lawbench.core.models import Anchor, HardwareProfile
-from lawbench.plugins.minfer.case import Case, Run, parse_arm, parse_case
-from lawbench.plugins.minfer.engine import child_env, engine_argv, run_engine
+from lawbench.plugins.minfer.case import PERCENT, PLANE_UNITS, Case, Run, check_case, runs
+from lawbench.plugins.minfer.engine import child_env, engine_argv, engine_revision, run_engine
 from lawbench.plugins.minfer.labels import count_labels
 from lawbench.plugins.minfer.memory import PerPidMemory
+from lawbench.plugins.minfer.model_census import q6k_census
+from lawbench.plugins.minfer.revisions import require
 from lawbench.plugins.minfer.sampling import EngineReader
 
 DEBUG_ENV = {"MINFER_MMQ_RAW_NB_DEBUG": "1"}
@@ -41,14 +47,15 @@ class Minfer(Law):
     case_model = Case
 
     def check_anchor(self, anchor: Anchor) -> None:
-        parse_case(anchor)
-        for arm in anchor.arms:
-            parse_arm(anchor, arm)
+        check_case(anchor)
+
     anchors_package = "lawbench.anchors.minfer"
 
     def predict(self, anchor: Anchor, profile: HardwareProfile) -> Prediction:
-        case = parse_case(anchor)
-        if case.measure != "plane_bytes":
+        case = check_case(anchor)
+        # plane_bytes: the plane in the anchor's unit; agreement: in MiB, the unit memory is read in.
+        agreement = anchor.kind == "agreement" and case.measure == "per_pid_memory_mib"
+        if case.measure != "plane_bytes" and not agreement:
             raise NotApplicable(f"law 'minfer' has no prediction for anchor {anchor.id!r}")
         if not case.shapes:
             raise NotApplicable(f"anchor {anchor.id}: case.shapes is empty; nothing to price")
@@ -61,22 +68,34 @@ class Minfer(Law):
             # copy, not stored, so no tile padding enters the plane.
             parts[s.name] = s.count * s.od * s.id
             total += parts[s.name]
-        return Prediction(float(total), {"bytes_per_group": parts, "no_plane": excluded,
-                                         "mib": round(total / 2 ** 20, 3)})
+        detail = {"bytes": total, "bytes_per_group": parts, "no_plane": excluded, "mib": round(total / 2 ** 20, 3)}
+        if agreement:
+            return Prediction(total / PLANE_UNITS["MiB"], detail)
+        if anchor.unit == PERCENT:  # check_case: card_gb is set exactly when the unit is %
+            assert case.card_gb is not None
+            detail["card_bytes"] = case.card_gb * 1e9  # the seed's GB are 10^9 B (see the anchors' notes)
+            return Prediction(100.0 * total / detail["card_bytes"], detail)
+        # An exact integer stays exact: B is compared as the integer the arithmetic gives.
+        return Prediction(total / PLANE_UNITS[anchor.unit] if anchor.unit != "B" else float(total), detail)
 
     def census(self, anchor: Anchor, profile: HardwareProfile, resources: Any) -> Census:
-        case = parse_case(anchor)
-        argv = engine_argv(case.command_env)
+        case = check_case(anchor)
+        if case.measure == "q6k_tensors":
+            counts, environment = q6k_census(case.model_env)
+            return Census(counts=counts, environment=environment)
+        revisions = engine_revisions(anchor, {"main": case})
+        argv = engine_argv(case.command)
         _lock(resources)
         env = child_env({**DEBUG_ENV, **case.env}, case.unset_env)
-        done = run_engine(argv, env, case.timeout_s, what=f"minfer engine ({case.command_env})")
+        done = run_engine(argv, env, case.timeout_s, what=f"minfer engine ({case.command})")
         counts = count_labels(done.stderr)
         return Census(counts=counts, log=done.log(),
                       environment={"command": argv, "env": {**DEBUG_ENV, **case.env},
-                                   "unset_env": case.unset_env, "duration_s": round(done.duration_s, 3)})
+                                   "unset_env": case.unset_env, "duration_s": round(done.duration_s, 3),
+                                   "engine_revision": revisions.get("main")})
 
     def sampler(self, anchor: Anchor, profile: HardwareProfile, resources: Any) -> Sampler:
-        case = parse_case(anchor)
+        case = check_case(anchor)
         if case.measure not in ("per_pid_memory_mib", "prefill_tok_s"):
             raise NotApplicable(f"law 'minfer' cannot measure anchor {anchor.id!r} "
                                 f"(case.measure = {case.measure!r})")
@@ -84,14 +103,31 @@ class Minfer(Law):
         if anchor.kind == "ratio" or case.statistic == "difference":
             if set(anchor.arms) != {"a", "b"}:
                 raise NotApplicable(f"anchor {anchor.id}: a paired reading needs arms.a and arms.b")
-            arms = {"a": parse_arm(anchor, "a"), "b": parse_arm(anchor, "b")}
+            arms = {name: run for name, (_, run) in runs(anchor, case).items()}
             combine = "ratio" if anchor.kind == "ratio" else "difference"
         else:
             arms = {"main": case}
             combine = "ratio"  # unused with one arm: every reading is a sample
-        reader = EngineReader(case, arms)  # resolves the commands first: unset -> SKIP first
+        revisions = engine_revisions(anchor, arms)  # another engine revision: SKIP before anything runs
+        reader = EngineReader(case, arms, revisions=revisions)  # resolves the commands: unset -> SKIP
         if case.measure == "per_pid_memory_mib":
             reader.memory = PerPidMemory.open()
         sampler = reader.sampler(combine)
         _lock(resources)
         return sampler
+
+
+def engine_revisions(anchor: Anchor, arms: dict[str, Run]) -> dict[str, str]:
+    """Ask each minfer engine of the anchor its revision and SKIP (EngineRevisionOutOfRange) when
+    one lies outside its run's range. Called before any other command is resolved, so an old
+    anchor SKIPs on a new engine before a missing llama.cpp command is even looked at."""
+    out: dict[str, str] = {}
+    for name, run in arms.items():
+        if run.revisions is None:  # llama.cpp (check_case makes every minfer engine run carry one)
+            continue
+        argv = engine_argv(run.command)
+        what = f"minfer engine ({run.command})"
+        out[name] = engine_revision(argv, child_env(run.env, run.unset_env), what)
+        field = "case.revisions" if name == "main" else f"arms.{name}.revisions"
+        require(run.revisions, out[name], anchor.id, what, field)
+    return out

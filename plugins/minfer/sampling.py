@@ -22,10 +22,12 @@ from lawbench.plugins.minfer.memory import PerPidMemory
 class EngineReader:
     """Runs one arm of the engine once and returns its reading."""
 
-    def __init__(self, case: Case, arms: dict[str, Run], memory: Optional[PerPidMemory] = None):
+    def __init__(self, case: Case, arms: dict[str, Run], memory: Optional[PerPidMemory] = None,
+                 revisions: Optional[dict[str, str]] = None):
         self.case, self.arms, self.memory = case, arms, memory
+        self.revisions = revisions or {}  # arm -> the revision its engine reported (minfer arms)
         # Resolve every command now: a missing one is a SKIP before any engine runs.
-        self.argv = {name: engine_argv(run.command_env) for name, run in arms.items()}
+        self.argv = {name: engine_argv(run.command) for name, run in arms.items()}
 
     def label(self, arm: str) -> str:
         return self.arms[arm].label or ("default" if arm == "main" else arm)
@@ -33,7 +35,7 @@ class EngineReader:
     def read(self, arm: str) -> tuple[float, dict[str, Any]]:
         run = self.arms[arm]
         env = child_env(run.env, run.unset_env)
-        what = f"engine ({run.command_env}, {self.label(arm)})"
+        what = f"engine ({run.command}, {self.label(arm)})"
         if self.case.measure == "per_pid_memory_mib":
             assert self.memory is not None
             peak: list[float] = []
@@ -64,7 +66,8 @@ class EngineReader:
                           labels={arm: self.label(arm) for arm in self.arms},
                           warmup=False, combine=combine,
                           protocol={"reading": self.case.measure, "timeout_s": self.case.timeout_s,
-                                    "engine": {self.label(a): {"command": self.argv[a], "command_env": r.command_env,
+                                    "engine": {self.label(a): {"command": self.argv[a], "command_env": r.command,
+                                                                "engine": r.engine, "revision": self.revisions.get(a),
                                                                 "env": r.env, "unset_env": r.unset_env}
                                                for a, r in self.arms.items()},
                                     "memory_instrument": self.memory.instrument if self.memory else None,

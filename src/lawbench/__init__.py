@@ -9,7 +9,11 @@ Writing a law plugin: everything you need is importable from ``lawbench`` itself
 2. Implement what your law can do: ``predict(anchor, profile) -> Prediction`` (runs anywhere),
    ``sampler(anchor, profile, resources)`` (draws samples on a machine: ``ArmSampler`` over
    ``Visit`` callables does warm-up, interleaving and predecessors for you) and/or
-   ``census(anchor, profile, resources) -> Census`` (counted path labels). Raise
+   ``census(anchor, profile, resources) -> Census`` (counted path labels). ``resources`` is
+   the run's ``lawbench.Resources``: ``resources.model("<catalogue id>")`` is a verified model
+   file (raises ``ModelUnavailable`` where it is not on this machine: raise ``NotApplicable``
+   from it), ``resources.llama()`` the llama.cpp build (``.bin_dir``, ``.llama_quantize`` …);
+   ``read_gguf_header(path)`` reads a GGUF's metadata and tensor table in milliseconds. Raise
    ``NotApplicable`` for a SKIP with its reason, ``EngineError`` for an ERROR, ``DataError``
    for a data problem (file ``ANCHOR_FILE``: core names the real one). Override
    ``check_anchor(anchor)`` for rules across fields; ``lawbench check`` runs it on every anchor.
@@ -51,6 +55,7 @@ _EXPORTS = {
     "ANCHOR_FILE": "lawbench.core.errors",
     "LawbenchError": "lawbench.core.errors",
     "NotApplicable": "lawbench.core.errors",
+    "NotThisEngine": "lawbench.core.errors",
     "EngineError": "lawbench.core.errors",
     "EngineInterrupted": "lawbench.core.errors",
     "DataError": "lawbench.core.errors",
@@ -66,11 +71,18 @@ _EXPORTS = {
     "Sample": "lawbench.core.models",
     "ArmSampler": "lawbench.core.protocol",
     "Visit": "lawbench.core.protocol",
+    # For laws that read real model files: the model a case names (Resources.model raises this
+    # when the file is not on this machine: a SKIP, not an ERROR) and the header of a GGUF file.
+    "Resources": "lawbench.core.resources",
+    "ModelUnavailable": "lawbench.core.store.real",
+    "read_gguf_header": "lawbench.core.gguf_header:read_header",
+    "GGUFHeader": "lawbench.core.gguf_header",
 }
 __all__ = [  # spelled out for tools that read it statically; a test keeps it equal to _EXPORTS
     "__version__", "Law", "Prediction", "Census", "Sampler", "ANCHOR_FILE", "LawbenchError", "NotApplicable",
-    "EngineError", "EngineInterrupted", "DataError", "UsageError", "PluginError", "hookimpl", "Command", "whole_number",
+    "NotThisEngine", "EngineError", "EngineInterrupted", "DataError", "UsageError", "PluginError", "hookimpl", "Command", "whole_number",
     "Strict", "FiniteFloat", "Anchor", "HardwareProfile", "Sample", "ArmSampler", "Visit",
+    "Resources", "ModelUnavailable", "read_gguf_header", "GGUFHeader",
 ]
 
 
@@ -78,7 +90,8 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'lawbench' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    module, _, attr = module.partition(":")  # "module:attr" when the public name differs
+    value = getattr(importlib.import_module(module), attr or name)
     globals()[name] = value
     return value
 
@@ -96,10 +109,15 @@ if TYPE_CHECKING:  # for editors and type checkers: the same names, eagerly
         EngineInterrupted,
         LawbenchError,
         NotApplicable,
+        NotThisEngine,
         PluginError,
         UsageError,
     )
+    from lawbench.core.gguf_header import GGUFHeader
+    from lawbench.core.gguf_header import read_header as read_gguf_header
     from lawbench.core.hookspecs import hookimpl
     from lawbench.core.law import Census, Law, Prediction, Sampler
     from lawbench.core.models import Anchor, FiniteFloat, HardwareProfile, Sample, Strict
     from lawbench.core.protocol import ArmSampler, Visit
+    from lawbench.core.resources import Resources
+    from lawbench.core.store.real import ModelUnavailable

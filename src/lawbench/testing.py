@@ -4,8 +4,10 @@ In your tests' conftest.py::
 
     pytest_plugins = ["lawbench.testing"]
 
-then use ``make_profile``, ``make_anchor``, ``evaluate_anchor`` and the ``lawbench_plugin``
-fixture, which registers a plugin for one test and always unregisters it.
+then use ``make_profile``, ``make_anchor``, ``evaluate_anchor``, ``law_anchors`` (the anchors
+your law ships, checked as ``lawbench check`` checks them), the ``lawbench_plugin`` fixture, which
+registers a plugin for one test and always unregisters it, and the ``lawbench_resources`` fixture
+(the real model files and llama.cpp build a run hands your sampler).
 """
 from __future__ import annotations
 
@@ -54,6 +56,31 @@ def evaluate_anchor(anchor: Anchor, law: Law, *, profile: Optional[HardwareProfi
     return evaluate(anchor, law, policy, resources)
 
 
+def law_anchors(law: Law) -> dict[str, Anchor]:
+    """The anchors ``law`` ships in its ``anchors_package``, by id: each file validated and each
+    anchor checked by ``law.check_anchor``, as ``lawbench check`` does. A problem raises
+    DataError naming the file, the anchor and the field."""
+    from lawbench.core.errors import DataError
+    from lawbench.core.loading import load_anchors
+
+    files = list(law.anchor_files())
+    if law.anchors_package and not files:
+        raise DataError(law.anchors_package, "holds no *.toml anchor files; declare them as package "
+                                             "data in your pyproject ([tool.setuptools.package-data])")
+    found: dict[str, Anchor] = {}
+    for loaded in load_anchors(files).anchors:
+        anchor = loaded.anchor
+        if anchor.law != law.name:
+            raise DataError(loaded.file, f"law {anchor.law!r} in the anchors of law {law.name!r}",
+                            anchor=anchor.id, field="law")
+        try:
+            law.check_anchor(anchor)
+        except DataError as exc:
+            raise exc.located(loaded.file, anchor.id) from None
+        found[anchor.id] = anchor
+    return found
+
+
 @contextlib.contextmanager
 def registered(plugin: Any, name: Optional[str] = None) -> Iterator[Any]:
     """Register a plugin module/object into a fresh registry for the duration of the block.
@@ -89,3 +116,18 @@ def private_lawbench_cache(tmp_path_factory, monkeypatch):
     gguf_header.clear_memory_cache()
     yield
     gguf_header.clear_memory_cache()
+
+
+@pytest.fixture
+def lawbench_resources():
+    """What ``lawbench run`` hands a sampler (``lawbench.Resources``), for one test:
+    ``.model("<catalogue id>")`` fetches and verifies a catalogue model once into the cache,
+    ``.llama()`` is the pinned llama.cpp build (built on first use: minutes). It holds the box
+    lock from first use until the test ends, like a run."""
+    from lawbench.core.resources import Resources
+
+    resources = Resources()
+    try:
+        yield resources
+    finally:
+        resources.close()

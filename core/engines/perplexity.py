@@ -1,0 +1,238 @@
+"""Perplexity as a sampled measurement: the real ``llama-perplexity``, one process per visit.
+
+Public surface (other laws code against this; signatures are stable):
+
+    shipped_text(name: str = DEFAULT_TEXT) -> Path
+        A text lawbench ships (anchors/texts/, source and license in anchors/texts/README.md).
+    text_slices(text: str | Path, n_slices: int, chars_per_slice: int) -> list[str]
+        Disjoint slices of a text, cut at line ends, in order: slice k never overlaps slice j.
+    run_perplexity(llama: LlamaCpp, model: Path | str, text: Path | str, *, ctx: int = 128,
+                   chunks: Optional[int] = None, threads: Optional[int] = None,
+                   timeout_s: float = 600, extra_args: Sequence[str] = ()) -> PerplexityRun
+        One llama-perplexity process on one text file. PerplexityRun.chunk_nll: the mean negative
+        log-likelihood (nats/token) of every chunk, in order; .nll the mean over chunks (equal token
+        counts, so this is the run's log-perplexity); .ppl = exp(.nll); .final_ppl the tool's own
+        "Final estimate"; .tokens_per_chunk, .cmd, .wall_s, .log. Faults are EngineError.
+    SliceVisits(llama, model, slices: list[str], *, ctx, chunks, threads, timeout_s, workdir)
+        A callable arm for lawbench.core.protocol.ArmSampler: visit k runs slice k (then k+1 …)
+        and returns Visit(values=[exp(slice nll)]). Two arms built on the same slices visit the
+        same slice in the same round, so a ratio sample a/b is exp(nll_a - nll_b) on one slice.
+
+The sampling unit (docs/verdicts.md): perplexity is deterministic for a given model and text, so
+its scatter is the text's, not the machine's. A sample is one **disjoint slice** of the shipped
+text, scored in one engine visit; two models are compared on the *same* slice in one round, and
+the sample is their perplexity ratio on it, exp(nll_a − nll_b). core's Student-t interval on the
+logs of those ratios is then a t-interval on the paired per-slice differences of log-perplexity —
+the textbook paired design, honest as long as slices are disjoint (no token is scored twice) and
+taken in a fixed order (the same code on the same box gives the same slices, the same numbers and
+the same verdict). Chunks inside one visit are not samples of their own: they are reported
+(``chunk_nll``) for people, while the verdict's unit stays the visit.
+
+llama-perplexity prints no JSON. It is run with ``--ppl-output-type 1``, which prints one line per
+chunk: the chunk's start token, the running perplexity, the running mean NLL (six decimals) and its
+standard error. Every chunk scores the same number of tokens (the second half of its context minus
+one), so chunk i's own mean NLL is i·mean_i − (i−1)·mean_(i−1). ``parse_perplexity`` does that and
+checks it against the tool's own running perplexity; tests/data/perplexity/ holds real output.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lawbench.core.engines.bench import _engine_error, _fault, _reason, _tail, run_process
+from lawbench.core.errors import EngineError, LawbenchError
+from lawbench.core.protocol import Visit
+
+if TYPE_CHECKING:
+    from lawbench.core.engines.llamacpp import LlamaCpp
+
+DEFAULT_TEXT = "python-reference-3.11.txt"
+# A chunk line of --ppl-output-type 1: "%8d  %.4lf  %4lf  %4lf" (start, ppl, mean nll, its s.e.).
+_CHUNK = re.compile(r"^\s*(\d+)\s+(\d+\.\d+|inf|nan)\s+(-?\d+\.\d+|inf|nan)\s+(-?\d+\.\d+|inf|nan|-nan)\s*$")
+_SETUP = re.compile(r"(?:calculating|computing) perplexity over (\d+) chunks, n_ctx=(\d+), batch_size=(\d+), n_seq=(\d+)")
+_FINAL = re.compile(r"Final estimate: PPL = ([0-9.]+|inf|nan) \+/- ([0-9.]+|inf|nan)")
+_TOO_SHORT = re.compile(r"you need at least (\d+) tokens.*|tokenizes to only (\d+) tokens")
+
+
+@dataclass
+class PerplexityRun:
+    """One llama-perplexity process: what each chunk scored and what it took."""
+
+    chunk_nll: list[float]  # mean negative log-likelihood (nats/token) of each chunk, in order
+    tokens_per_chunk: int  # tokens scored per chunk: n_ctx - n_ctx/2 - 1
+    n_ctx: int
+    final_ppl: float | None  # the tool's "Final estimate"
+    cmd: list[str] = field(default_factory=list)
+    wall_s: float = 0.0
+    log: str = ""  # stderr tail
+
+    @property
+    def nll(self) -> float:
+        """Mean NLL over the chunks (each scores the same number of tokens): log-perplexity."""
+        return sum(self.chunk_nll) / len(self.chunk_nll)
+
+    @property
+    def ppl(self) -> float:
+        return math.exp(self.nll)
+
+    def record(self) -> dict[str, Any]:
+        return {"chunk_nll": [round(v, 6) for v in self.chunk_nll], "nll": round(self.nll, 6),
+                "ppl": round(self.ppl, 4), "final_ppl": self.final_ppl, "n_ctx": self.n_ctx,
+                "tokens_per_chunk": self.tokens_per_chunk, "wall_s": round(self.wall_s, 3)}
+
+
+def parse_perplexity(stdout: str, stderr: str = "") -> PerplexityRun:
+    """Per-chunk NLL from ``llama-perplexity --ppl-output-type 1`` output.
+
+    :raises EngineError: no chunk lines, a chunk line that is not finite, or per-chunk values that
+        do not reproduce the tool's own running perplexity (a format this parser does not know).
+    """
+    text = stdout + "\n" + stderr
+    setup = _SETUP.search(text)
+    if not setup:
+        raise EngineError("llama-perplexity printed no 'calculating perplexity over N chunks, n_ctx=…' "
+                          "line: not the output of a perplexity run")
+    n_ctx = int(setup.group(2))
+    means, ppls = [], []
+    for line in stdout.splitlines():
+        m = _CHUNK.match(line)
+        if m:
+            ppls.append(float(m.group(2)))
+            means.append(float(m.group(3)))
+    if not means:
+        raise EngineError(f"llama-perplexity printed no chunk lines (expected {setup.group(1)} with "
+                          "--ppl-output-type 1)")
+    if not all(math.isfinite(v) for v in means + ppls):
+        raise EngineError(f"llama-perplexity printed a running perplexity that is not finite "
+                          f"({ppls}): the model's logits are broken, not a sample")
+    chunk = [means[0]] + [(i + 1) * means[i] - i * means[i - 1] for i in range(1, len(means))]
+    for i, (mean, ppl) in enumerate(zip(means, ppls)):
+        # %.4lf of exp(mean) against exp(%lf mean): agree to the printed rounding
+        if abs(math.exp(mean) - ppl) > 1e-4 * ppl + 6e-5:
+            raise EngineError(f"llama-perplexity chunk {i + 1}: running perplexity {ppl} is not "
+                              f"exp(mean nll {mean}); unknown output format")
+    final = _FINAL.search(stderr or text)
+    return PerplexityRun(chunk_nll=chunk, tokens_per_chunk=n_ctx - n_ctx // 2 - 1, n_ctx=n_ctx,
+                         final_ppl=float(final.group(1)) if final else None)
+
+
+def perplexity_command(llama: LlamaCpp, model: Path, text: Path, *, ctx: int = 128,
+                       chunks: int | None = None, threads: int | None = None,
+                       extra_args: Sequence[str] = ()) -> list[str]:
+    # -b ctx: one sequence per pass. The default batch (2048) packs 2048/ctx chunks into one KV
+    # cache and every token attends over the whole batch's mask: ~10x slower on a small model.
+    cmd = [str(llama.llama_perplexity), "-m", str(model), "-f", str(text), "-c", str(ctx),
+           "-b", str(ctx), "--ppl-output-type", "1"]
+    if chunks is not None:
+        cmd += ["--chunks", str(chunks)]
+    if threads is not None:
+        cmd += ["-t", str(threads)]
+    return cmd + [str(a) for a in extra_args]
+
+
+def run_perplexity(llama: LlamaCpp, model: Path | str, text: Path | str, *,
+                   ctx: int = 128, chunks: int | None = None, threads: int | None = None,
+                   timeout_s: float = 600, extra_args: Sequence[str] = ()) -> PerplexityRun:
+    """Run llama-perplexity once (its own process group, killed at ``timeout_s``).
+
+    :param chunks: score exactly this many chunks; a text too short for them is an EngineError.
+    :raises EngineError: missing model, text or tool, non-zero exit, signal, timeout, text too
+        short, unparseable output — one line naming the model, the text and the command.
+    """
+    model, text = Path(model), Path(text)
+    if not model.is_file():
+        raise EngineError(f"model file {model} does not exist")
+    if not text.is_file():
+        raise EngineError(f"text file {text} does not exist (llama-perplexity on model {model.name})")
+    cmd = perplexity_command(llama, model, text, ctx=ctx, chunks=chunks, threads=threads,
+                             extra_args=extra_args)
+    p = run_process(cmd, timeout_s)
+    where = f"model {model.name}, text {text.name}"
+    fault = _fault(p, "llama-perplexity", where, cmd, timeout_s)
+    short = _TOO_SHORT.search(p.stderr)
+    if fault is None and short:
+        fault = f"llama-perplexity on {where}: {_reason(p.stderr)}; command: {shlex.join(cmd)}"
+    if fault:
+        raise _engine_error(p, fault, log=_tail(p.stderr))
+    try:
+        run = parse_perplexity(p.stdout, p.stderr)
+    except EngineError as exc:
+        raise EngineError(f"{exc} ({where}; command: {shlex.join(cmd)})", log=_tail(p.stderr)) from None
+    if chunks is not None and len(run.chunk_nll) != chunks:
+        raise EngineError(f"llama-perplexity on {where} scored {len(run.chunk_nll)} chunks, not the "
+                          f"{chunks} asked for: the text is too short for ctx {ctx}; command: "
+                          f"{shlex.join(cmd)}", log=_tail(p.stderr))
+    run.cmd, run.wall_s, run.log = cmd, p.wall_s, _tail(p.stderr)
+    return run
+
+
+# --------------------------------------------------------------------------- the shipped texts
+
+
+def shipped_text(name: str = DEFAULT_TEXT) -> Path:
+    """The path of a text lawbench ships in lawbench.anchors.texts (README.md says whence)."""
+    from importlib.resources import files
+
+    path = Path(str(files("lawbench.anchors.texts") / name))
+    if not path.is_file():
+        raise LawbenchError(f"lawbench ships no text {name!r} (anchors/texts/); "
+                            f"shipped: {', '.join(sorted(p.name for p in path.parent.glob('*.txt') if not p.name.endswith('.license.txt')))}")
+    return path
+
+
+def text_sha256(path: Path | str) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def text_slices(text: str | Path, n_slices: int, chars_per_slice: int) -> list[str]:
+    """``n_slices`` disjoint slices of about ``chars_per_slice`` characters, cut at line ends, in
+    the text's order. Fewer come back when the text runs out (never an overlapping slice)."""
+    body = Path(text).read_text(encoding="utf-8") if isinstance(text, Path) else text
+    out, start = [], 0
+    while len(out) < n_slices and start < len(body):
+        end = body.find("\n", start + chars_per_slice)
+        end = len(body) if end < 0 else end + 1
+        if end - start < chars_per_slice:
+            break  # the tail is too short to be a slice like the others
+        out.append(body[start:end])
+        start = end
+    return out
+
+
+class SliceVisits:
+    """One arm for ArmSampler: each visit scores the next disjoint slice with one process.
+
+    Two arms made on the same ``slices`` stay on the same slice round by round (ArmSampler visits
+    each arm once per round; run it without warm-up visits, which would spend a slice).
+    """
+
+    def __init__(self, llama: LlamaCpp, model: Path | str, slices: Sequence[str], *,
+                 workdir: Path | str, ctx: int = 128, chunks: int | None = None,
+                 threads: int | None = None, timeout_s: float = 600):
+        self.llama, self.model, self.slices = llama, Path(model), list(slices)
+        self.workdir = Path(workdir)
+        self.ctx, self.chunks, self.threads, self.timeout_s = ctx, chunks, threads, timeout_s
+        self.next = 0
+
+    def slice_file(self, k: int) -> Path:
+        path = self.workdir / f"slice-{k:03d}.txt"
+        if not path.is_file():
+            self.workdir.mkdir(parents=True, exist_ok=True)
+            path.write_text(self.slices[k], encoding="utf-8")
+        return path
+
+    def __call__(self, reps: int = 1) -> Visit:
+        k = self.next
+        if k >= len(self.slices):
+            raise EngineError(f"the shipped text gives only {len(self.slices)} disjoint slices; a "
+                              f"budget asking for more would score a slice twice (model {self.model.name})")
+        self.next += 1
+        run = run_perplexity(self.llama, self.model, self.slice_file(k), ctx=self.ctx,
+                             chunks=self.chunks, threads=self.threads, timeout_s=self.timeout_s)
+        return Visit(values=[run.ppl], raw={"slice": k, **run.record()}, wall_s=run.wall_s)

@@ -1,0 +1,61 @@
+"""Law 2 of seed 000: quantized weights sit at the Gaussian rate-distortion floor.
+
+predict(): rel-MSE = 2^(-2R) at the case's rate (lawbench_law2.theory states the assumptions).
+sampler(): one sample per real tensor — the codec's rel-MSE on it (or its coding gain over the same
+weights shuffled), so the interval spans tensors as the seed's "identical across all 64" spans experts.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import lawbench
+from lawbench_law2.case import Law2Case
+from lawbench_law2.sampler import HeaderReading, TensorSampler
+from lawbench_law2.theory import bits_per_weight, gaussian_floor
+
+
+class RateDistortion(lawbench.Law):
+    name = "law2"
+    title = "Law 2 (seed 000): quantized weights at the Gaussian rate-distortion floor"
+    anchors_package = "lawbench_law2.anchors"
+    case_model = Law2Case
+
+    def check_anchor(self, anchor: lawbench.Anchor) -> None:
+        case = self.case(anchor)
+        if case.measure in ("rel-mse", "coding-gain") and anchor.kind != "prediction" and case.codec is None:
+            raise lawbench.DataError(lawbench.ANCHOR_FILE, f"case.measure = {case.measure!r} quantizes "
+                                     "real tensors: name the ggml type in case.codec", anchor=anchor.id,
+                                     field="case.codec")
+        if anchor.kind == "prediction" and case.codec is None and case.rate_bits is None:
+            raise lawbench.DataError(lawbench.ANCHOR_FILE, "a prediction needs a rate: case.rate_bits "
+                                     "or case.codec", anchor=anchor.id, field="case.rate_bits")
+        if anchor.kind in ("measurement", "agreement") and case.model is None:
+            raise lawbench.DataError(lawbench.ANCHOR_FILE, "a measurement needs case.model "
+                                     "('gguf:<catalogue id>')", anchor=anchor.id, field="case.model")
+        if anchor.kind == "agreement" and case.measure != "rel-mse":
+            raise lawbench.DataError(lawbench.ANCHOR_FILE, "only case.measure = 'rel-mse' has a "
+                                     "prediction to agree with", anchor=anchor.id, field="case.measure")
+
+    def predict(self, anchor: lawbench.Anchor, profile: lawbench.HardwareProfile) -> lawbench.Prediction:
+        case = self.case(anchor)
+        if case.measure != "rel-mse":
+            raise lawbench.NotApplicable(f"law2 predicts rel-MSE only, not {case.measure!r}")
+        rate = case.rate_bits if case.rate_bits is not None else bits_per_weight(case.codec)
+        detail = {"rate_bits": rate, "rate_from": "case.rate_bits" if case.rate_bits is not None
+                  else f"{case.codec} stores {rate:g} bits per weight, scales included",
+                  "source": "memoryless Gaussian, squared error: D(R)/sigma^2 = 2^(-2R)"}
+        return lawbench.Prediction(gaussian_floor(rate), detail)
+
+    def sampler(self, anchor: lawbench.Anchor, profile: lawbench.HardwareProfile, resources: Any):
+        case = self.case(anchor)
+        if resources is None:
+            raise lawbench.NotApplicable("law2 measures real model files: it needs a run's resources")
+        try:
+            path = resources.model(case.model_id)
+        except lawbench.ModelUnavailable as exc:  # a runner's own file absent: SKIP (FAIL on its runner)
+            raise lawbench.NotApplicable(str(exc)) from None
+        if case.measure in ("bits-per-weight", "file-gb"):
+            return HeaderReading(path, case.measure)
+        from lawbench_law2.codecs import Ggml
+
+        return TensorSampler(path, case, Ggml(resources.llama().bin_dir))

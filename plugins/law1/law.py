@@ -1,0 +1,92 @@
+"""Law 1 (seed 000): incoherence rotation helps full-rank tensors and destroys low-rank bottlenecks.
+
+predict.py holds the model (effective rank and bits -> the sign, and the rotated side's error
+exactly); measure.py the tensor-level measurement on real GGUF tensors; fakequant.py writes a
+fake-quantized GGUF and model_level.py scores it against the native-basis copy with the real
+llama-perplexity (quantity "gauge/native perplexity ratio").
+
+Anchors are `measurement` anchors with a half-open band on the gauge/native error ratio (the sign
+the seed states) and `ratio` anchors (arm a's ratio over arm b's on the same tensors: the
+ordering by effective rank).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from lawbench.core.errors import ANCHOR_FILE, DataError, validation_error
+from lawbench.core.law import Law, NotApplicable, Prediction
+from lawbench.core.models import Anchor, HardwareProfile
+from lawbench.plugins.law1 import model_level
+from lawbench.plugins.law1.case import Law1Case, catalog_ids
+
+QUANTITY = "gauge/native error ratio"
+
+
+def anchor_cases(anchor: Anchor) -> dict[str, Law1Case]:
+    """The case, or for a ratio anchor each arm laid over it; DataError names the field."""
+    if anchor.kind not in ("measurement", "ratio"):
+        raise DataError(ANCHOR_FILE, f"a law1 anchor is a measurement or a ratio, not {anchor.kind!r}",
+                        anchor=anchor.id, field="kind")
+    if anchor.kind == "measurement" and anchor.arms:
+        raise DataError(ANCHOR_FILE, "only a ratio anchor has arms", anchor=anchor.id, field="arms")
+    arms = anchor.arms if anchor.kind == "ratio" else {"main": {}}
+    out: dict[str, Law1Case] = {}
+    for arm, patch in arms.items():
+        for key in ("layers", "seed", "model"):
+            if key in patch:  # both arms must read the same tensors with the same rotations
+                raise DataError(ANCHOR_FILE, f"an arm may not change {key!r}: both arms read the same "
+                                             "tensors with the same seeds", anchor=anchor.id,
+                                field=f"arms.{arm}.{key}")
+        prefix = "case" if arm == "main" else f"arms.{arm}"
+        try:
+            out[arm] = Law1Case.model_validate({**anchor.case, **patch})
+        except ValidationError as exc:
+            raise validation_error(ANCHOR_FILE, exc, anchor=anchor.id, prefix=prefix) from None
+    case = next(iter(out.values()))
+    if case.model not in catalog_ids():
+        raise DataError(ANCHOR_FILE, f"no model {case.model!r} in the model catalogue",
+                        anchor=anchor.id, field="case.model")
+    if anchor.budget.max_samples > len(case.layers):
+        raise DataError(ANCHOR_FILE, f"max_samples {anchor.budget.max_samples} exceeds the "
+                                     f"{len(case.layers)} layers listed (one sample per tensor)",
+                        anchor=anchor.id, field="budget.max_samples")
+    if anchor.quantity != QUANTITY:
+        raise DataError(ANCHOR_FILE, f"quantity must be {QUANTITY!r} (tensor level) or "
+                        f"{model_level.QUANTITY!r} (model level)", anchor=anchor.id, field="quantity")
+    return out
+
+
+class Law1(Law):
+    name = "law1"
+    title = "Incoherence rotation helps full-rank tensors and destroys low-rank bottlenecks"
+    anchors_package = "lawbench.anchors.law1"
+    case_model = Law1Case
+
+    def check_anchor(self, anchor: Anchor) -> None:
+        if anchor.quantity == model_level.QUANTITY:
+            model_level.parse_case(anchor)
+        else:
+            anchor_cases(anchor)
+
+    def predict(self, anchor: Anchor, profile: HardwareProfile) -> Prediction:
+        # The sign needs the tensor's effective rank, which needs its data: measure() records
+        # the forecast beside every sample (raw.forecast); a point prediction is not offered.
+        raise NotApplicable("law1 forecasts per tensor from its effective rank (recorded with "
+                            "every sample), not per anchor")
+
+    def sampler(self, anchor: Anchor, profile: HardwareProfile, resources: Any) -> Any:
+        from lawbench.plugins.law1.measure import TensorSampler
+
+        if anchor.quantity == model_level.QUANTITY:
+            return model_level.sampler(anchor, profile, resources)
+        cases = anchor_cases(anchor)
+        model = next(iter(cases.values())).model
+        if resources is None:
+            from lawbench.core.store.real import ModelStore
+
+            path = ModelStore().path(model)
+        else:
+            path = resources.model(model)
+        return TensorSampler(anchor, cases, str(path))

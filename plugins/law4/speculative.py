@@ -1,0 +1,136 @@
+"""Law 4 with speculation: a case's bench table run through llama-server (``bench.tool = "server"``).
+
+The law prices one token per weight read; speculation (a draft model, an n-gram drafter, an MTP
+head) accepts several tokens per read, so the law reads low by the acceptance multiplier, and on
+offloaded MoE the verify batch unions extra experts (seed 000, Law 4 corollaries; register L-13,
+V-04, D-09, D-10). llama-bench cannot speculate, so these cases run in llama.cpp's own server::
+
+    case = { quantity = "decode_tok_s", model = "gguf:…", placement = { n_cpu_moe = 32 },
+             bench = { tool = "server", n_gen = 256, reps = 1, warmup = false,
+                       server = { prompt = "copy",
+                                  spec = { type = "ngram-simple", ngram_size_m = 384, ngram_size_n = 4 } } } }
+
+A visit is one llama-server process (lawbench.core.engines.server): with ``bench.warmup`` one
+discarded request first, then ``bench.reps`` timed requests of n_gen tokens on the shipped prompt
+(plugins/law4/prompts.py); each timed request's ``timings.predicted_per_second`` is a reading.
+``warmup = false`` times request 1 of a fresh server, the register's own rule for drafters with a
+cross-request store (D-10, D-12). A ratio anchor (speculation on over off) interleaves its arms
+A B B A exactly as the llama-bench path does (core.protocol.ArmSampler); the off arm is
+``spec = { type = "none" }`` on the same server build, prompt and n_gen.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+
+
+def server_flags(case: Any, profile: Any) -> dict[str, Any]:
+    """serve() keyword arguments for a case: the placement and KV flags the llama-bench path
+    derives (plugins/law4/measure.bench_params), spelled as llama-server spells them."""
+    from lawbench.core.errors import DataError
+    from lawbench.plugins.law4.case import CASE_FILE
+    from lawbench.plugins.law4.measure import bench_params
+
+    b = case.bench
+    p = bench_params(case, profile)
+    extra: list[str] = []
+    for key, flag in (("cache_type_k", "-ctk"), ("cache_type_v", "-ctv"), ("flash_attn", "-fa"),
+                      ("ubatch", "-ub"), ("n_cpu_moe", "--n-cpu-moe"), ("override_tensor", "-ot")):
+        if p.get(key) is not None:
+            extra += [flag, str(p[key])]
+    if case.placement.kv_on_cpu:
+        extra.append("-nkvo")  # a switch here, "-nkvo 1" in llama-bench
+    if b.batch:
+        extra += ["-b", str(b.batch)]
+    if b.load_mode not in (None, "auto", "mmap"):
+        if b.load_mode != "none":
+            raise DataError(CASE_FILE, f"bench.load_mode {b.load_mode!r} has no llama-server spelling here; "
+                            "use \"none\" (--no-mmap) or leave it out", field="case.bench.load_mode")
+        extra.append("--no-mmap")
+    return {"ctx": b.server.ctx, "threads": p.get("threads"), "n_gpu_layers": p.get("n_gpu_layers"),
+            "extra_args": tuple(extra)}
+
+
+def _visit(llama: Any, model: Path, draft: Optional[Path], case: Any, flags: dict[str, Any]):
+    """One arm's visit: one llama-server process, an optional warm-up request, `reps` timed ones."""
+    from lawbench.core.engines.server import Request, Speculation, serve
+    from lawbench.core.protocol import Visit
+    from lawbench.plugins.law4.prompts import PROMPTS
+
+    b, opts = case.bench, case.bench.server
+    s = opts.spec
+    spec = Speculation(type=s.type, draft_model=draft, draft_max=s.draft_max, draft_min=s.draft_min,
+                       draft_gpu_layers=s.draft_gpu_layers, ngram_size_n=s.ngram_size_n,
+                       ngram_size_m=s.ngram_size_m)
+    request = Request(prompt=PROMPTS[opts.prompt], n_predict=b.n_gen, ignore_eos=opts.ignore_eos,
+                      timeout_s=b.timeout_s)
+
+    def visit(reps: int) -> Visit:
+        requests = [request] * (reps + (1 if b.warmup else 0))
+        run = serve(llama, model, requests, load_timeout_s=opts.load_timeout_s, spec=spec, **flags)
+        timed = run.timings[1:] if b.warmup else run.timings
+        keep = ("predicted_n", "predicted_per_second", "prompt_n", "draft_n", "draft_n_accepted")
+        return Visit(values=[float(t["predicted_per_second"]) for t in timed], wall_s=run.wall_s,
+                     raw={"engine": "llama-server", "model": model.name, "spec": s.type,
+                          "requests": [{k: t[k] for k in keep if k in t} for t in timed]})
+    return visit
+
+
+def sampler(anchor: Any, profile: Any, resources: Any, cases: dict[str, Any]) -> Any:
+    """The ArmSampler of a server case: the llama-bench path's shape (plugins/law4/measure.sampler)
+    with a llama-server visit; models (and draft models) resolved before anything runs."""
+    from lawbench.core.errors import DataError
+    from lawbench.core.law import NotApplicable
+    from lawbench.core.protocol import ArmSampler
+    from lawbench.plugins.law4.case import CASE_FILE
+    from lawbench.plugins.law4.measure import fastest, model_file
+
+    if anchor.kind == "agreement":
+        raise DataError(CASE_FILE, "the law prices one token per weight read and has no speculation term: "
+                        "a server case is measured (kind measurement or ratio), never priced",
+                        anchor=anchor.id, field="kind")
+    if anchor.kind == "ratio" and "main" in cases:
+        raise NotApplicable(f"ratio anchor {anchor.id} needs arms.a and arms.b")
+    for name, case in cases.items():
+        where = "case.bench" if name == "main" else f"arms.{name}.bench"
+        b = case.bench
+        if b is None or b.tool != "server" or b.server is None:
+            raise DataError(CASE_FILE, "every arm of a server case runs in llama-server: bench.tool = "
+                            "\"server\" with a bench.server table", anchor=anchor.id, field=where)
+        if b.n_prompt or b.depth:
+            raise DataError(CASE_FILE, "a server case times the decode of one request after the shipped "
+                            "prompt: leave n_prompt and depth out", anchor=anchor.id, field=where)
+    reps = {c.bench.reps for c in cases.values()}
+    per_visit = {c.bench.per_visit for c in cases.values()}
+    if len(reps) != 1 or len(per_visit) != 1:
+        raise DataError(CASE_FILE, "both arms must run the same bench.reps and per_visit (one ratio per round)",
+                        anchor=anchor.id, field="arms.b.bench")
+    files = {name: model_file(c.model, resources) for name, c in cases.items()}
+    drafts = {name: model_file(c.bench.server.spec.draft_model, resources)
+              if c.bench.server.spec.draft_model else None for name, c in cases.items()}
+    flags = {name: server_flags(c, profile) for name, c in cases.items()}
+    llama = resources.llama()
+    arms = {name: _visit(llama, files[name], drafts[name], c, flags[name]) for name, c in cases.items()}
+    labels = {name: _label(c, flags[name]) for name, c in cases.items()}
+    if len(set(labels.values())) != len(labels):
+        labels = {name: f"{name}: {lab}" for name, lab in labels.items()}
+    return ArmSampler(arms, labels=labels, reps_per_visit=reps.pop(),
+                      per_visit=fastest if per_visit.pop() == "fastest" else None,
+                      protocol={"engine": "llama-server", "llama_cpp": llama.version,
+                                "server": {n: {"flags": {k: list(v) if isinstance(v, tuple) else v
+                                                         for k, v in flags[n].items()},
+                                               "options": c.bench.server.model_dump(),
+                                               "n_gen": c.bench.n_gen, "warmup_request": c.bench.warmup}
+                                           for n, c in cases.items()},
+                                "models": {k: str(v) for k, v in files.items()},
+                                "draft_models": {k: str(v) for k, v in drafts.items() if v}})
+
+
+def _label(case: Any, flags: dict[str, Any]) -> str:
+    s = case.bench.server.spec
+    spec = s.type if s.type == "none" else " ".join(
+        [s.type] + [f"{k}={v}" for k, v in s.model_dump(exclude={"type"}).items() if v is not None])
+    model = (case.model or "").partition(":")[2]
+    return (f"{model} server {case.bench.server.prompt} n{case.bench.n_gen} spec={spec} "
+            f"ngl={flags.get('n_gpu_layers')} {' '.join(flags['extra_args'])}").strip()

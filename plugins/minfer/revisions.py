@@ -1,0 +1,116 @@
+"""Which minfer engine revisions an anchor's published number holds for, and which one is installed.
+
+Seed 002 is one record (r54) of a campaign whose engine keeps moving: r56 adds a W_dsc plane under
+the same gate ("another 363 MB"), r60 flips every MMQ gate's default. A number measured on r54 says
+nothing about an r56 engine, so every minfer engine run carries a range,
+
+    revisions = { min = "r54", before = "r56" }     # r54 <= revision < r56
+
+and the installed engine is asked for its revision before it runs (the probe below). Outside the
+range the anchor is not about this engine: EngineRevisionOutOfRange, a SKIP with the reason.
+
+Revisions are the campaign's record numbers written "r<N>" (r41, r53, r54, …) and compare by N.
+
+The probe (part of the engine command's contract, lawbench.plugins.minfer.engine): the command is
+run once with LAWBENCH_MINFER_PROBE=revision in its environment; it prints one JSON line
+{"minfer_revision": "r54"} on stdout and exits 0 without running a pass. The wrapper a runner
+already writes for the {"prefill_tok_s": …} line answers it, from the engine tree it builds.
+"""
+from __future__ import annotations
+
+import json
+import re
+from typing import Mapping, Optional
+
+from pydantic import BaseModel, ConfigDict, field_validator, model_validator
+
+from lawbench.core.errors import EngineError, NotThisEngine
+
+PROBE_ENV = "LAWBENCH_MINFER_PROBE"
+PROBE_KEY = "minfer_revision"
+_REVISION = re.compile(r"r(0|[1-9][0-9]*)")
+
+
+class EngineRevisionOutOfRange(NotThisEngine):
+    """The installed engine is another revision than the one the anchor's number was published for.
+
+    Not a missing resource: the anchor is not about this engine, so even a runner of the anchor's
+    own profile SKIPs it (core keeps a NotThisEngine a SKIP there and under --strict)."""
+
+
+def revision_number(text: str) -> int:
+    """"r54" -> 54; ValueError for anything else (" r54", "R54", "r054", "54", "r54-dirty")."""
+    m = _REVISION.fullmatch(text) if isinstance(text, str) else None
+    if m is None:
+        raise ValueError(f"{text!r} is not a revision: write r<N>, e.g. \"r54\"")
+    return int(m.group(1))
+
+
+class Revisions(BaseModel):
+    """min <= revision < before; either end may be left out, not both."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    min: Optional[str] = None
+    before: Optional[str] = None
+
+    @field_validator("min", "before")
+    @classmethod
+    def _is_revision(cls, v: Optional[str]) -> Optional[str]:
+        if v is not None:
+            revision_number(v)
+        return v
+
+    @model_validator(mode="after")
+    def _a_range(self) -> "Revisions":
+        if self.min is None and self.before is None:
+            raise ValueError("min: a revision range needs min = \"r<N>\", before = \"r<N>\" or both")
+        if self.min is not None and self.before is not None \
+                and revision_number(self.min) >= revision_number(self.before):
+            raise ValueError(f"before: {self.before} is not after min {self.min}; the range would be empty")
+        return self
+
+    def holds(self, revision: str) -> bool:
+        n = revision_number(revision)
+        return (self.min is None or n >= revision_number(self.min)) and \
+            (self.before is None or n < revision_number(self.before))
+
+    def describe(self) -> str:
+        parts = ([f"{self.min} <="] if self.min else []) + ["revision"] + ([f"< {self.before}"] if self.before else [])
+        return " ".join(parts)
+
+
+def parse_probe(stdout: str, what: str, log: str = "") -> str:
+    """The last {"minfer_revision": "r<N>"} line on stdout; EngineError when there is none or it is
+    not a revision (the runner's wrapper breaks the contract: an ERROR, never a guess)."""
+    found: Optional[str] = None
+    for line in stdout.splitlines():
+        line = line.strip()
+        if not (line.startswith("{") and PROBE_KEY in line):
+            continue
+        try:
+            value = json.loads(line).get(PROBE_KEY)
+        except (json.JSONDecodeError, AttributeError):
+            continue
+        found = value if isinstance(value, str) else repr(value)
+    if found is None:
+        raise EngineError(f'{what} printed no {{"{PROBE_KEY}": "r<N>"}} line when run with {PROBE_ENV}=revision; '
+                          "an anchor pinned to engine revisions needs it (contract: lawbench.plugins.minfer.engine)",
+                          log=log)
+    try:
+        revision_number(found)
+    except ValueError as exc:
+        raise EngineError(f"{what} reported revision {found!r}: {exc}", log=log) from None
+    return found
+
+
+def probe_env(env: Mapping[str, str]) -> dict[str, str]:
+    return {**env, PROBE_ENV: "revision"}
+
+
+def require(revisions: Revisions, revision: str, anchor_id: str, what: str, field: str) -> None:
+    """EngineRevisionOutOfRange unless ``revision`` lies in the anchor's range."""
+    if not revisions.holds(revision):
+        raise EngineRevisionOutOfRange(
+            f"{what} is revision {revision}, outside this anchor's {field} ({revisions.describe()}): "
+            f"anchor {anchor_id} re-checks a number published for those revisions only")

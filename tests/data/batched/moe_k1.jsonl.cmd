@@ -1,0 +1,2 @@
+# llama.cpp b11434 CPU build, as decode_slots.jsonl.cmd; model: a tiny llama-architecture MoE (4 experts, expert_used_count 2 in the file; tests/test_batched_bench.py write_moe) run at k=1; stdout in moe_k1.jsonl, stderr (verbose load log) in moe_k1.log
+llama-batched-bench -m /tmp/issue9/xwork/moe.gguf --output-format jsonl -npp 0 -ntg 8,8 -npl 1 -c 16 -t 1 --override-kv llama.expert_used_count=int:1 -v

@@ -1,0 +1,1 @@
+/root/.cache/lawbench/llama.cpp/11434.0.0-cpu-aadc36d4400a/build/bin/llama-server -m /tmp/pytest-of-root/pytest-323/synthetic0/synthetic-b11eb228ac744b5b-F16.gguf --host 127.0.0.1 --port 39179 -c 2048 -np 1 --no-webui -t 2 --spec-type ngram-simple --spec-ngram-simple-size-n 1 --spec-ngram-simple-size-m 8

@@ -1,0 +1,132 @@
+"""The claims inventory: every line quotes its source verbatim, the real data links cleanly, and
+each way the link can break is one located error (file, anchor or claim, field)."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from conftest import run_cli
+
+from lawbench.core.errors import DataError
+from lawbench.core.inventory import check_inventory, coverage, load_inventory
+from lawbench.core.loading import AnchorSet, LoadedAnchor
+from lawbench.core.models import Anchor
+
+SOURCES = Path(__file__).resolve().parents[1] / "sources"
+INVENTORY = load_inventory()
+
+
+def _words(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _pieces(quote: str) -> list[str]:
+    """A quote may elide with "[...]" or "…"; every piece between elisions must be verbatim."""
+    return [p.strip() for p in re.split(r"\[\.\.\.\]|\[…\]|…", _words(quote)) if p.strip()]
+
+
+def _register_entries() -> dict[str, dict]:
+    register = json.loads((SOURCES / "register" / "quantprobe-REGISTER.json").read_text(encoding="utf-8"))
+    return {e["id"]: e for kind in register.values() if isinstance(kind, list) for e in kind
+            if isinstance(e, dict) and "id" in e}
+
+
+@pytest.mark.parametrize("line", [lc.claim for lc in INVENTORY.claims.values()], ids=lambda c: c.id)
+def test_every_line_quotes_its_source_verbatim(line):
+    if line.seed or line.document:
+        source = SOURCES / "seeds" / line.seed if line.seed else SOURCES / line.document
+        assert source.is_file(), f"{line.id}: {source} is not in sources/"
+        text = _words(source.read_text(encoding="utf-8"))
+    else:
+        entry = _register_entries().get(line.register_id)
+        assert entry is not None, f"{line.id}: register id {line.register_id!r} is not in the register"
+        text = _words(" ".join(str(v) for v in entry.values()))
+    for piece in _pieces(line.quote):
+        assert piece in text, f"{line.id}: {piece[:80]!r} is not in its source"
+
+
+def test_every_law_entry_of_the_register_has_its_line():
+    laws = json.loads((SOURCES / "register" / "quantprobe-REGISTER.json").read_text(encoding="utf-8"))["laws"]
+    have = {lc.claim.register_id for lc in INVENTORY.claims.values() if lc.claim.register_id}
+    assert {e["id"] for e in laws} <= have
+    for e in laws:
+        assert f"reg.{e['id'].lower()}" in INVENTORY.claims, e["id"]
+
+
+def test_the_shipped_data_links_cleanly_and_lawbench_check_says_so(tmp_path):
+    done = run_cli(["check"], env=None, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"claims inventory: \d+ lines, \d+ encoded \(\d+% of \d+ counted\), \d+ explained, "
+                     r"0 missing", done.stdout), done.stdout
+
+
+# --------------------------------------------------------------------------- the rules, one by one
+
+
+def _anchor(aid: str, law: str = "law4", claims=()) -> LoadedAnchor:
+    a = Anchor.model_validate({"id": aid, "law": law, "claim": "c", "quantity": "q", "unit": "x",
+                               "kind": "prediction", "value": 1.0, "band": {"rel": 0.1},
+                               "claims": list(claims), "provenance": {"seed": "s.txt"}})
+    return LoadedAnchor(a, f"/data/{law}.toml")
+
+
+def _inventory(tmp_path, body: str):
+    (tmp_path / "laws.toml").write_text('[law.law4]\ntitle = "Law 4"\n[law.law9]\ntitle = "Law 9"\n')
+    (tmp_path / "lines.toml").write_text(body)
+    return load_inventory(sorted(tmp_path.glob("*.toml")))
+
+
+LINE = '[[claim]]\nid = "{id}"\nlaw = "{law}"\nseed = "s.txt"\nquote = "q"\n'
+REGISTRY = SimpleNamespace(laws={"law4": None})
+
+
+def test_encoded_explained_missing_and_pending_are_counted(tmp_path):
+    inv = _inventory(tmp_path, LINE.format(id="a", law="law4") + LINE.format(id="b", law="law4")
+                     + 'unencoded = { reason = "no-hardware", detail = "d" }\n'
+                     + LINE.format(id="c", law="law4") + LINE.format(id="d", law="law9"))
+    cov = coverage(inv, AnchorSet([_anchor("x", claims=["a"])]), REGISTRY.laws)
+    c = cov.by_law["law4"]
+    assert (c.lines, c.encoded, c.explained, c.missing, c.pending) == (3, 1, 1, 1, 0)
+    assert cov.by_law["law9"].pending == 1 and cov.cited_by["a"] == ["x"]
+    assert "3 of" not in cov.summary() and "1 missing" in cov.summary()
+
+
+@pytest.mark.parametrize("anchors, body, want", [
+    ([_anchor("x", claims=["nope"])], LINE.format(id="a", law="law9"),
+     "/data/law4.toml: anchor x: field claims.0: cites claim 'nope', which no claims inventory file holds"),
+    ([_anchor("x")], LINE.format(id="a", law="law9"),
+     "/data/law4.toml: anchor x: field claims: cites no line of the claims inventory"),
+    ([_anchor("x", claims=["a"])], LINE.format(id="a", law="law4") + 'unencoded = { reason = "not-numeric", detail = "d" }\n',
+     "lines.toml: claim a: field unencoded: is marked unencoded (not-numeric) but anchor x encodes it"),
+    ([], LINE.format(id="a", law="law4"),
+     "lines.toml: claim a: no anchor encodes this claim and none says why"),
+])
+def test_each_broken_link_is_one_located_problem(tmp_path, anchors, body, want):
+    _, problems = check_inventory(_inventory(tmp_path, body), AnchorSet(anchors), REGISTRY, {"/data/law4.toml"})
+    assert len(problems) == 1 and want in str(problems[0]), [str(p) for p in problems]
+
+
+def test_an_anchor_a_contributor_ships_may_cite_nothing(tmp_path):
+    # law4's anchor, but from another distribution's file: only lawbench's own files must cite
+    _, problems = check_inventory(_inventory(tmp_path, LINE.format(id="a", law="law9")),
+                                  AnchorSet([_anchor("x", law="law4")]), REGISTRY, {"/data/other.toml"})
+    assert problems == []
+
+
+@pytest.mark.parametrize("body, want", [
+    (LINE.format(id="a", law="law4") + LINE.format(id="a", law="law4"), "claim a: field id: duplicate claim id"),
+    (LINE.format(id="a", law="law5"), "claim a: field law: unknown law 'law5'"),
+    ('[[claim]]\nid = "a"\nlaw = "law4"\nquote = "q"\n', "claim a: field seed: give exactly one source"),
+    ('[[claim]]\nid = "a"\nlaw = "law4"\nseed = "s"\nregister_id = "L-1"\nquote = "q"\n', "claim a: field seed: give exactly one source"),
+    (LINE.format(id="a", law="law4") + 'unencoded = { reason = "too-hard", detail = "d" }\n',
+     "claim a: field unencoded.reason"),
+    (LINE.format(id="a", law="law4").replace('quote = "q"', 'quote = ""'), "claim a: field quote"),
+    (LINE.format(id="A B", law="law4"), "claim A B: field id:"),
+])
+def test_a_bad_line_is_one_error_naming_file_claim_and_field(tmp_path, body, want):
+    with pytest.raises(DataError) as exc:
+        _inventory(tmp_path, body)
+    assert "lines.toml" in str(exc.value) and want in str(exc.value), str(exc.value)
