@@ -88,7 +88,8 @@ def test_every_gauge_returns_the_native_basis():
     ("bits = 12", "bits = 2, group = 48", "case.group"),
     ("bits = 12", "bits = 2, gauge = \"fourier\"", "case.gauge"),
     ("layers = [0, 1, 2], bits = 12", "layers = [0, 1], bits = 2", "case.layers"),
-    ("role = \"ffn_up\", layers = [0, 1, 2], bits = 12", "role = \"ffn_down\", layers = [0, 1, 2], bits = 2", "case"),
+    ("role = \"ffn_up\", layers = [0, 1, 2], bits = 12", "role = \"ffn_down\", layers = [0, 1, 2], bits = 2, activations = \"norm-gain\"", "case"),
+    ("bits = 12", "bits = 2, activations = \"engine\"", "case.activations"),
 ])
 def test_bad_case_is_one_line_naming_file_anchor_field(tmp_path, cli_env, old, new, field):
     text = (DATA / "bad-case.toml").read_text().replace(old, new)
@@ -125,8 +126,10 @@ def test_real_tensor_measurement_smollm2():
     from lawbench.plugins.law1.case import Law1Case
     from lawbench.plugins.law1.measure import tensor_effect
 
-    case = Law1Case(model="smollm2-135m-q4_1", role="attn_k", layers=[0, 1, 2], bits=2)
+    case = Law1Case(model="smollm2-135m-q4_1", role="attn_k", layers=[0, 1, 2], bits=2,
+                    activations="norm-gain")
     got = tensor_effect(str(SMOL), case, 15, seed=0)
+    assert got["activations"] == "norm-gain" and got["inputs"].startswith("norm-gain")
     assert got["source_type"] == "Q4_1" and 1 < got["erank"] <= 192
     # the rotated side is the Gaussian distortion, whatever the tensor (predict.py)
     assert got["rel_mse_gauge"] == pytest.approx(gaussian_distortion(2, 64), rel=0.05)

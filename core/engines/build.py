@@ -3,7 +3,7 @@ tools lawbench runs, with a timeout and progress; the result is a lawbench.core.
 build (its docstring says where builds live and how they are keyed).
 
 Besides the three tools every build has, the extra tools a source tree holds (EXTRA_TOOLS:
-llama-batched-bench, llama-server) are built too. A cached build made before a tool was added is
+llama-batched-bench, llama-server, llama-imatrix) are built too. A cached build made before a tool was added is
 completed in its own configured tree (same source and flags, reconfigured only with the options
 the tool needs, recorded in build_info.json), or refused with what to delete — never used as if
 it had the tool.
@@ -39,10 +39,12 @@ BUILD_TIMEOUT_S = 7200  # configure + compile; a CUDA build on a small box takes
 
 # Built beside the tools every llama.cpp must have (llamacpp.TOOLS, which a runner's own build is
 # checked for), wherever the source tree has them: llama-batched-bench runs parallel slots and
-# --override-kv (engines.batched), llama-server runs speculation (engines.server).
+# --override-kv (engines.batched), llama-server runs speculation (engines.server), llama-imatrix
+# measures each weight tensor's real input activations (engines.imatrix, Law 1's output error).
 # Tool -> (its folder in the llama.cpp tree, the cmake options it needs).
 EXTRA_TOOLS: dict[str, tuple[str, tuple[str, ...]]] = {
     "llama-batched-bench": ("tools/batched-bench", ()),
+    "llama-imatrix": ("tools/imatrix", ()),
     # the server without its web UI: a prebuilt UI would be downloaded, and no run needs it
     "llama-server": ("tools/server", ("-DLLAMA_BUILD_SERVER=ON", "-DLLAMA_USE_PREBUILT_UI=OFF",
                                       "-DLLAMA_BUILD_UI=OFF")),

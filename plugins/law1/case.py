@@ -18,6 +18,11 @@ def _power_of_two(v: int) -> int:
 # Weights per quantization group (one scale each): a power of two, as the Hadamard transform needs.
 Group = Annotated[int, Field(ge=8, le=4096), AfterValidator(_power_of_two)]
 
+# Where the output error's input statistics come from: "imatrix", the real activations llama-imatrix
+# measures on the shipped text (core.engines.imatrix); "norm-gain", the layer's own RMSNorm gain
+# squared read from the file (tensors.input_scale), a proxy that needs no engine run.
+ACTIVATIONS = ("imatrix", "norm-gain")
+
 # Roles whose inputs the file describes (they read an RMSNorm's output: tensors.input_scale).
 NORMED_ROLES = ("attn_q", "attn_k", "attn_v", "ffn_gate", "ffn_up")
 ROLES = NORMED_ROLES + ("attn_output", "ffn_down")
@@ -36,8 +41,9 @@ class Law1Case(BaseModel):
     gauge: Literal[GAUGES[1:]] = "hadamard"  # type: ignore[valid-type]  # compared with native
     rank: Optional[int] = Field(default=None, ge=1)  # truncated SVD: a manufactured bottleneck
     # output_error_ratio: gauge/native relative error on the tensor's outputs (inputs with the
-    # layer's own norm statistics); rel_mse_ratio: the same on the weights themselves.
+    # second moment `activations` names); rel_mse_ratio: the same on the weights themselves.
     quantity: Literal["output_error_ratio", "rel_mse_ratio"] = "output_error_ratio"
+    activations: Literal[ACTIVATIONS] = "imatrix"  # type: ignore[valid-type]
     seed: int = Field(default=0, ge=0)  # first rotation seed; sample k uses seed + k
 
     @field_validator("layers")
@@ -51,9 +57,11 @@ class Law1Case(BaseModel):
 
     @model_validator(mode="after")
     def _output_needs_inputs(self) -> "Law1Case":
-        if self.quantity == "output_error_ratio" and self.role not in NORMED_ROLES:
-            raise ValueError(f"role {self.role}: the file does not describe its inputs; "
-                             f"use quantity = \"rel_mse_ratio\" or one of {', '.join(NORMED_ROLES)}")
+        if (self.quantity == "output_error_ratio" and self.activations == "norm-gain"
+                and self.role not in NORMED_ROLES):
+            raise ValueError(f"role {self.role}: the file does not describe its inputs; use "
+                             f"activations = \"imatrix\", quantity = \"rel_mse_ratio\" or one of "
+                             f"{', '.join(NORMED_ROLES)}")
         return self
 
     def tensor(self, layer: int) -> str:

@@ -11,6 +11,7 @@ ordering by effective rank).
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
@@ -77,7 +78,7 @@ class Law1(Law):
                             "every sample), not per anchor")
 
     def sampler(self, anchor: Anchor, profile: HardwareProfile, resources: Any) -> Any:
-        from lawbench.plugins.law1.measure import TensorSampler
+        from lawbench.plugins.law1.measure import TensorSampler, needs_imatrix
 
         if anchor.quantity == model_level.QUANTITY:
             return model_level.sampler(anchor, profile, resources)
@@ -89,4 +90,25 @@ class Law1(Law):
             path = ModelStore().path(model)
         else:
             path = resources.model(model)
-        return TensorSampler(anchor, cases, str(path))
+        imatrix = None
+        if needs_imatrix(cases):
+            if resources is None:
+                raise NotApplicable("activations = 'imatrix' runs llama-imatrix: it needs the run's "
+                                    "llama.cpp (resources)")
+            imatrix = model_imatrix(model, Path(path), resources.llama(),
+                                    profile.engine_threads() if profile is not None else None)
+        return TensorSampler(anchor, cases, str(path), imatrix)
+
+
+def model_imatrix(model: str, path: Path, llama: Any, threads: Any) -> Any:
+    """The model's real input activations (core.engines.imatrix, cached by content and settings)."""
+    from lawbench.core.engines.imatrix import cached_imatrix
+    from lawbench.core.engines.perplexity import shipped_text
+    from lawbench.core.store.catalog import load_catalog
+    from lawbench.core.store.real import sha256_of
+    from lawbench.plugins.law1.measure import IMATRIX_CHUNKS, IMATRIX_CTX
+
+    # The store verified the file against the catalogue's sha256; a runner's own file is hashed.
+    sha = getattr(load_catalog().get(model), "sha256", None) or sha256_of(path)
+    return cached_imatrix(llama, path, sha, shipped_text(), ctx=IMATRIX_CTX, chunks=IMATRIX_CHUNKS,
+                          threads=threads)

