@@ -44,7 +44,7 @@ def write_moe(path: Path, n_expert: int = 4, k: int = 2, n_layer: int = 2, e: in
     """A tiny llama-architecture MoE GGUF (random F16 weights: honest for speed only)."""
     import gguf
 
-    from lawbench.core.store.synthetic import _vocab
+    from lawbench.core.store.synthetic import add_tokenizer
 
     n_vocab, n_head, n_head_kv = 512, 4, 2
     hd = e // n_head
@@ -63,14 +63,7 @@ def write_moe(path: Path, n_expert: int = 4, k: int = 2, n_layer: int = 2, e: in
     w.add_expert_used_count(k)
     w.add_vocab_size(n_vocab)
     w.add_file_type(int(gguf.LlamaFileType.MOSTLY_F16))
-    tokens, scores, types = _vocab(n_vocab)
-    w.add_tokenizer_model("llama")
-    w.add_token_list(tokens)
-    w.add_token_scores(scores)
-    w.add_token_types(types)
-    w.add_unk_token_id(0)
-    w.add_bos_token_id(1)
-    w.add_eos_token_id(2)
+    add_tokenizer(w, n_vocab)
     f16, f32 = np.float16, np.float32
     layout = [("token_embd.weight", (n_vocab, e), f16)]
     for i in range(n_layer):

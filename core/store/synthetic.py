@@ -156,6 +156,19 @@ def _vocab(n_vocab: int) -> tuple[list[str], list[float], list[int]]:
     return tokens, scores, [int(t) for t in types]
 
 
+def add_tokenizer(w: Any, n_vocab: int) -> None:
+    """A llama SPM tokenizer of ``n_vocab`` pieces (specials, bytes, fillers) on a GGUFWriter:
+    what llama.cpp needs to load a model with random weights, shared by every synthetic writer."""
+    tokens, scores, types = _vocab(n_vocab)
+    w.add_tokenizer_model("llama")
+    w.add_token_list(tokens)
+    w.add_token_scores(scores)
+    w.add_token_types(types)
+    w.add_unk_token_id(0)
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+
+
 def _tensors(spec: SyntheticSpec) -> list[tuple[str, tuple[int, ...], type]]:
     """(name, numpy shape, dtype) of every tensor, in file order. numpy shape = (rows, row length)."""
     e, ff, kv = spec.n_embd, spec.n_ff, spec.n_head_kv * spec.head_dim
@@ -194,14 +207,7 @@ def write_f16(spec: SyntheticSpec, path: Path) -> None:
     w.add_layer_norm_rms_eps(1e-5)
     w.add_vocab_size(spec.n_vocab)
     w.add_file_type(int(gguf.LlamaFileType.MOSTLY_F16))
-    tokens, scores, types = _vocab(spec.n_vocab)
-    w.add_tokenizer_model("llama")
-    w.add_token_list(tokens)
-    w.add_token_scores(scores)
-    w.add_token_types(types)
-    w.add_unk_token_id(0)
-    w.add_bos_token_id(1)
-    w.add_eos_token_id(2)
+    add_tokenizer(w, spec.n_vocab)
     w.add_add_bos_token(True)
     layout = _tensors(spec)
     for name, shape, dtype in layout:
