@@ -239,6 +239,7 @@ def build_parser(registry: Any = None) -> argparse.ArgumentParser:
     from lawbench.core.hardware.cli import add_profiles_parser
     from lawbench.core.history_cli import add_history_parser
     from lawbench.core.html.cli import add_report_parser
+    from lawbench.core.census_cli import add_census_parser
     from lawbench.core.register_md import add_register_parser
     from lawbench.core.stakes_cli import add_stakes_parser
 
@@ -276,10 +277,13 @@ def build_parser(registry: Any = None) -> argparse.ArgumentParser:
     add_report_parser(sub)
     add_stakes_parser(sub)
     add_register_parser(sub)
+    groups = {"census": add_census_parser(sub)}  # laws' "census <action>" commands join it below
     # Commands the laws bring (lawbench_commands): core names none of them.
     for name, command in sorted((registry.commands if registry is not None else {}).items()):
-        cp = sub.add_parser(name, help=command.help, description=command.description or command.help,
-                            formatter_class=argparse.RawDescriptionHelpFormatter)
+        group, _, action = name.rpartition(" ")
+        cp = (groups[group] if group else sub).add_parser(
+            action, help=command.help, description=command.description or command.help,
+            formatter_class=argparse.RawDescriptionHelpFormatter)
         command.add_arguments(cp)  # tried on a scratch parser when the plugin was loaded
         cp.set_defaults(func=_plugin_command(command, registry.command_origin[name]))
     return p

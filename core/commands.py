@@ -14,12 +14,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable
 
-NAME_RE = re.compile(r"^[a-z][a-z0-9-]*$")
+NAME_RE = re.compile(r"^[a-z][a-z0-9-]*( [a-z][a-z0-9-]*)?$")
+# core's command groups a plugin may add an action to, with a two-word name ("census run")
+GROUPS = ("census",)
 
 
 @dataclass(frozen=True)
 class Command:
-    name: str  # the sub-command: lower-case, unique across core and every plugin
+    name: str  # the sub-command: lower-case, unique across core and every plugin; "group action" joins a GROUPS group
     help: str  # one line for `lawbench --help`
     add_arguments: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace], int]

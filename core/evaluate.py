@@ -192,22 +192,34 @@ def _statistic_name(anchor: Anchor, agreement: bool, method: str) -> str:
     return f"{centre} of {what}, one sample {unit}"
 
 
-def _census_result(anchor: Anchor, base: dict[str, Any], census: Any) -> Result:
-    spec = anchor.census
-    assert spec is not None
+def census_problems(spec: Any, counts: dict[str, int]) -> list[str]:
+    """Every expectation of a [census] table that the counts break, one line each, naming the
+    label, what was counted and what was expected. An empty list: the census holds."""
     problems = []
     for label, want in spec.exact.items():
-        got = census.counts.get(label, 0)
+        got = counts.get(label, 0)
         if got != want:
             problems.append(f"{label}: counted {got}, expected exactly {want}")
     for label, want in spec.minimum.items():
-        got = census.counts.get(label, 0)
+        got = counts.get(label, 0)
         if got < want:
             problems.append(f"{label}: counted {got}, expected at least {want}")
+    for label, want in spec.maximum.items():
+        if label not in counts:
+            problems.append(f"{label}: not counted by this run, expected at most {want}")
+        elif counts[label] > want:
+            problems.append(f"{label}: counted {counts[label]}, expected at most {want}")
     for label in spec.forbidden:
-        got = census.counts.get(label, 0)
+        got = counts.get(label, 0)
         if got:
             problems.append(f"{label}: counted {got}, must never appear")
+    return problems
+
+
+def _census_result(anchor: Anchor, base: dict[str, Any], census: Any) -> Result:
+    spec = anchor.census
+    assert spec is not None
+    problems = census_problems(spec, census.counts)
     verdict = Verdict.FAIL if problems else Verdict.PASS
     m = Measurement(environment=census.environment, log=census.log[-4000:] if census.log else None)
     return Result(**base, verdict=verdict, reason="; ".join(problems), measurement=m,

@@ -105,6 +105,11 @@ class Law:
     def census(self, anchor: Anchor, profile: HardwareProfile, resources: Any) -> Census:
         raise NotApplicable(f"law {self.name!r} has no census for anchor {anchor.id!r}")
 
+    def parity(self, anchor: Anchor, profile: HardwareProfile, resources: Any) -> dict[str, Any]:
+        """What the engine's output says on this census's run ({"ppl": …}), so a planted fault
+        can show that the output stayed right while the fast path disappeared."""
+        raise NotApplicable(f"law {self.name!r} has no parity check for anchor {anchor.id!r}")
+
     def anchor_files(self) -> Iterable[Any]:
         """The anchor TOML files this law ships (importlib.resources Traversables)."""
         if not self.anchors_package:

@@ -214,17 +214,21 @@ def check_with_laws(anchor_set: AnchorSet, registry: Any) -> None:
     breaks while checking is named by its distribution."""
     for la in anchor_set.anchors:
         law = registry.law(la.anchor.law)
-        try:
-            law.check_anchor(la.anchor)
-        except DataError as exc:
-            raise exc.located(la.file, la.anchor.id) from None
-        except ValidationError as exc:  # a law that validated its case by hand
-            raise validation_error(la.file, exc, anchor=la.anchor.id, prefix="case") from None
-        except LawbenchError as exc:
-            raise DataError(la.file, str(exc), anchor=la.anchor.id) from None
-        except Exception as exc:
-            raise PluginError(f"{registry.origin_of(law)}: law {law.name!r} failed while checking anchor "
-                              f"{la.anchor.id} ({la.file}): {type(exc).__name__}: {exc}") from None
+        # a planted fault's case is checked as the run will see it: merged over the anchor's own
+        variants = [("case", la.anchor)] + [(f"planted[{i}].case", la.anchor.with_fault(f))
+                                            for i, f in enumerate(la.anchor.planted)]
+        for prefix, anchor in variants:
+            try:
+                law.check_anchor(anchor)
+            except DataError as exc:
+                raise exc.located(la.file, la.anchor.id) from None
+            except ValidationError as exc:  # a law that validated its case by hand
+                raise validation_error(la.file, exc, anchor=la.anchor.id, prefix=prefix) from None
+            except LawbenchError as exc:
+                raise DataError(la.file, str(exc), anchor=la.anchor.id) from None
+            except Exception as exc:
+                raise PluginError(f"{registry.origin_of(law)}: law {law.name!r} failed while checking anchor "
+                                  f"{la.anchor.id} ({la.file}): {type(exc).__name__}: {exc}") from None
 
 
 def as_path(traversable: Any) -> Path:

@@ -18,7 +18,7 @@ from typing import Any, Optional
 import pluggy
 
 from lawbench.core import hookspecs
-from lawbench.core.commands import NAME_RE, Command
+from lawbench.core.commands import GROUPS, NAME_RE, Command
 from lawbench.core.errors import PluginError  # noqa: F401  (re-exported: older imports)
 from lawbench.core.law import Law
 
@@ -34,7 +34,8 @@ ENTRY_POINT_GROUP = "lawbench"
 DISABLE_ENV = "LAWBENCH_DISABLE_PLUGIN_AUTOLOAD"
 TRACE_ENV = "LAWBENCH_TRACE"
 # Sub-commands core itself owns; a plugin's Command may not take these names.
-CORE_COMMANDS = ("run", "check", "schema", "laws", "profiles", "engine", "history")
+CORE_COMMANDS = ("run", "check", "schema", "laws", "profiles", "engine", "ab", "history", "report", "stakes",
+                 "register", "census", "census plant")
 
 
 @dataclass
@@ -200,6 +201,9 @@ def _contributions(impl_plugin: Any, pm: pluggy.PluginManager, origin: str) -> d
             raise PluginError(f"{origin}: lawbench_commands() yielded {cmd!r}, which is not a lawbench.Command")
         if not NAME_RE.match(cmd.name):
             raise PluginError(f"{origin}: command name {cmd.name!r} must be lower-case letters, digits or '-'")
+        if " " in cmd.name and cmd.name.split()[0] not in GROUPS:
+            raise PluginError(f"{origin}: command {cmd.name!r}: a two-word name joins one of lawbench's command "
+                              f"groups ({', '.join(GROUPS)}), not {cmd.name.split()[0]!r}")
         try:  # on a scratch parser first: a command whose arguments break must not break `lawbench`
             cmd.add_arguments(argparse.ArgumentParser(prog=f"lawbench {cmd.name}", add_help=True))
         except Exception as exc:

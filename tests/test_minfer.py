@@ -1,32 +1,30 @@
 """The minfer law (seed 002): label census, per-PID memory, engine runs, the plane's arithmetic.
 
 There is no minfer binary here (it is the user's private engine) and no recorded output of it.
-Engine runs use ENGINE below: a tiny python script written to tmp_path that keeps the command
-contract of lawbench.plugins.minfer.engine — a test double of the engine, not a recorded output.
-Every label line in this file is constructed from the label strings seed 002 quotes verbatim in
-its code ("W_exp-cp.async", "in-kernel-expand", "in-kernel-expand(exp=off)",
-"in-kernel-expand(fallback!)"); the text around them is made up.
+Engine runs use the stand-in, tests/standin/minfer_standin.py: a real executable that speaks the
+lawbench minfer contract (docs/minfer-contract.md) exactly, with planted faults — a test double of
+the engine, not a recorded output. Every label line in this file is constructed from the label
+strings seed 002 quotes verbatim in its code ("W_exp-cp.async", "in-kernel-expand",
+"in-kernel-expand(exp=off)", "in-kernel-expand(fallback!)"); the text around them is made up.
 """
 from __future__ import annotations
 
 import os
-import shlex
-import sys
-import textwrap
 import time
 
 import psutil
 import pytest
+import standin
 
 from lawbench.core.evaluate import RunPolicy, evaluate
+from lawbench.core.hardware import gpu_memory as mem
 from lawbench.core.law import NotApplicable
 from lawbench.core.loading import load_anchors
 from lawbench.core.models import HardwareProfile, Verdict
 from lawbench.core.registry import build_registry, make_plugin_manager
 from lawbench.plugins.minfer import labels
-from lawbench.plugins.minfer import memory as mem
-from lawbench.plugins.minfer.law import Minfer
 from lawbench.plugins.minfer.labels import EXP_OFF, FALLBACK, FAST, RAW, count_labels
+from lawbench.plugins.minfer.law import Minfer
 
 SRC = "test fixture, not a measured machine"
 
@@ -56,48 +54,20 @@ def with_case(anchor, **case):
     return anchor.model_copy(update={"case": {**anchor.case, **case}})
 
 
-# A test double of the engine's contract: labels on stderr under MINFER_MMQ_RAW_NB_DEBUG=1 (chosen
-# by the seed's own rule), one {"prefill_tok_s": …} line on stdout. Modes simulate the failures.
-ENGINE = textwrap.dedent("""
-    import json, os, subprocess, sys, time
-    mode = sys.argv[1]
-    revision = os.environ.get("FAKE_MINFER_REVISION", "r54")  # "none": a wrapper that ignores the probe
-    if os.environ.get("LAWBENCH_MINFER_PROBE") == "revision" and revision != "none":
-        print(json.dumps({"minfer_revision": revision}))  # the revision probe of the contract
-        sys.exit(0)
-    exp_off = os.environ.get("MINFER_MMQ_Q6K_EXP") == "0"
-    if mode == "hang":
-        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
-        open(sys.argv[2], "w").write(str(child.pid))
-        time.sleep(120)
-    print("loading 7B q4_k_m ...", file=sys.stderr)
-    time.sleep(0.6 if mode == "slow" else 0)
-    for i in range(27):
-        if os.environ.get("MINFER_MMQ_RAW_NB_DEBUG") != "1":
-            break
-        b = "in-kernel-expand(exp=off)" if exp_off else "W_exp-cp.async"
-        if mode == "fallback" and i == 26:
-            b = "in-kernel-expand(fallback!)"
-        print(f"[mmq_raw_nb] q6k launch {i}: KDR=2 A-transpose B={b}", file=sys.stderr)
-    if mode == "crash":
-        print("CUDA error: an illegal memory access was encountered", file=sys.stderr)
-        sys.exit(3)
-    print("prefill done")
-    if mode != "nojson":
-        print(json.dumps({"prefill_tok_s": 3020.7 if exp_off else 3181.0}))
-""")
-
-
 @pytest.fixture
-def engine(tmp_path, monkeypatch):
-    """Point LAWBENCH_MINFER_CMD at the test double in a given mode."""
-    script = tmp_path / "fake_minfer.py"
-    script.write_text(ENGINE)
+def engine(monkeypatch):
+    """Point LAWBENCH_MINFER_CMD (or ``var``) at the stand-in, with planted ``faults`` (none: the
+    engine as seed 002 describes it) and the stand-in's other settings (``env``)."""
 
-    def use(mode="ok", *extra, var="LAWBENCH_MINFER_CMD"):
-        cmd = " ".join(shlex.quote(str(p)) for p in (sys.executable, script, mode, *extra))
-        monkeypatch.setenv(var, cmd)
-        return cmd
+    def use(*faults: str, var: str = "LAWBENCH_MINFER_CMD", **env: str) -> str:
+        monkeypatch.setenv(var, standin.command())
+        if faults:
+            monkeypatch.setenv(standin.FAULT_ENV, ",".join(faults))
+        else:
+            monkeypatch.delenv(standin.FAULT_ENV, raising=False)
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        return standin.command()
 
     return use
 
@@ -133,28 +103,28 @@ def test_glued_tokens_are_not_labels_and_unknown_qualifiers_stay_visible():
 # ------------------------------------------------------------------ census through core's verdicts
 
 def test_census_default_passes_27_fast(engine, anchors):
-    engine("ok")
+    engine()
     r = run(anchors["minfer.r54.census.default"])
     assert r.verdict is Verdict.PASS, r.reason
     assert r.detail["counts"][FAST] == 27 and r.detail["counts"][FALLBACK] == 0
 
 
 def test_census_exp_off_passes_and_reaches_the_engine(engine, anchors):
-    engine("ok")
+    engine()
     r = run(anchors["minfer.r54.census.exp-off"])
     assert r.verdict is Verdict.PASS, r.reason
     assert r.detail["counts"][EXP_OFF] == 27 and r.detail["counts"][FAST] == 0
 
 
 def test_stray_export_on_the_runner_does_not_leak_into_the_default(engine, anchors, monkeypatch):
-    engine("ok")
+    engine()
     monkeypatch.setenv("MINFER_MMQ_Q6K_EXP", "0")
     r = run(anchors["minfer.r54.census.default"])
     assert r.verdict is Verdict.PASS, r.reason
 
 
 def test_one_fallback_fails_the_census(engine, anchors):
-    engine("fallback")
+    engine("alloc-fail")  # the last tensor's plane is never allocated: one launch falls back
     r = run(anchors["minfer.r54.census.default"])
     assert r.verdict is Verdict.FAIL
     assert f"{FAST}: counted 26, expected exactly 27" in r.reason
@@ -178,12 +148,12 @@ def test_crash_is_an_error_that_keeps_the_log(engine, anchors):
     engine("crash")
     r = run(anchors["minfer.r54.census.default"])
     assert r.verdict is Verdict.ERROR and "exited with status 3" in r.reason
-    assert "illegal memory access" in r.measurement.log
+    assert "planted fault crash" in r.measurement.log
 
 
 def test_hang_is_an_error_after_the_timeout_and_kills_the_whole_group(engine, anchors, tmp_path):
     pidfile = tmp_path / "child.pid"
-    engine("hang", pidfile)
+    engine("hang", **{standin.PIDFILE_ENV: str(pidfile)})
     started = time.monotonic()
     r = run(with_case(anchors["minfer.r54.census.default"], timeout_s=1.5))
     assert r.verdict is Verdict.ERROR and "did not finish within 1.5 s" in r.reason
@@ -209,7 +179,7 @@ def test_malformed_case_names_the_anchor_and_field(anchors):
 # ------------------------------------------------------------------ throughput samplers
 
 def test_prefill_ratio_from_interleaved_pairs(engine, anchors):
-    engine("ok")
+    engine()
     r = run(anchors["minfer.r54.ratio.exp-off-vs-default"])
     assert r.verdict is Verdict.PASS, r.reason
     assert r.measured == pytest.approx(3020.7 / 3181.0)
@@ -221,20 +191,20 @@ def test_prefill_ratio_from_interleaved_pairs(engine, anchors):
 
 
 def test_prefill_measurement_fails_when_the_fast_path_is_gone(engine, anchors):
-    engine("ok")
+    engine()
     # The default anchor run with the plane switched off: ~3020.7 tok/s lies outside 3181.0 ± 1 %.
     a = with_case(anchors["minfer.r54.prefill.default"], env={"MINFER_MMQ_Q6K_EXP": "0"}, unset_env=[])
     assert run(a).verdict is Verdict.FAIL
 
 
 def test_missing_json_line_is_an_error(engine, anchors):
-    engine("nojson")
+    engine("no-rate")
     r = run(anchors["minfer.r54.prefill.default"])
     assert r.verdict is Verdict.ERROR and "prefill_tok_s" in r.reason
 
 
 def test_llama_arm_needs_its_own_command(engine, anchors, monkeypatch):
-    engine("ok")
+    engine()
     monkeypatch.delenv("LAWBENCH_MINFER_LLAMA_CMD", raising=False)
     r = run(anchors["minfer.r54.vs-llama"])
     assert r.verdict is Verdict.FAIL and "set LAWBENCH_MINFER_LLAMA_CMD" in r.reason
@@ -257,33 +227,26 @@ def test_aggregate_reading_is_refused_on_a_per_pid_profile():
 
 @pytest.mark.skipif(bool(__import__("shutil").which("nvidia-smi")), reason="this machine has nvidia-smi")
 def test_no_instrument_fails_the_memory_anchor_on_its_own_runner(engine, anchors, monkeypatch):
-    engine("ok")
+    engine()
     monkeypatch.setenv("PATH", "/nonexistent")
     r = run(anchors["minfer.r54.memory.default"])
     assert r.verdict is Verdict.FAIL and "no per-process GPU memory instrument" in r.reason
 
 
-def test_plane_delta_through_a_fake_nvidia_smi(engine, anchors, tmp_path, monkeypatch):
-    """A fake nvidia-smi (test double) reports the engine's PID at 7636 or 6182 MiB, chosen from the
-    engine process's own MINFER_MMQ_Q6K_EXP — the numbers are the seed's, the readings are made up."""
-    engine("slow")
-    smi = tmp_path / "bin" / "nvidia-smi"
-    smi.parent.mkdir()
-    smi.write_text(textwrap.dedent(f"""\
-        #!{sys.executable}
-        import psutil
-        for p in psutil.process_iter(["pid", "cmdline"]):
-            if "fake_minfer.py" in " ".join(p.info["cmdline"] or []):
-                off = p.environ().get("MINFER_MMQ_Q6K_EXP") == "0"
-                print(f"{{p.pid}}, {{6182 if off else 7636}}")
-        """))
-    smi.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{smi.parent}{os.pathsep}{os.environ['PATH']}")
+def test_plane_delta_through_a_fake_nvidia_smi(engine, anchors, monkeypatch):
+    """The stand-in nvidia-smi reports each stand-in process at 7636 or 6182 MiB, from whether its
+    registration built the plane — the numbers are the seed's, the readings are simulated."""
+    engine(**{standin.HOLD_ENV: "0.6"})
+    monkeypatch.setenv("PATH", f"{standin.SMI_DIR}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setattr(mem, "_nvml_reader", lambda: (_ for _ in ()).throw(RuntimeError("no NVML here")))
     r = run(anchors["minfer.r54.memory.plane-delta"])
     assert r.verdict is Verdict.PASS, r.reason
     assert r.measured == pytest.approx(1454.0)
     assert r.measurement.protocol["memory_instrument"] == "nvidia-smi --query-compute-apps"
+    # exp-ignored: the plane is built despite EXP=0, so both arms hold it and the delta is gone
+    engine("exp-ignored", **{standin.HOLD_ENV: "0.6"})
+    r = run(anchors["minfer.r54.memory.plane-delta"])
+    assert r.verdict is Verdict.FAIL and r.measured == pytest.approx(0.0), r.reason
 
 
 # ------------------------------------------------------------------ the plane's arithmetic

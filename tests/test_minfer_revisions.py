@@ -2,16 +2,16 @@
 r56 adds a W_dsc plane under the same gate ("another 363 MB"), so an anchor says which revisions
 its number holds for and SKIPs on an engine outside them.
 
-The engine is the test double of test_minfer (ENGINE): it answers the revision probe with
-$FAKE_MINFER_REVISION ("none": it ignores the probe, as an old wrapper would).
+The engine is the stand-in (tests/standin/minfer_standin.py, through test_minfer's `engine`
+fixture): it answers the revision probe with $MINFER_STANDIN_REVISION; its planted fault
+"no-probe" ignores the probe, as an old wrapper would.
 """
 from __future__ import annotations
 
 import os
-import sys
-import textwrap
 
 import pytest
+import standin
 from conftest import carrier_plugin, run_cli
 from test_minfer import anchors, engine, gb10_profile, run, with_case  # noqa: F401 (fixtures)
 
@@ -96,8 +96,8 @@ def test_a_llama_run_with_a_minfer_range_is_a_data_error(anchors):
 # ------------------------------------------------------------------ in range runs, out of range skips
 
 def test_in_range_the_anchor_runs_and_records_the_revision(engine, anchors, monkeypatch):
-    engine("ok")
-    monkeypatch.setenv("FAKE_MINFER_REVISION", "r55")
+    engine()
+    monkeypatch.setenv(standin.REVISION_ENV, "r55")
     r = run(anchors["minfer.r54.census.default"])
     assert r.verdict is Verdict.PASS, r.reason
     assert r.measurement.environment["engine_revision"] == "r55"
@@ -108,8 +108,8 @@ def test_in_range_the_anchor_runs_and_records_the_revision(engine, anchors, monk
 
 @pytest.mark.parametrize("revision", ["r53", "r56", "r60"])
 def test_out_of_range_the_law_says_why(engine, anchors, monkeypatch, revision):
-    engine("ok")
-    monkeypatch.setenv("FAKE_MINFER_REVISION", revision)
+    engine()
+    monkeypatch.setenv(standin.REVISION_ENV, revision)
     a = anchors["minfer.r54.census.default"]
     with pytest.raises(EngineRevisionOutOfRange) as e:
         Minfer().census(a, gb10_profile(), None)
@@ -119,51 +119,50 @@ def test_out_of_range_the_law_says_why(engine, anchors, monkeypatch, revision):
 
 
 def test_out_of_range_no_engine_pass_runs(engine, anchors, monkeypatch):
-    """Only the probe runs: a real pass of this engine double crashes (exit 3)."""
+    """Only the probe runs: a real pass of the stand-in with the crash fault exits 3."""
     engine("crash")
     a = anchors["minfer.r54.census.default"]
-    monkeypatch.setenv("FAKE_MINFER_REVISION", "r54")
+    monkeypatch.setenv(standin.REVISION_ENV, "r54")
     with pytest.raises(EngineError, match="exited with status 3"):  # in range: the pass runs (and crashes)
         Minfer().census(a, gb10_profile(), None)
-    monkeypatch.setenv("FAKE_MINFER_REVISION", "r56")
+    monkeypatch.setenv(standin.REVISION_ENV, "r56")
     with pytest.raises(EngineRevisionOutOfRange):
         Minfer().census(a, gb10_profile(), None)
 
 
 def test_out_of_range_comes_before_a_missing_llama_command(engine, anchors, monkeypatch):
-    engine("ok")
-    monkeypatch.setenv("FAKE_MINFER_REVISION", "r56")
+    engine()
+    monkeypatch.setenv(standin.REVISION_ENV, "r56")
     monkeypatch.delenv("LAWBENCH_MINFER_LLAMA_CMD", raising=False)
     with pytest.raises(EngineRevisionOutOfRange, match="arms.b.revisions"):
         Minfer().sampler(anchors["minfer.r54.vs-llama"], gb10_profile(), None)
 
 
 def test_out_of_range_is_a_skip_even_on_the_anchors_own_runner(engine, anchors, monkeypatch):
-    engine("ok")
-    monkeypatch.setenv("FAKE_MINFER_REVISION", "r56")
+    engine()
+    monkeypatch.setenv(standin.REVISION_ENV, "r56")
     for strict in (False, True):  # a runner job (--strict) skips it too: it is not about this engine
         r = run(anchors["minfer.r54.census.default"], on_own_runner=True, strict=strict)
         assert r.verdict is Verdict.SKIP and "is revision r56, outside this anchor's case.revisions (r54 <= revision < r56)" in r.reason
 
 
 def test_an_engine_that_does_not_answer_the_probe_is_an_error(engine, anchors, monkeypatch):
-    engine("ok")
-    monkeypatch.setenv("FAKE_MINFER_REVISION", "none")
+    engine("no-probe")
     r = run(anchors["minfer.r54.census.default"])
     assert r.verdict is Verdict.ERROR and 'printed no {"minfer_revision": "r<N>"} line' in r.reason
 
 
 def test_two_engine_revisions_in_one_ratio(engine, anchors, monkeypatch, tmp_path):
     """r53's +5.03 %: arm a the r53 build, arm b the build before it (LAWBENCH_MINFER_PREV_CMD)."""
-    engine("ok")
+    engine()
     a = anchors["minfer.r53.ratio.bundle-gain"]
-    monkeypatch.setenv("FAKE_MINFER_REVISION", "r53")
+    monkeypatch.setenv(standin.REVISION_ENV, "r53")
     monkeypatch.delenv("LAWBENCH_MINFER_PREV_CMD", raising=False)
     r = run(a)
     assert r.verdict is Verdict.FAIL and "set LAWBENCH_MINFER_PREV_CMD" in r.reason
     # the previous build: the same double behind a wrapper that reports r52
     prev = tmp_path / "prev.sh"
-    prev.write_text(f"#!/bin/sh\nFAKE_MINFER_REVISION=r52 exec {os.environ['LAWBENCH_MINFER_CMD']}\n")
+    prev.write_text(f"#!/bin/sh\n{standin.REVISION_ENV}=r52 exec {os.environ['LAWBENCH_MINFER_CMD']}\n")
     prev.chmod(0o755)
     monkeypatch.setenv("LAWBENCH_MINFER_PREV_CMD", str(prev))
     r = run(a)
@@ -172,48 +171,32 @@ def test_two_engine_revisions_in_one_ratio(engine, anchors, monkeypatch, tmp_pat
     assert r.measured == pytest.approx(1.0)
     assert {k: e["revision"] for k, e in r.measurement.protocol["engine"].items()} == {"r53": "r53",
                                                                                       "before r53": "r52"}
-    monkeypatch.setenv("FAKE_MINFER_REVISION", "r54")  # the main engine is no longer r53
+    monkeypatch.setenv(standin.REVISION_ENV, "r54")  # the main engine is no longer r53
     with pytest.raises(EngineRevisionOutOfRange, match="arms.a.revisions"):
         Minfer().sampler(a, gb10_profile(), None)
 
 
 # ------------------------------------------------------------------ r56: the W_dsc plane
 
-FAKE_SMI = textwrap.dedent("""\
-    #!{python}
-    import psutil
-    for p in psutil.process_iter(["pid", "cmdline"]):
-        if "fake_minfer.py" in " ".join(p.info["cmdline"] or []):
-            env = p.environ()
-            off = env.get("MINFER_MMQ_Q6K_EXP") == "0"
-            r56 = int(env.get("FAKE_MINFER_REVISION", "r54")[1:]) >= 56
-            print(f"{{p.pid}}, {{6182 if off else 7636 + (363 if r56 else 0)}}")
-    """)
-
-
 @pytest.fixture
-def fake_smi(tmp_path, monkeypatch):
-    """A fake nvidia-smi (test double): the engine's PID at 7636 / 6182 MiB, +363 on an r56+ default
-    — the numbers are the seed's (363 read as MiB), the readings are made up."""
-    from lawbench.plugins.minfer import memory as mem
+def fake_smi(monkeypatch):
+    """The stand-in nvidia-smi first on PATH: each stand-in process at 7636 / 6182 MiB, +363 on an
+    r56+ default — the numbers are the seed's (363 read as MiB), the readings are simulated."""
+    from lawbench.core.hardware import gpu_memory as mem
 
-    smi = tmp_path / "bin" / "nvidia-smi"
-    smi.parent.mkdir()
-    smi.write_text(FAKE_SMI.format(python=sys.executable))
-    smi.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{smi.parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("PATH", f"{standin.SMI_DIR}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setattr(mem, "_nvml_reader", lambda: (_ for _ in ()).throw(RuntimeError("no NVML here")))
 
 
 def test_r56_delta_carries_the_dsc_plane_and_r54s_does_not(engine, anchors, monkeypatch, fake_smi):
-    engine("slow")
-    monkeypatch.setenv("FAKE_MINFER_REVISION", "r56")
+    engine(**{standin.HOLD_ENV: "0.6"})
+    monkeypatch.setenv(standin.REVISION_ENV, "r56")
     r = run(anchors["minfer.r56.memory.plane-delta"])
     assert r.verdict is Verdict.PASS, r.reason
     assert r.measured == pytest.approx(1454 + 363)
     with pytest.raises(EngineRevisionOutOfRange):  # r54's 1454 MiB is not about an r56 engine
         Minfer().sampler(anchors["minfer.r54.memory.plane-delta"], gb10_profile(), None)
-    monkeypatch.setenv("FAKE_MINFER_REVISION", "r54")
+    monkeypatch.setenv(standin.REVISION_ENV, "r54")
     r = run(anchors["minfer.r54.memory.delta-vs-census"])
     assert r.verdict is Verdict.PASS, r.reason  # 1454 / 1450.75 = 1.00224: the seed's "3 MiB from the census"
     assert r.detail["predicted"] == pytest.approx(1450.75)

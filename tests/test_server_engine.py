@@ -251,3 +251,91 @@ def test_speculation_anchors_skip_off_their_runner():
         tables = [a.case.get("bench", {})] + [arm.get("bench", {}) for arm in (a.arms or {}).values()]
         assert a.case["bench"]["tool"] == "server", a.id
         assert all(t.get("tool", "server") == "server" for t in tables), a.id
+
+
+# --------------------------------------------------------------------------- draft acceptance (L-13)
+
+def _acceptance_anchor(model: str, **over):
+    raw = {"kind": "measurement", "quantity": "draft_acceptance", "unit": "%", "value": 50.0,
+           "band": {"lo": 0.0, "hi": 100.0}, "arms": {},
+           "case": {"quantity": "draft_acceptance", "model": model,
+                    "bench": {"tool": "server", "n_gen": 48, "reps": 2, "warmup": False, "threads": 2,
+                              "server": {"prompt": "copy", "ignore_eos": True, "ctx": 2048,
+                                         "spec": {"type": "ngram-simple", "ngram_size_n": 1,
+                                                  "ngram_size_m": 8}}}},
+           "budget": {"min_samples": 3, "max_samples": 3, "batch": 3, "timeout_s": 300}}
+    raw.update(over)
+    return _server_anchor(**raw)
+
+
+@pytest.fixture(scope="session")
+def tiny_4k_q2k(llama, synth_dir) -> Path:
+    """The same random weights as tiny_4k at Q2_K: a draft model that agrees with its target only
+    part of the time (measured here: 36 of 105 drafts accepted at n-max 4; at Q8_0 every one)."""
+    from lawbench.core.engines.bench import quantize
+
+    return build_synthetic(TINY_4K.model_copy(update={"weight_type": "Q2_K"}), cache_dir=synth_dir,
+                           quantize=lambda src, dst, t: quantize(llama, src, dst, t, timeout_s=300))
+
+
+def test_draft_acceptance_is_the_engines_own_count_on_a_real_server(llama, tiny_4k, tiny_4k_q2k, no_leftover):
+    """A measurement anchor of draft_acceptance run whole on the real binary, a Q2_K copy of the
+    target drafting: every reading is one timed request's draft_n_accepted / draft_n (in %), a
+    visit's value their median, the statistic their mean (a rate is averaged, not multiplied)."""
+    import statistics
+
+    from lawbench.core.hardware.profiles import load_profiles
+    from lawbench.core.models import Verdict
+    from lawbench.plugins.law4.law import Law4
+    from lawbench.testing import evaluate_anchor
+
+    class R:
+        def llama(self):
+            return llama
+
+    case = _acceptance_anchor(f"path:{tiny_4k}").case
+    case["bench"]["server"].update(prompt="novel", spec={"type": "draft-simple", "draft_model": f"path:{tiny_4k_q2k}",
+                                                         "draft_max": 4})
+    anchor = _acceptance_anchor(f"path:{tiny_4k}", case=case)
+    r = evaluate_anchor(anchor, Law4(), profile=load_profiles()["cpu"], resources=R())
+    assert r.verdict is Verdict.PASS, r.reason
+    assert len(r.measurement.samples) == 3
+    for s in r.measurement.samples:
+        reqs = s.raw["requests"]
+        assert len(reqs) == 2 and all(q["draft_n"] > 0 for q in reqs)
+        want = [100.0 * q["draft_n_accepted"] / q["draft_n"] for q in reqs]
+        assert s.raw["reps"] == pytest.approx(want) and s.value == pytest.approx(statistics.median(want))
+        assert all(0.0 < v < 100.0 for v in want)  # the draft is right only part of the time
+    assert r.measured == pytest.approx(statistics.fmean(s.value for s in r.measurement.samples))
+    assert r.statistic.startswith("mean of draft_acceptance")
+    assert r.measurement.protocol["reading"].startswith("timings.draft_n_accepted / timings.draft_n")
+
+
+def test_a_request_that_drafted_nothing_has_no_acceptance():
+    from lawbench.plugins.law4 import speculative
+    from lawbench.plugins.law4.case import parse_case
+
+    t = json.loads(RECORDED.read_text())["timings"]  # a real response: 128 tokens, some drafted
+    assert speculative.acceptance([t], 0.01) == [pytest.approx(100 * t["draft_n_accepted"] / t["draft_n"])]
+    undrafted = {"predicted_per_second": 30.0, "draft_n": 0, "draft_n_accepted": 0}
+    assert speculative.acceptance([undrafted, {"predicted_per_second": 30.0}]) == []
+    case = parse_case(_acceptance_anchor("path:/m.gguf").case, "t")
+    with pytest.raises(EngineError, match="undefined"):
+        speculative._readings(case, [undrafted], 0.01, Path("/m.gguf"))
+
+
+@pytest.mark.parametrize("over,field", [
+    ({"kind": "prediction"}, "kind"),
+    ({"kind": "ratio", "quantity": "decode_ratio", "unit": "x",
+      "arms": {"a": {}, "b": {"bench": {"server": {"spec": {"ngram_size_m": 16}}}}}}, "kind"),
+    ({"case": {"quantity": "draft_acceptance", "model": "path:/m.gguf",
+               "bench": {"tool": "server", "n_gen": 8, "server": {"prompt": "copy"}}}}, "case.bench.server.spec.type"),
+    ({"case": {"quantity": "draft_acceptance", "model": "path:/m.gguf", "bench": {"n_gen": 8}}},
+     "case.bench.server.spec.type"),
+])
+def test_draft_acceptance_only_where_a_drafter_runs_and_nothing_prices_it(over, field):
+    from lawbench.plugins.law4.law import Law4
+
+    with pytest.raises(DataError) as err:
+        Law4().check_anchor(_acceptance_anchor("path:/m.gguf", **over))
+    assert err.value.field == field, err.value

@@ -28,7 +28,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Union
 
 import psutil
 
@@ -216,10 +216,12 @@ def _group_alive(pgid: int) -> bool:
     return False
 
 
-def run_process(cmd: list[str], timeout_s: float, env: Optional[dict] = None) -> _Proc:
+def run_process(cmd: list[str], timeout_s: float, env: Optional[dict] = None,
+                monitor: Optional[Callable[[int], Callable[[], None]]] = None) -> _Proc:
     """Run in a fresh process group; on timeout or interrupt end the whole group, keep what was
     printed. A KeyboardInterrupt (SIGINT, or SIGTERM through lawbench's handler) is returned as
-    ``interrupted`` for the caller to raise as EngineInterrupted with the finished records."""
+    ``interrupted`` for the caller to raise as EngineInterrupted with the finished records.
+    ``monitor(pid)`` starts watching the process (e.g. its GPU memory) and returns its stop."""
     t0 = time.monotonic()
     try:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -227,6 +229,15 @@ def run_process(cmd: list[str], timeout_s: float, env: Optional[dict] = None) ->
                                 env={**os.environ, **(env or {})})
     except OSError as exc:
         return _Proc(None, "", "", 0.0, missing=exc.strerror or str(exc))
+    stop = monitor(proc.pid) if monitor else None
+    try:
+        return _wait(proc, timeout_s, t0)
+    finally:
+        if stop:
+            stop()
+
+
+def _wait(proc: subprocess.Popen, timeout_s: float, t0: float) -> _Proc:
     try:
         out, err = proc.communicate(timeout=timeout_s)
         return _Proc(proc.returncode, out, err, time.monotonic() - t0)
@@ -300,7 +311,8 @@ def _engine_error(p: _Proc, fault: str, **kw: Any) -> EngineError:
 
 
 def run_bench(llama: LlamaCpp, model: Union[Path, str], *, timeout_s: float = 600,
-              env: Optional[dict] = None, **params: Any) -> BenchRun:
+              env: Optional[dict] = None, monitor: Optional[Callable[[int], Callable[[], None]]] = None,
+              **params: Any) -> BenchRun:
     """Run llama-bench once and return its records.
 
     :param params: see :func:`bench_command` (n_prompt, n_gen, depth, n_gpu_layers, flash_attn,
@@ -316,7 +328,7 @@ def run_bench(llama: LlamaCpp, model: Union[Path, str], *, timeout_s: float = 60
     from lawbench.core.engines.variants import apply_engine_options
 
     cmd, env = apply_engine_options(llama, cmd, env)  # an A/B engine's +args= / +env= opt-out
-    p = run_process(cmd, timeout_s, env)
+    p = run_process(cmd, timeout_s, env, monitor)
     records, samples_ts, bad = [], [], None
     for record in parse_records(p.stdout):
         try:
@@ -342,10 +354,11 @@ def run_bench(llama: LlamaCpp, model: Union[Path, str], *, timeout_s: float = 60
 
 
 def capture_load_log(llama: LlamaCpp, model: Union[Path, str], *, timeout_s: float = 300,
-                     env: Optional[dict] = None, **params: Any) -> BenchRun:
+                     env: Optional[dict] = None, monitor: Optional[Callable[[int], Callable[[], None]]] = None,
+                     **params: Any) -> BenchRun:
     """One short verbose llama-bench run (tg1 unless told otherwise); ``.log`` is the load log."""
     params = {"n_prompt": 0, "n_gen": 1, "repetitions": 1, **params, "verbose": True}
-    return run_bench(llama, model, timeout_s=timeout_s, env=env, **params)
+    return run_bench(llama, model, timeout_s=timeout_s, env=env, monitor=monitor, **params)
 
 
 def quantize(llama: LlamaCpp, src: Union[Path, str], dst: Union[Path, str], type_name: str,

@@ -138,7 +138,8 @@ def perplexity_command(llama: LlamaCpp, model: Path, text: Path, *, ctx: int = 1
 
 def run_perplexity(llama: LlamaCpp, model: Path | str, text: Path | str, *,
                    ctx: int = 128, chunks: int | None = None, threads: int | None = None,
-                   timeout_s: float = 600, extra_args: Sequence[str] = ()) -> PerplexityRun:
+                   timeout_s: float = 600, extra_args: Sequence[str] = (),
+                   env: dict[str, str] | None = None) -> PerplexityRun:
     """Run llama-perplexity once (its own process group, killed at ``timeout_s``).
 
     :param chunks: score exactly this many chunks; a text too short for them is an EngineError.
@@ -152,7 +153,7 @@ def run_perplexity(llama: LlamaCpp, model: Path | str, text: Path | str, *,
         raise EngineError(f"text file {text} does not exist (llama-perplexity on model {model.name})")
     cmd = perplexity_command(llama, model, text, ctx=ctx, chunks=chunks, threads=threads,
                              extra_args=extra_args)
-    p = run_process(cmd, timeout_s)
+    p = run_process(cmd, timeout_s, env)
     where = f"model {model.name}, text {text.name}"
     fault = _fault(p, "llama-perplexity", where, cmd, timeout_s)
     short = _TOO_SHORT.search(p.stderr)

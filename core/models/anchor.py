@@ -99,7 +99,30 @@ class Budget(Strict):
 class CensusSpec(Strict):
     exact: dict[str, Annotated[int, Field(ge=0)]] = Field(default_factory=dict)
     minimum: dict[str, Annotated[int, Field(ge=0)]] = Field(default_factory=dict)
+    # an upper bound: a count that may grow only so far (e.g. MiB the engine holds beyond the
+    # buffers it reports)
+    maximum: dict[str, Annotated[int, Field(ge=0)]] = Field(default_factory=dict)
     forbidden: list[str] = Field(default_factory=list)
+
+
+class PlantedFault(Strict):
+    """A mutation proof of a census anchor: the same run with one fast path forced off by the
+    engine's own switch (or a placement that leaves the GPU). Run by `lawbench census plant`; the
+    census must then FAIL and name every label in ``breaks``, while a parity check on the same
+    model and switches stays green (seed 002: parity cannot see a fast path that never runs)."""
+
+    name: Id
+    case: dict[str, Any]  # merged over the anchor's case (nested tables merge key by key)
+    breaks: list[str] = Field(min_length=1)  # labels the census must name as broken
+    why: str = Field(min_length=1)  # what the switch does, in the engine's own terms
+
+
+def merge_case(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """``over`` on top of ``base``; nested tables merge, anything else is replaced."""
+    out = dict(base)
+    for key, value in over.items():
+        out[key] = merge_case(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
 
 
 # No `ratchet` kind: an error that may shrink but never grow needs the anchor's own history
@@ -124,6 +147,7 @@ class Anchor(Strict):
     case: dict[str, Any] = Field(default_factory=dict)  # validated by the law's own case model
     arms: dict[str, dict[str, Any]] = Field(default_factory=dict)  # ratio: {"a": {...}, "b": {...}}
     census: Optional[CensusSpec] = None
+    planted: list[PlantedFault] = Field(default_factory=list)  # census only: its mutation proofs
     profiles: list[str] = Field(default_factory=list)  # empty: binds to every profile
     # A claim's life, as the register records it: each non-active status names the anchor that
     # encodes what replaced it (LINEAGE), so history always leads to the claim that stands today.
@@ -155,6 +179,10 @@ class Anchor(Strict):
             raise ValueError(f"band: a {self.kind} anchor needs a band")
         if self.kind == "census" and self.census is None:
             raise ValueError("census: a census anchor needs a [census] table")
+        if self.planted and self.kind != "census":
+            raise ValueError("planted: planted faults prove a census anchor; this one is a " + self.kind)
+        if len({p.name for p in self.planted}) != len(self.planted):
+            raise ValueError("planted: two planted faults share a name")
         if self.kind == "ratio" and set(self.arms) != {"a", "b"}:
             raise ValueError(f"arms: a ratio anchor needs arms.a and arms.b (got {sorted(self.arms)})")
         for status, field in LINEAGE.items():
@@ -168,6 +196,11 @@ class Anchor(Strict):
             if not (math.isfinite(lo) and math.isfinite(hi)):  # rel = 1e308 overflows to ±inf
                 raise ValueError(f"band: {self.band.describe(self.value)} reaches infinity; give a finite band")
         return self
+
+    def with_fault(self, fault: PlantedFault) -> "Anchor":
+        """This census anchor as its planted fault runs it: the case merged, the id marked."""
+        return self.model_copy(update={"id": f"{self.id}~{fault.name}", "case": merge_case(self.case, fault.case),
+                                       "planted": []})
 
     @property
     def runs(self) -> bool:

@@ -64,6 +64,9 @@ Quantity = Literal[
     "scale_density_ratio",  # scale+min chains per quant byte, weight_type over vs.weight_type (L-16)
     "fits",  # 1 when the placement's tiers hold what is placed on them (reserves, KV), else 0
     "fit_margin_gb",  # the tightest tier's usable capacity minus what it holds (< 0: does not fit)
+    # Accepted over drafted tokens of a llama-server request (timings.draft_n_accepted / draft_n):
+    # measured only; the law has no speculation term to price it (plugins/law4/speculative.py).
+    "draft_acceptance",
 ]
 
 # Unit scales per quantity: predict() returns the value in the anchor's own unit.
@@ -101,6 +104,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "scale_density_ratio": ("weight_type", "vs"),
     "fits": ("model",),
     "fit_margin_gb": ("model",),
+    "draft_acceptance": ("model", "bench"),
 }
 
 
@@ -188,13 +192,28 @@ class BenchCase(Strict):
     # right before every visit of this arm, so the page cache holds what a sequential read leaves
     # there; the read's bytes and seconds go into the visit's raw record. Only the page cache is
     # touched: on a file larger than free RAM the read also evicts the previous run's working set.
-    prime: Optional[Literal["read"]] = None
+    # "evict": drop the file's cached pages instead (posix_fadvise DONTNEED, no root), so every
+    # visit starts cold whatever ran before it (L-29's 'colder state', L-31's predecessor).
+    # Either way the raw record holds how much of the file was resident before and after the
+    # prime and after the visit (mincore; lawbench.core.hardware.pagecache).
+    prime: Optional[Literal["read", "evict"]] = None
     # tool = "server": llama-server with speculation (plugins/law4/speculative.py); n_gen is n_predict
     server: Optional[ServerOptions] = None
+    # The engine's own switches that turn a fast path off (a census's planted faults use them):
+    # --repack 0 (no CPU_REPACK), -nopo 1 (no op offload: a prompt on CPU weights stays on the
+    # CPU), and environment variables llama.cpp reads (GGML_CUDA_DISABLE_GRAPHS=1).
+    repack: Optional[bool] = None
+    op_offload: Optional[bool] = None
+    env: dict[str, str] = Field(default_factory=dict)
+    # What a census counts (one verbose llama-bench run): its load log; also the CUDA kernels
+    # that ran (lawbench.core.engines.kernels, CUDA builds only); or also the engine process's
+    # peak per-PID GPU memory next to the buffers its load log reports (NVML).
+    census: Literal["load-log", "kernels", "gpu-memory"] = "load-log"
 
     @model_validator(mode="after")
     def _one_test(self) -> "BenchCase":
-        if (self.n_gen > 0) == (self.n_prompt > 0):
+        # a kernel or memory census may run both tests in its one run: prompt kernels and decode kernels
+        if (self.n_gen > 0) == (self.n_prompt > 0) and not (self.census != "load-log" and self.n_gen and self.n_prompt):
             raise ValueError("a bench table runs one test: give n_gen (decode) or n_prompt (prefill), not both")
         if self.prime is not None and self.tool == "server":
             raise ValueError("prime: the page-cache priming step runs before llama-bench or "
@@ -203,6 +222,11 @@ class BenchCase(Strict):
             raise ValueError("bench.server (prompt, speculation) goes with tool = \"server\", and only there")
         if self.slots > 1 and self.tool != "batched-bench":
             raise ValueError("slots: parallel sequences run in llama-batched-bench; set tool = \"batched-bench\"")
+        switches = [n for n in ("repack", "op_offload") if getattr(self, n) is not None] + (["env"] if self.env else [])
+        if switches and self.tool != "llama-bench":
+            raise ValueError(f"{switches[0]}: the engine switches are passed to llama-bench only")
+        if self.census != "load-log" and self.tool != "llama-bench":
+            raise ValueError(f"census = {self.census!r} counts one llama-bench run; set tool = \"llama-bench\"")
         if self.tool == "batched-bench" and self.n_prompt and self.depth:
             raise ValueError("depth: llama-batched-bench times a prompt from position 0; a prefill "
                              "test at depth runs in llama-bench")
@@ -276,6 +300,7 @@ def check_measured(case: Law4Case, kind: str, anchor_id: str, where: str = "case
     a run at ``experts_used`` outside llama-batched-bench (llama-bench would run the file's
     default k and call it k), and, on an agreement anchor (measured over the law's price),
     what the law does not price: parallel slots, a V cache other than kv_type."""
+    _check_acceptance(case, kind, anchor_id, where)
     if kind == "prediction":
         return
     b = case.bench
@@ -299,6 +324,22 @@ def check_measured(case: Law4Case, kind: str, anchor_id: str, where: str = "case
         raise DataError(CASE_FILE, f"the law prices the V cache at kv_type = {case.kv_type!r}, not "
                         f"{b.cache_type_v!r}: measure it (kind measurement or ratio)",
                         anchor=anchor_id, field=f"{where}.bench.cache_type_v")
+
+
+def _check_acceptance(case: Law4Case, kind: str, anchor_id: str, where: str) -> None:
+    """draft_acceptance is the engine's own count of a speculating server's drafts, so it is
+    measured on one arm that speculates; nothing in the law prices it."""
+    if case.quantity != "draft_acceptance":
+        return
+    if kind != "measurement":
+        raise DataError(CASE_FILE, f"draft_acceptance is read from llama-server's own counts (draft_n_accepted / "
+                        f"draft_n) and the law has no speculation term to price it: kind must be "
+                        f"\"measurement\", not {kind!r}", anchor=anchor_id, field="kind")
+    b = case.bench
+    if b is None or b.tool != "server" or b.server is None or b.server.spec.type == "none":
+        raise DataError(CASE_FILE, "draft_acceptance counts a drafter's tokens: the case runs in llama-server "
+                        "(bench.tool = \"server\") with a bench.server.spec.type other than \"none\"",
+                        anchor=anchor_id, field=f"{where}.bench.server.spec.type")
 
 
 def priced_case(case: Law4Case) -> Law4Case:

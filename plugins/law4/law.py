@@ -272,15 +272,23 @@ class Law4(Law):
         return measure.sampler(anchor, profile, resources)
 
     def census(self, anchor: Anchor, profile: HardwareProfile, resources: Any) -> Any:
-        from lawbench.plugins.law4 import measure
+        from lawbench.plugins.law4 import census
 
         self._resources = resources
-        return measure.census(anchor, profile, resources)
+        return census.census(anchor, profile, resources)
+
+    def parity(self, anchor: Anchor, profile: HardwareProfile, resources: Any) -> dict[str, Any]:
+        from lawbench.plugins.law4 import census
+
+        return census.parity(anchor, profile, resources)
 
     # One method per family of quantities keeps each path short enough to check by eye.
     def compute(self, case: Law4Case, profile: HardwareProfile, anchor: Anchor,
                 store: Any = None, version: LawVersion = CURRENT) -> tuple[float, dict[str, Any]]:
         q = case.quantity
+        if q == "draft_acceptance":  # check_anchor refuses it on a prediction; a direct call lands here
+            raise DataError(CASE_FILE, "draft_acceptance is measured in llama-server, never priced",
+                            anchor=anchor.id, field="case.quantity")
         shape = self._shape(case, anchor.id, store)
         if q in ("kv_bytes_per_pos", "kv_bytes_ratio", "kv_reference_ratio", "kv_compression_needed"):
             return self._kv(case, shape, anchor)

@@ -3,7 +3,8 @@
     sampler(anchor, profile, resources)  one arm (measurement / agreement) or two arms a, b
                                          (ratio, or agreement with arms), interleaved A B B A in
                                          one run by lawbench.core.protocol.ArmSampler
-    census(anchor, profile, resources)   one verbose llama-bench run; its load log counted
+
+The census (one verbose llama-bench run, counted) is plugins/law4/census.py.
 
 One visit is one engine process running one test (tg n_gen at depth, or pp n_prompt) with
 bench.reps repetitions; every repetition's tokens/s is a reading. The engine is llama-bench, or
@@ -21,8 +22,8 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
-from lawbench.core.errors import DataError
-from lawbench.core.law import Census, NotApplicable
+from lawbench.core.errors import DataError, EngineError
+from lawbench.core.law import NotApplicable
 from lawbench.core.models import Anchor, HardwareProfile
 from lawbench.core.protocol import ArmSampler, Visit
 from lawbench.plugins.law4.case import CASE_FILE, BenchCase, Law4Case, arm_case, check_measured, parse_case
@@ -64,7 +65,9 @@ def bench_params(case: Law4Case, profile: HardwareProfile) -> dict[str, Any]:
         "override_tensor": "exps=CPU" if pc.experts_on_cpu else None,  # what --cpu-moe does
         "extra_args": [*(["-nkvo", "1"] if pc.kv_on_cpu else []),
                        *(["-b", str(b.batch)] if b.batch else []),
-                       *(["-lm", b.load_mode] if b.load_mode else [])] or None,
+                       *(["-lm", b.load_mode] if b.load_mode else []),
+                       *(["--repack", "1" if b.repack else "0"] if b.repack is not None else []),
+                       *(["-nopo", "0" if b.op_offload else "1"] if b.op_offload is not None else [])] or None,
     }
     return {k: v for k, v in params.items() if v is not None}
 
@@ -165,9 +168,56 @@ def prime_read(model: Path, chunk: int = PRIME_CHUNK) -> dict[str, Any]:
             "mb_s": round(n / seconds / 1e6, 1) if seconds > 0 else None}
 
 
+def prime_evict(model: Path) -> dict[str, Any]:
+    """The coldest start lawbench can set without root: the file's cached pages dropped
+    (posix_fadvise DONTNEED, lawbench.core.hardware.pagecache), so the engine reads every page it
+    needs from the disk. An eviction the kernel ignored (the file on tmpfs, or mapped whole by
+    another process) would time a warm visit as a cold one: an engine error, never a reading."""
+    from lawbench.core.hardware import pagecache
+
+    before = pagecache.residency(model)
+    t0 = time.monotonic()
+    pagecache.evict(model)
+    seconds = time.monotonic() - t0
+    after = pagecache.residency(model)
+    if before.resident and after.resident >= before.resident:
+        raise EngineError(f"bench.prime = \"evict\": the kernel dropped none of {model}'s "
+                          f"{before.resident} cached pages (a file on tmpfs, or one another process "
+                          f"maps); a visit from this state is not cold")
+    return {"mode": "evict", "file": model.name, "bytes": before.file_bytes, "seconds": round(seconds, 3),
+            "resident_before": before.as_dict(), "resident_after": after.as_dict()}
+
+
+def _prime(mode: str, model: Path) -> dict[str, Any]:
+    """Set the page-cache state bench.prime names; the record says how much of the file the
+    cache held before and after (pagecache.residency: mincore, which reads nothing)."""
+    from lawbench.core.hardware import pagecache
+
+    if mode == "evict":
+        done = prime_evict(model)
+    else:
+        before = pagecache.residency(model)
+        done = prime_read(model)
+        done.update(resident_before=before.as_dict(), resident_after=pagecache.residency(model).as_dict())
+    done["residency_method"] = pagecache.METHOD
+    return done
+
+
+def _check_prime(mode: Optional[str]) -> None:
+    """A visit that must set a page-cache state this machine cannot set or read never runs."""
+    from lawbench.core.hardware import pagecache
+
+    lacks = pagecache.supported() if mode is not None else None
+    if lacks:
+        raise NotApplicable(f"bench.prime = {mode!r}: {lacks}")
+
+
 def _visit(llama: Any, model: Path, params: dict[str, Any], bench: BenchCase):
     """One arm's visit: one engine process, `reps` repetitions, one reading per repetition;
-    with bench.prime, the model file is read through the page cache right before each one."""
+    with bench.prime, the page-cache state it names is set right before each one (the file read
+    through the cache, or evicted from it), and what the cache held of the file after the prime
+    and after the engine goes into the visit's raw record."""
+    _check_prime(bench.prime)
     if bench.tool == "batched-bench":
         run = _batched_visit(llama, model, params, bench)
     else:
@@ -175,9 +225,12 @@ def _visit(llama: Any, model: Path, params: dict[str, Any], bench: BenchCase):
     if bench.prime is None:
         return run
 
+    from lawbench.core.hardware import pagecache
+
     def primed(reps: int) -> Visit:
-        done = prime_read(model)  # immediately before the engine starts: nothing runs between
+        done = _prime(bench.prime, model)  # immediately before the engine starts: nothing runs between
         visit = run(reps)
+        done["resident_after_visit"] = pagecache.residency(model).as_dict()
         visit.raw["prime"] = done
         return visit
     return primed
@@ -188,7 +241,7 @@ def _bench_visit(llama: Any, model: Path, params: dict[str, Any], bench: BenchCa
 
     def visit(reps: int) -> Visit:
         run = run_bench(llama, model, timeout_s=bench.timeout_s, repetitions=reps,
-                        warmup=bench.warmup, **params)
+                        warmup=bench.warmup, env=bench.env or None, **params)
         values = [v for ts in run.samples_ts for v in ts]
         rec = run.records[0] if run.records else {}
         return Visit(values=values, wall_s=run.wall_s,
@@ -272,19 +325,3 @@ def sampler(anchor: Anchor, profile: HardwareProfile, resources: Any) -> ArmSamp
                                 "llama_cpp": llama.version,
                                 "bench_params": params, "models": {k: str(v) for k, v in files.items()}})
 
-
-def census(anchor: Anchor, profile: HardwareProfile, resources: Any) -> Census:
-    """One verbose llama-bench run of the case (its bench test, one repetition), counted."""
-    from lawbench.core.engines.bench import capture_load_log
-    from lawbench.core.engines.loadlog import census_counts
-
-    case = parse_case(anchor.case, anchor.id)
-    check_measured(case, "census", anchor.id)
-    model = model_file(case.model, resources)
-    params = bench_params(case, profile)
-    llama = resources.llama()
-    bench = case.bench or BenchCase(n_gen=1)
-    run = capture_load_log(llama, model, timeout_s=bench.timeout_s, repetitions=1,
-                           warmup=bench.warmup, **params)
-    return Census(counts=census_counts(run.log), log=run.log,
-                  environment={"command": run.cmd, "wall_s": run.wall_s, "llama_cpp": llama.version})

@@ -14,7 +14,10 @@ A visit is one llama-server process (lawbench.core.engines.server): with ``bench
 discarded request first, then ``bench.reps`` timed requests of n_gen tokens on the shipped prompt
 (plugins/law4/prompts.py); each timed request's ``timings.predicted_per_second`` is a reading.
 ``warmup = false`` times request 1 of a fresh server, the register's own rule for drafters with a
-cross-request store (D-10, D-12). A ratio anchor (speculation on over off) interleaves its arms
+cross-request store (D-10, D-12). With ``case.quantity = "draft_acceptance"`` each timed request's
+reading is instead its acceptance, ``draft_n_accepted / draft_n`` in the anchor's unit (register
+L-13: '66-68% acceptance at 384-token drafts'); a request that drafted nothing has no acceptance,
+and a visit without one is an engine error, never a zero. A ratio anchor (speculation on over off) interleaves its arms
 A B B A exactly as the llama-bench path does (core.protocol.ArmSampler); the off arm is
 ``spec = { type = "none" }`` on the same server build, prompt and n_gen.
 """
@@ -52,7 +55,29 @@ def server_flags(case: Any, profile: Any) -> dict[str, Any]:
             "extra_args": tuple(extra)}
 
 
-def _visit(llama: Any, model: Path, draft: Optional[Path], case: Any, flags: dict[str, Any]):
+def acceptance(timings: list[dict[str, Any]], scale: float = 1.0) -> list[float]:
+    """Each request's accepted over drafted tokens (divided by the unit's scale: 0.01 for %);
+    a request that drafted nothing has no acceptance and gives no reading."""
+    return [t["draft_n_accepted"] / t["draft_n"] / scale for t in timings
+            if t.get("draft_n") and "draft_n_accepted" in t]
+
+
+def _readings(case: Any, timed: list[dict[str, Any]], scale: float, model: Path) -> list[float]:
+    """A visit's readings: each timed request's decode tok/s, or its draft acceptance."""
+    from lawbench.core.errors import EngineError
+
+    if case.quantity != "draft_acceptance":
+        return [float(t["predicted_per_second"]) for t in timed]
+    rates = acceptance(timed, scale)
+    if not rates:
+        raise EngineError(f"llama-server drafted no token in {len(timed)} timed request(s) on {model.name} "
+                          f"(spec {case.bench.server.spec.type}): draft acceptance is undefined "
+                          f"(draft_n = 0), not zero")
+    return rates
+
+
+def _visit(llama: Any, model: Path, draft: Optional[Path], case: Any, flags: dict[str, Any],
+           scale: float = 1.0):
     """One arm's visit: one llama-server process, an optional warm-up request, `reps` timed ones."""
     from lawbench.core.engines.server import Request, Speculation, serve
     from lawbench.core.protocol import Visit
@@ -71,7 +96,7 @@ def _visit(llama: Any, model: Path, draft: Optional[Path], case: Any, flags: dic
         run = serve(llama, model, requests, load_timeout_s=opts.load_timeout_s, spec=spec, **flags)
         timed = run.timings[1:] if b.warmup else run.timings
         keep = ("predicted_n", "predicted_per_second", "prompt_n", "draft_n", "draft_n_accepted")
-        return Visit(values=[float(t["predicted_per_second"]) for t in timed], wall_s=run.wall_s,
+        return Visit(values=_readings(case, timed, scale, model), wall_s=run.wall_s,
                      raw={"engine": "llama-server", "model": model.name, "spec": s.type,
                           "requests": [{k: t[k] for k in keep if k in t} for t in timed]})
     return visit
@@ -83,7 +108,7 @@ def sampler(anchor: Any, profile: Any, resources: Any, cases: dict[str, Any]) ->
     from lawbench.core.errors import DataError
     from lawbench.core.law import NotApplicable
     from lawbench.core.protocol import ArmSampler
-    from lawbench.plugins.law4.case import CASE_FILE
+    from lawbench.plugins.law4.case import CASE_FILE, unit_scale
     from lawbench.plugins.law4.measure import fastest, model_file
 
     if anchor.kind == "agreement":
@@ -110,21 +135,28 @@ def sampler(anchor: Any, profile: Any, resources: Any, cases: dict[str, Any]) ->
     drafts = {name: model_file(c.bench.server.spec.draft_model, resources)
               if c.bench.server.spec.draft_model else None for name, c in cases.items()}
     flags = {name: server_flags(c, profile) for name, c in cases.items()}
+    scale = unit_scale(anchor.quantity, anchor.unit, anchor.id) if anchor.quantity == "draft_acceptance" else 1.0
     llama = resources.llama()
-    arms = {name: _visit(llama, files[name], drafts[name], c, flags[name]) for name, c in cases.items()}
+    arms = {name: _visit(llama, files[name], drafts[name], c, flags[name], scale) for name, c in cases.items()}
     labels = {name: _label(c, flags[name]) for name, c in cases.items()}
     if len(set(labels.values())) != len(labels):
         labels = {name: f"{name}: {lab}" for name, lab in labels.items()}
-    return ArmSampler(arms, labels=labels, reps_per_visit=reps.pop(),
-                      per_visit=fastest if per_visit.pop() == "fastest" else None,
-                      protocol={"engine": "llama-server", "llama_cpp": llama.version,
-                                "server": {n: {"flags": {k: list(v) if isinstance(v, tuple) else v
-                                                         for k, v in flags[n].items()},
-                                               "options": c.bench.server.model_dump(),
-                                               "n_gen": c.bench.n_gen, "warmup_request": c.bench.warmup}
-                                           for n, c in cases.items()},
-                                "models": {k: str(v) for k, v in files.items()},
-                                "draft_models": {k: str(v) for k, v in drafts.items() if v}})
+    sampler = ArmSampler(arms, labels=labels, reps_per_visit=reps.pop(),
+                         per_visit=fastest if per_visit.pop() == "fastest" else None,
+                         protocol={"engine": "llama-server", "llama_cpp": llama.version,
+                                   "reading": ("timings.draft_n_accepted / timings.draft_n per timed request"
+                                               if anchor.quantity == "draft_acceptance"
+                                               else "timings.predicted_per_second per timed request"),
+                                   "server": {n: {"flags": {k: list(v) if isinstance(v, tuple) else v
+                                                            for k, v in flags[n].items()},
+                                                  "options": c.bench.server.model_dump(),
+                                                  "n_gen": c.bench.n_gen, "warmup_request": c.bench.warmup}
+                                              for n, c in cases.items()},
+                                   "models": {k: str(v) for k, v in files.items()},
+                                   "draft_models": {k: str(v) for k, v in drafts.items() if v}})
+    if anchor.quantity == "draft_acceptance":
+        sampler.log_scale = False  # a rate that may be 0 is averaged, not multiplied
+    return sampler
 
 
 def _label(case: Any, flags: dict[str, Any]) -> str:

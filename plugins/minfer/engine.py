@@ -1,39 +1,18 @@
 """Run the user's minfer engine command once: environment, timeout, process group, full log.
 
 minfer is the user's private engine; lawbench never builds or finds it. A runner points at it with
-
-    LAWBENCH_MINFER_CMD="/path/to/run-minfer-prefill --model /models/7b-q4_k_m.gguf"
-
-a command line (split with POSIX shell rules and run without a shell: wrap pipelines in a script)
-that runs ONE whole-prefill pass of the engine and exits 0. Its contract:
-
-  * stderr: the engine's own eprintln output, unredirected. Under MINFER_MMQ_RAW_NB_DEBUG=1 (set by
-    lawbench for census anchors) that carries one B-path label line per q6_K launch.
-  * stdout: for throughput anchors, one JSON object on a line of its own holding the whole-prefill
-    rate, e.g. {"prefill_tok_s": 3181.0}. The last such line counts; other stdout lines are ignored.
-  * the environment lawbench passes (MINFER_MMQ_Q6K_EXP, …) must reach the engine unchanged.
-
-  * revision probe: run with LAWBENCH_MINFER_PROBE=revision in its environment, the command prints
-    one JSON line {"minfer_revision": "r54"} on stdout (the campaign's record number the engine
-    was built at) and exits 0 without running a pass. lawbench asks it once before each anchor
-    pinned to engine revisions (every minfer engine anchor is: lawbench.plugins.minfer.revisions),
-    so an anchor published for r54 SKIPs on an r56 engine instead of failing on numbers it never
-    claimed.
-
-An anchor may name another variable for one arm (case/arms `command_env`): the vs-llama anchors
-run `engine = "llama.cpp"`, read from LAWBENCH_MINFER_LLAMA_CMD, a llama.cpp command printing the
-same {"prefill_tok_s": …} line (it answers no revision probe); anchors comparing two minfer
-revisions read the older engine from LAWBENCH_MINFER_PREV_CMD, which keeps this same contract.
-
-The model file: LAWBENCH_MINFER_MODEL names the GGUF the engine command loads, for the anchors that
-read its header (the q6_K tensor census of seed 002's "14 attn_v + 14 ffn_down + output.weight").
+LAWBENCH_MINFER_CMD (a command line, split with POSIX shell rules and run without a shell) that
+runs ONE whole-prefill pass. What that command is given, what it prints (the B-path labels on
+stderr, the {"prefill_tok_s": …} line on stdout, the revision probe) and how lawbench reads its
+per-PID memory is the lawbench minfer contract, version CONTRACT_VERSION: docs/minfer-contract.md
+(lawbench's reading of it: lawbench.plugins.minfer.contract). tests/standin/minfer_standin.py is
+a command that speaks it exactly.
 
 The command runs in a process group of its own, so a timeout kills the engine and its children,
 and per-PID memory is read for every process of that group's tree.
 """
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import signal
@@ -46,6 +25,8 @@ from typing import Callable, Mapping, Optional, Sequence
 import psutil
 
 from lawbench.core.errors import EngineError, NotApplicable
+from lawbench.plugins.minfer.contract import CONTRACT_DOC, PREFILL_KEY, check_version, json_objects
+from lawbench.plugins.minfer.contract import CONTRACT_VERSION as CONTRACT_VERSION  # the version lawbench speaks
 from lawbench.plugins.minfer.revisions import parse_probe, probe_env
 
 CMD_ENV = "LAWBENCH_MINFER_CMD"
@@ -152,26 +133,22 @@ def _read(f) -> str:
 
 
 def prefill_tok_s(run: EngineRun, what: str = "minfer engine") -> float:
-    """The last {"prefill_tok_s": x} JSON line on stdout (the command's contract, see above)."""
+    """The last {"prefill_tok_s": x} JSON line on stdout (the contract: docs/minfer-contract.md)."""
     found: Optional[float] = None
-    for line in run.stdout.splitlines():
-        line = line.strip()
-        if not (line.startswith("{") and "prefill_tok_s" in line):
-            continue
-        try:
-            value = json.loads(line).get("prefill_tok_s")
-        except (json.JSONDecodeError, AttributeError):
-            continue
+    for obj in json_objects(run.stdout):
+        value = obj.get(PREFILL_KEY)
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             found = float(value)
     if found is None or found <= 0:
-        raise EngineError(f'{what} printed no {{"prefill_tok_s": <positive number>}} line on stdout; '
-                          "the engine command must print one (contract: lawbench.plugins.minfer.engine)",
-                          log=run.log())
+        raise EngineError(f'{what} printed no {{"{PREFILL_KEY}": <positive number>}} line on stdout; '
+                          f"the engine command must print one (contract: {CONTRACT_DOC})", log=run.log())
     return found
 
 
 def engine_revision(argv: list[str], env: Mapping[str, str], what: str = "minfer engine") -> str:
-    """The revision the engine command reports through the probe (see the contract above)."""
+    """The revision the engine command reports through the probe; an EngineError when it states a
+    contract version other than CONTRACT_VERSION (docs/minfer-contract.md)."""
     done = run_engine(argv, probe_env(env), PROBE_TIMEOUT_S, what=f"{what} revision probe")
-    return parse_probe(done.stdout, what, log=done.log())
+    revision = parse_probe(done.stdout, what, log=done.log())
+    check_version(done.stdout, what, log=done.log())
+    return revision

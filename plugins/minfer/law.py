@@ -11,7 +11,7 @@ What this law checks:
   census       (measure = "q6k_tensors") the q6_K tensors of the model file, from its GGUF header.
 
 The engine is the user's own: set LAWBENCH_MINFER_CMD to a command line that runs one whole-prefill
-pass (its contract is in lawbench.plugins.minfer.engine). Without it every engine anchor is
+pass and speaks the lawbench minfer contract (docs/minfer-contract.md). Without it every engine anchor is
 NotApplicable — a SKIP elsewhere, a FAIL on a gb10 runner, where a skip is not a pass. Every engine
 run names the engine revisions its number was published for; the engine is asked its revision
 first, and outside the range the anchor SKIPs (lawbench.plugins.minfer.revisions).
@@ -20,17 +20,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from lawbench.core.hardware.gpu_memory import PerPidMemory
 from lawbench.core.law import Census, Law, NotApplicable, Prediction, Sampler
 from lawbench.core.models import Anchor, HardwareProfile
 from lawbench.plugins.minfer.case import PERCENT, PLANE_UNITS, Case, Run, check_case, runs
+from lawbench.plugins.minfer.contract import DEBUG_ENV, greedy
 from lawbench.plugins.minfer.engine import child_env, engine_argv, engine_revision, run_engine
 from lawbench.plugins.minfer.labels import count_labels
-from lawbench.plugins.minfer.memory import PerPidMemory
 from lawbench.plugins.minfer.model_census import q6k_census
 from lawbench.plugins.minfer.revisions import require
 from lawbench.plugins.minfer.sampling import EngineReader
 
-DEBUG_ENV = {"MINFER_MMQ_RAW_NB_DEBUG": "1"}
 PLANE_ROW_MULTIPLE = 256  # seed 002: the plane is registered only where id % 256 == 0
 
 
@@ -89,10 +89,13 @@ class Minfer(Law):
         env = child_env({**DEBUG_ENV, **case.env}, case.unset_env)
         done = run_engine(argv, env, case.timeout_s, what=f"minfer engine ({case.command})")
         counts = count_labels(done.stderr)
+        # The greedy tokens' digest rides along: a path that changed while the output did not (seed
+        # 002's r53 map-key bug) shows as a red census beside an unchanged digest.
+        output = greedy(done.stdout, f"minfer engine ({case.command})", log=done.log())
         return Census(counts=counts, log=done.log(),
                       environment={"command": argv, "env": {**DEBUG_ENV, **case.env},
                                    "unset_env": case.unset_env, "duration_s": round(done.duration_s, 3),
-                                   "engine_revision": revisions.get("main")})
+                                   "engine_revision": revisions.get("main"), **output})
 
     def sampler(self, anchor: Anchor, profile: HardwareProfile, resources: Any) -> Sampler:
         case = check_case(anchor)

@@ -11,10 +11,11 @@ range the anchor is not about this engine: EngineRevisionOutOfRange, a SKIP with
 
 Revisions are the campaign's record numbers written "r<N>" (r41, r53, r54, …) and compare by N.
 
-The probe (part of the engine command's contract, lawbench.plugins.minfer.engine): the command is
-run once with LAWBENCH_MINFER_PROBE=revision in its environment; it prints one JSON line
-{"minfer_revision": "r54"} on stdout and exits 0 without running a pass. The wrapper a runner
-already writes for the {"prefill_tok_s": …} line answers it, from the engine tree it builds.
+The probe (part of the engine command's contract, docs/minfer-contract.md): the command is run
+once with LAWBENCH_MINFER_PROBE=revision in its environment; it prints one JSON line
+{"minfer_revision": "r54", "minfer_contract": 1} on stdout and exits 0 without running a pass. The
+wrapper a runner already writes for the {"prefill_tok_s": …} line answers it, from the engine tree
+it builds.
 """
 from __future__ import annotations
 
@@ -95,7 +96,7 @@ def parse_probe(stdout: str, what: str, log: str = "") -> str:
         found = value if isinstance(value, str) else repr(value)
     if found is None:
         raise EngineError(f'{what} printed no {{"{PROBE_KEY}": "r<N>"}} line when run with {PROBE_ENV}=revision; '
-                          "an anchor pinned to engine revisions needs it (contract: lawbench.plugins.minfer.engine)",
+                          "an anchor pinned to engine revisions needs it (contract: docs/minfer-contract.md)",
                           log=log)
     try:
         revision_number(found)

@@ -16,7 +16,7 @@ from lawbench.core.errors import EngineError
 from lawbench.core.protocol import ArmSampler, Visit
 from lawbench.plugins.minfer.case import Case, Run
 from lawbench.plugins.minfer.engine import child_env, engine_argv, prefill_tok_s, run_engine
-from lawbench.plugins.minfer.memory import PerPidMemory
+from lawbench.core.hardware.gpu_memory import PerPidMemory
 
 
 class EngineReader:

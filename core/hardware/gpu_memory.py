@@ -1,4 +1,5 @@
-"""Per-process GPU memory, the way seed 002 reads it on a GB10.
+"""Per-process GPU memory, the way seed 002 reads it on a GB10 (used by minfer's anchors and by
+Law 4's GPU-memory census of llama.cpp).
 
 On unified-memory parts nvidia-smi's aggregate "used" field reads [N/A]; only the per-process
 list (`--query-compute-apps`) reports what an engine holds. Two instruments read that list:
@@ -144,3 +145,43 @@ def aggregate_used_mib(profile: HardwareProfile, device: int = 0) -> float:
     except Exception as exc:  # pynvml.NVMLError_*: no driver, no GPU, or [N/A] on unified memory
         raise NotApplicable(f"NVML cannot read the aggregate GPU memory: {exc}") from None
     return info.used / MIB
+
+
+class PeakSampler:
+    """The peak per-PID GPU memory of one process while it runs, read every ``interval_s`` on a
+    thread of its own (``start`` is a run_process monitor: it returns the stop function).
+
+    ``peak_mib`` stays None when no reading ever listed the process with a number; ``readings``
+    counts the readings that did, so a census can refuse a peak taken from too few."""
+
+    def __init__(self, memory: "PerPidMemory", interval_s: float = 0.02):
+        self.memory, self.interval_s = memory, interval_s
+        self.peak_mib: Optional[float] = None
+        self.readings = 0
+        self.errors: list[str] = []
+
+    def start(self, pid: int) -> Callable[[], None]:
+        import threading
+
+        done = threading.Event()
+
+        def watch() -> None:
+            while not done.is_set():
+                try:
+                    used = self.memory.used_by({pid})
+                except Exception as exc:  # an instrument that fails mid-run: say so, stop reading
+                    self.errors.append(str(exc))
+                    return
+                if used is not None:
+                    self.readings += 1
+                    self.peak_mib = used if self.peak_mib is None else max(self.peak_mib, used)
+                done.wait(self.interval_s)
+
+        thread = threading.Thread(target=watch, name=f"gpu-memory-{pid}", daemon=True)
+        thread.start()
+
+        def stop() -> None:
+            done.set()
+            thread.join(timeout=5)
+
+        return stop

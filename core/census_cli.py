@@ -1,0 +1,66 @@
+"""`lawbench census …`: liveness censuses outside a full run (docs/census.md).
+
+  lawbench census plant --profile P [--anchor ID …] [--out DIR] [--strict]
+      every census anchor of P unplanted and with each of its planted faults (lawbench.core.planted);
+      exit 0 when every fault turned its census red, naming its labels, while parity stayed green.
+
+Laws add their own actions to the group (a lawbench.Command named "census <action>"): minfer adds
+`lawbench census run -- COMMAND`, the census of any command that speaks its contract
+(docs/minfer-contract.md).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+from lawbench.core.errors import LawbenchError
+
+
+def add_census_parser(sub: Any) -> Any:
+    """The `census` command group with core's `plant`; returns its sub-parsers for the laws' actions."""
+    p = sub.add_parser("census", help="liveness censuses: planted-fault proofs, and the laws' own actions",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    actions = p.add_subparsers(dest="census_command", metavar="ACTION", required=True)
+    add_plant_parser(actions)
+    return actions
+
+
+def add_plant_parser(actions: Any) -> None:
+    plant = actions.add_parser("plant", help="prove each census anchor can fail: planted faults turn it red, "
+                                             "parity stays green", description=__doc__)
+    plant.add_argument("--profile", default="detect", help="profile id, or 'detect' (default)")
+    plant.add_argument("--anchor", action="append", default=[], metavar="ID", help="only this anchor (repeatable)")
+    plant.add_argument("--out", default=os.environ.get("LAWBENCH_OUT", "lawbench-out"),
+                       help="folder for planted.json (default: lawbench-out)")
+    plant.add_argument("--llama-dir", default=None, help="use this llama.cpp build (its bin folder)")
+    plant.add_argument("--strict", action="store_true", help="a runner job: an anchor that skips is a failure")
+    plant.add_argument("--json", action="store_true", help="print the record as JSON instead of a table")
+    plant.set_defaults(func=cmd_plant)
+
+
+def cmd_plant(args: argparse.Namespace) -> int:
+    from lawbench.core.planted import run_plant, summary_lines
+
+    code, record = run_plant(args.profile, tuple(args.anchor), out=args.out, llama_dir=args.llama_dir,
+                             strict=args.strict)
+    if args.json:
+        print(json.dumps(record, indent=1, default=str))
+        return code
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"planted faults, profile {record['profile']}")
+    for col in ("anchor", "fault", "census", "what the census said", "parity"):
+        table.add_column(col, overflow="fold")
+    for row in summary_lines(record):
+        table.add_row(*row)
+    Console(file=sys.stdout, width=200).print(table)
+    if not record["anchors"]:
+        raise LawbenchError(f"no census anchor with planted faults runs on profile {record['profile']!r}")
+    proved = sum(1 for r in record["anchors"] for f in r["faults"] if f["proved"])
+    total = sum(len(r["faults"]) for r in record["anchors"])
+    print(f"{proved}/{total} planted faults proved; record: {os.path.join(args.out, 'planted.json')}")
+    return code

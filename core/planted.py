@@ -1,0 +1,149 @@
+"""Planted faults: the proof that a census anchor can turn red.
+
+A census anchor that always passes proves nothing. Each census anchor of a built-in law declares
+planted faults (`[[anchor.planted]]`: a case overlay that turns one fast path off with the
+engine's own switch, or a placement that leaves the GPU, and the labels that must then break).
+`lawbench census plant --profile P` runs, per anchor on this machine:
+
+  1. the census as published                         -> must PASS
+  2. the law's parity check on that configuration    -> the reference output (perplexity)
+  3. per planted fault: the census with the overlay  -> must FAIL, naming every label in `breaks`
+  4. per planted fault: the parity check, same switches -> must stay within PARITY_TOLERANCE of 2
+
+A fault whose census stays green, or fails without naming its labels, or whose output moved
+(then the switch changed the model's arithmetic, not only its path), is a failed proof: exit 1.
+That is seed 002's landing-day bug, reproduced on purpose: parity green, fast path gone, and only
+the census says so.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from lawbench.core.errors import EngineError, LawbenchError, NotApplicable
+from lawbench.core.evaluate import RunPolicy, evaluate
+from lawbench.core.models import Anchor, Verdict
+
+# Perplexity through another kernel path differs by rounding only; 1 % is far above that and far
+# below what a wrong kernel does to a model's output.
+PARITY_TOLERANCE = 0.01
+
+
+def _parity(law: Any, anchor: Anchor, policy: RunPolicy, resources: Any) -> dict[str, Any]:
+    try:
+        return law.parity(anchor, policy.profile, resources)
+    except (NotApplicable, EngineError) as exc:
+        return {"error": str(exc)}
+
+
+def plant_anchor(anchor: Anchor, law: Any, policy: RunPolicy, resources: Any,
+                 file: str | None = None) -> dict[str, Any]:
+    """Run one census anchor unplanted and with each of its planted faults; the proof record."""
+    base = evaluate(anchor, law, policy, resources, file=file)
+    record: dict[str, Any] = {"anchor": anchor.id, "file": file, "unplanted": base.model_dump(mode="json"),
+                              "parity": {}, "faults": []}
+    if base.verdict in (Verdict.SKIP, Verdict.ERROR):  # not runnable here: nothing to plant into
+        record.update(proved=False, problems=[f"the census itself is {base.verdict.value}: {base.reason}"])
+        return record
+    base_parity = record["parity"] = _parity(law, anchor, policy, resources)
+    problems = []
+    if base.verdict is not Verdict.PASS:
+        problems.append(f"the census itself is {base.verdict.value}, not PASS: {base.reason}")
+    for fault in anchor.planted:
+        variant = anchor.with_fault(fault)
+        got = evaluate(variant, law, policy, resources, file=file)
+        par = _parity(law, variant, policy, resources)
+        missing = [label for label in fault.breaks if f"{label}:" not in got.reason]
+        ratio = (par["ppl"] / base_parity["ppl"]) if "ppl" in par and "ppl" in base_parity else None
+        why = []
+        if got.verdict is not Verdict.FAIL:
+            why.append(f"the census stayed {got.verdict.value}" + (f" ({got.reason})" if got.reason else ""))
+        elif missing:
+            why.append(f"the census failed without naming {', '.join(missing)}: {got.reason}")
+        if ratio is None:
+            why.append(f"no parity reading: {par.get('error') or base_parity.get('error')}")
+        elif not math.isfinite(ratio) or abs(ratio - 1) > PARITY_TOLERANCE:
+            why.append(f"parity moved: perplexity x{ratio:.4f} of the unplanted run's (tolerance "
+                       f"{PARITY_TOLERANCE:.0%}), so the switch changed the output, not only the path")
+        record["faults"].append({"fault": fault.name, "why": fault.why, "case": fault.case,
+                                 "breaks": fault.breaks, "result": got.model_dump(mode="json"),
+                                 "parity": par, "parity_ratio": ratio,
+                                 "proved": not why, "problems": why})
+        problems += [f"{fault.name}: {w}" for w in why]
+    record["proved"] = not problems
+    record["problems"] = problems
+    return record
+
+
+def census_anchors(ctx: Any, ids: tuple[str, ...] = ()) -> list[Any]:
+    """The census anchors this run context selects (or exactly ``ids``), with planted faults."""
+    chosen = [la for la in ctx.anchor_set.anchors
+              if la.anchor.kind == "census" and la.anchor.runs and ctx.selected(la)
+              and (not ids or la.anchor.id in ids)]
+    unknown = set(ids) - {la.anchor.id for la in chosen}
+    if unknown:
+        raise LawbenchError(f"no runnable census anchor {sorted(unknown)[0]!r} for profile {ctx.policy.profile.id!r}")
+    return chosen
+
+
+def run_plant(profile_id: str, ids: tuple[str, ...] = (), out: Any = None, llama_dir: str | None = None,
+              strict: bool = False) -> tuple[int, dict[str, Any]]:
+    """`lawbench census plant`: every selected census anchor unplanted and planted, a record.
+
+    Exit 0 when every planted fault proved its anchor (red census, green parity), 1 when one did
+    not. Off its runner an anchor SKIPs (the record says so) and proves nothing: under --strict
+    that is a failure, as in `lawbench run --strict`.
+    """
+    import datetime as dt
+    import json
+    import platform
+    from pathlib import Path
+
+    from lawbench.core.resources import Resources
+    from lawbench.core.session import RunContext
+
+    ctx = RunContext(profile_id, strict=strict, llama_dir=llama_dir)
+    chosen = census_anchors(ctx, ids)
+    resources = Resources(llama_dir=llama_dir, profile=ctx.policy.profile)
+    started = dt.datetime.now(dt.timezone.utc)
+    records = []
+    try:
+        for la in chosen:
+            law = ctx.registry.law(la.anchor.law)
+            if not la.anchor.planted:
+                records.append({"anchor": la.anchor.id, "file": la.file, "proved": False,
+                                "problems": ["no planted fault declared: this command proves nothing about it"],
+                                "faults": []})
+                continue
+            records.append(plant_anchor(la.anchor, law, ctx.policy, resources, file=la.file))
+    finally:
+        resources.close()
+    skipped = [r for r in records if r.get("unplanted", {}).get("verdict") == "SKIP"]
+    # an anchor with no planted fault is listed, not failed: its proof, if any, is a test
+    failed = [r for r in records if not r["proved"] and r not in skipped
+              and (r["faults"] or r.get("unplanted", {}).get("verdict") == "ERROR")]
+    record = {"kind": "lawbench planted-fault run", "profile": ctx.policy.profile.id,
+              "started": started.isoformat(timespec="seconds"), "host": platform.node(),
+              "on_own_runner": ctx.policy.on_own_runner, "parity_tolerance": PARITY_TOLERANCE,
+              "anchors": records}
+    if out:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        (Path(out) / "planted.json").write_text(json.dumps(record, indent=1, default=str) + "\n")
+    bad = bool(failed) or (strict and bool(skipped)) or not records
+    return (1 if bad else 0), record
+
+
+def summary_lines(record: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
+    """(anchor, fault, census verdict, census reason, parity) rows for a table."""
+    rows = []
+    for r in record["anchors"]:
+        un = r.get("unplanted", {})
+        par = r.get("parity", {})
+        rows.append((r["anchor"], "(none)", un.get("verdict", "-"), un.get("reason", "") or "; ".join(r["problems"]),
+                     f"ppl {par['ppl']:.2f}" if "ppl" in par else par.get("error", "-")[:60]))
+        for f in r["faults"]:
+            res = f["result"]
+            ratio = f["parity_ratio"]
+            rows.append((r["anchor"], f["fault"] + ("" if f["proved"] else "  NOT PROVED"), res["verdict"],
+                         res["reason"], f"x{ratio:.4f}" if ratio is not None else f["parity"].get("error", "-")[:60]))
+    return rows
