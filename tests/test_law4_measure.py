@@ -327,17 +327,12 @@ def test_census_counts_a_real_load_log(res, cpu_profile):
     assert r.verdict is Verdict.PASS, (r.reason, counts)
     assert counts["repack:q4_0_8x8"] == 70  # 10 blocks x 7 matrices; embeddings/norms stay in CPU
     assert "graphs reused" in r.measurement.log  # the tail of the real -v log rides in the record
-    # the same census asked of a run with the fast path switched off must fail, naming the label
+    # the same census asked of a run with the fast path switched off (the engine's own --repack 0,
+    # bench.repack = false) must fail, naming the label
     off = law4_anchor(id="law4.test.census-off", kind="census", band=None, quantity="census", unit="count",
-                      case={**SYN, "bench": {"n_gen": 4}}, census={"minimum": {"repacked_tensors": 1}})
-    from lawbench.plugins.law4 import measure
-
-    real = measure.bench_params
-    measure.bench_params = lambda case, profile: {**real(case, profile), "extra_args": ["--repack", "0"]}
-    try:
-        r_off = evaluate_anchor(off, Law4(), profile=cpu_profile, resources=res)
-    finally:
-        measure.bench_params = real
+                      case={**SYN, "bench": {"n_gen": 4, "repack": False}}, census={"minimum": {"repacked_tensors": 1}})
+    r_off = evaluate_anchor(off, Law4(), profile=cpu_profile, resources=res)
+    assert "--repack" in r_off.measurement.environment["command"]
     assert r_off.verdict is Verdict.FAIL and "repacked_tensors: counted 0" in r_off.reason
 
 
