@@ -9,6 +9,7 @@ engine's own switch, or a placement that leaves the GPU, and the labels that mus
   2. the law's parity check on that configuration    -> the reference output (perplexity)
   3. per planted fault: the census with the overlay  -> must FAIL, naming every label in `breaks`
   4. per planted fault: the parity check, same switches -> must stay within PARITY_TOLERANCE of 2
+  (a fault on a census that was red before it proves nothing)
 
 A fault whose census stays green, or fails without naming its labels, or whose output moved
 (then the switch changed the model's arithmetic, not only its path), is a failed proof: exit 1.
@@ -20,13 +21,15 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from lawbench.core.errors import EngineError, LawbenchError, NotApplicable
+from lawbench.core.errors import EngineError, LawbenchError, NotApplicable, UsageError
 from lawbench.core.evaluate import RunPolicy, evaluate
 from lawbench.core.models import Anchor, Verdict
 
-# Perplexity through another kernel path differs by rounding only; 1 % is far above that and far
-# below what a wrong kernel does to a model's output.
-PARITY_TOLERANCE = 0.01
+# Perplexity through another kernel path differs by rounding only: the H200 and CPU planted runs
+# moved it by at most 0.021 % (results/h200/census/planted.json). 0.1 % keeps five times that margin
+# and still catches garbage output on the synthetic models, whose perplexity is not the uniform one
+# (syn-25m 31913 against 32000 for a uniform guess over its vocabulary: 0.28 % apart).
+PARITY_TOLERANCE = 0.001
 
 
 def _parity(law: Any, anchor: Anchor, policy: RunPolicy, resources: Any) -> dict[str, Any]:
@@ -42,8 +45,14 @@ def plant_anchor(anchor: Anchor, law: Any, policy: RunPolicy, resources: Any,
     base = evaluate(anchor, law, policy, resources, file=file)
     record: dict[str, Any] = {"anchor": anchor.id, "file": file, "unplanted": base.model_dump(mode="json"),
                               "parity": {}, "faults": []}
-    if base.verdict in (Verdict.SKIP, Verdict.ERROR):  # not runnable here: nothing to plant into
-        record.update(proved=False, problems=[f"the census itself is {base.verdict.value}: {base.reason}"])
+    # not runnable here (a skip, also one --strict turned into a FAIL): nothing to plant into
+    if base.verdict in (Verdict.SKIP, Verdict.ERROR) or base.detail.get("strict_skip"):
+        record.update(proved=False, skipped=base.verdict is Verdict.SKIP or bool(base.detail.get("strict_skip")),
+                      problems=[f"the census itself is {base.verdict.value}: {base.reason}"])
+        for fault in anchor.planted:
+            record["faults"].append({"fault": fault.name, "why": fault.why, "case": fault.case, "breaks": fault.breaks,
+                                     "result": None, "parity": {}, "parity_ratio": None, "proved": False,
+                                     "problems": ["not run: the unplanted census did not run here"]})
         return record
     base_parity = record["parity"] = _parity(law, anchor, policy, resources)
     problems = []
@@ -56,6 +65,8 @@ def plant_anchor(anchor: Anchor, law: Any, policy: RunPolicy, resources: Any,
         missing = [label for label in fault.breaks if f"{label}:" not in got.reason]
         ratio = (par["ppl"] / base_parity["ppl"]) if "ppl" in par and "ppl" in base_parity else None
         why = []
+        if base.verdict is not Verdict.PASS:  # a red that was red before proves nothing
+            why.append(f"the unplanted census is already {base.verdict.value}")
         if got.verdict is not Verdict.FAIL:
             why.append(f"the census stayed {got.verdict.value}" + (f" ({got.reason})" if got.reason else ""))
         elif missing:
@@ -63,8 +74,8 @@ def plant_anchor(anchor: Anchor, law: Any, policy: RunPolicy, resources: Any,
         if ratio is None:
             why.append(f"no parity reading: {par.get('error') or base_parity.get('error')}")
         elif not math.isfinite(ratio) or abs(ratio - 1) > PARITY_TOLERANCE:
-            why.append(f"parity moved: perplexity x{ratio:.4f} of the unplanted run's (tolerance "
-                       f"{PARITY_TOLERANCE:.0%}), so the switch changed the output, not only the path")
+            why.append(f"parity moved: perplexity x{ratio:.5f} of the unplanted run's (tolerance "
+                       f"{PARITY_TOLERANCE:.1%}), so the switch changed the output, not only the path")
         record["faults"].append({"fault": fault.name, "why": fault.why, "case": fault.case,
                                  "breaks": fault.breaks, "result": got.model_dump(mode="json"),
                                  "parity": par, "parity_ratio": ratio,
@@ -77,12 +88,18 @@ def plant_anchor(anchor: Anchor, law: Any, policy: RunPolicy, resources: Any,
 
 def census_anchors(ctx: Any, ids: tuple[str, ...] = ()) -> list[Any]:
     """The census anchors this run context selects (or exactly ``ids``), with planted faults."""
-    chosen = [la for la in ctx.anchor_set.anchors
-              if la.anchor.kind == "census" and la.anchor.runs and ctx.selected(la)
-              and (not ids or la.anchor.id in ids)]
+    available = [la for la in ctx.anchor_set.anchors
+                 if la.anchor.kind == "census" and la.anchor.runs and ctx.selected(la)]
+    chosen = [la for la in available if not ids or la.anchor.id in ids]
     unknown = set(ids) - {la.anchor.id for la in chosen}
     if unknown:
-        raise LawbenchError(f"no runnable census anchor {sorted(unknown)[0]!r} for profile {ctx.policy.profile.id!r}")
+        here = [la.anchor.id for la in available] or ["none"]
+        where = {la.anchor.id: la.anchor.profiles for la in ctx.anchor_set.anchors if la.anchor.kind == "census"}
+        bad = sorted(unknown)[0]
+        hint = (f" (it binds to {', '.join(where[bad])}: give --profile {where[bad][0]})" if where.get(bad)
+                else " (not a census anchor)")
+        raise UsageError(f"--anchor {bad!r}: no runnable census anchor of profile {ctx.policy.profile.id!r}{hint}; "
+                         f"this profile's: {', '.join(here)}")
     return chosen
 
 
@@ -104,6 +121,12 @@ def run_plant(profile_id: str, ids: tuple[str, ...] = (), out: Any = None, llama
 
     ctx = RunContext(profile_id, strict=strict, llama_dir=llama_dir)
     chosen = census_anchors(ctx, ids)
+    if strict and not ctx.policy.on_own_runner:  # as `lawbench run --strict`: refuse before building anything
+        from lawbench.core.session import mismatch_reasons
+
+        reasons = "; ".join(r.removeprefix("no: ") for r in mismatch_reasons(ctx.machine, ctx.policy.profile))
+        raise LawbenchError(f"--strict: this machine does not match profile {ctx.policy.profile.id!r} ({reasons}): "
+                            f"its planted faults run on a {ctx.policy.profile.id} runner")
     resources = Resources(llama_dir=llama_dir, profile=ctx.policy.profile)
     started = dt.datetime.now(dt.timezone.utc)
     records = []
@@ -118,12 +141,18 @@ def run_plant(profile_id: str, ids: tuple[str, ...] = (), out: Any = None, llama
             records.append(plant_anchor(la.anchor, law, ctx.policy, resources, file=la.file))
     finally:
         resources.close()
-    skipped = [r for r in records if r.get("unplanted", {}).get("verdict") == "SKIP"]
+    skipped = [r for r in records if r.get("skipped")]
     # an anchor with no planted fault is listed, not failed: its proof, if any, is a test
     failed = [r for r in records if not r["proved"] and r not in skipped
               and (r["faults"] or r.get("unplanted", {}).get("verdict") == "ERROR")]
+    from lawbench import __version__
+    from lawbench.core.reports import git_commit
+
     record = {"kind": "lawbench planted-fault run", "profile": ctx.policy.profile.id,
-              "started": started.isoformat(timespec="seconds"), "host": platform.node(),
+              "started": started.isoformat(timespec="seconds"),
+              "finished": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+              "lawbench": __version__, "commit": git_commit(), "strict": strict, "anchors_asked": list(ids),
+              "llama_dir": llama_dir, "host": platform.node(),
               "on_own_runner": ctx.policy.on_own_runner, "parity_tolerance": PARITY_TOLERANCE,
               "anchors": records}
     if out:
@@ -137,13 +166,13 @@ def summary_lines(record: dict[str, Any]) -> list[tuple[str, str, str, str, str]
     """(anchor, fault, census verdict, census reason, parity) rows for a table."""
     rows = []
     for r in record["anchors"]:
-        un = r.get("unplanted", {})
-        par = r.get("parity", {})
+        un = r.get("unplanted") or {}
+        par = r.get("parity") or {}
         rows.append((r["anchor"], "(none)", un.get("verdict", "-"), un.get("reason", "") or "; ".join(r["problems"]),
-                     f"ppl {par['ppl']:.2f}" if "ppl" in par else par.get("error", "-")[:60]))
+                     f"ppl {par['ppl']:.2f}" if "ppl" in par else (par.get("error") or "-")))
         for f in r["faults"]:
-            res = f["result"]
+            res = f["result"] or {"verdict": "-", "reason": "; ".join(f["problems"])}
             ratio = f["parity_ratio"]
             rows.append((r["anchor"], f["fault"] + ("" if f["proved"] else "  NOT PROVED"), res["verdict"],
-                         res["reason"], f"x{ratio:.4f}" if ratio is not None else f["parity"].get("error", "-")[:60]))
+                         res["reason"], f"x{ratio:.5f}" if ratio is not None else (f["parity"].get("error") or "-")))
     return rows

@@ -265,3 +265,60 @@ def test_every_llama_cpp_census_anchor_has_a_mutation_proof():
             for fault in a.planted:
                 assert set(fault.breaks) <= set(a.census.exact) | set(a.census.minimum) | \
                     set(a.census.maximum) | set(a.census.forbidden), (a.id, fault.name)
+
+
+def test_the_memory_census_goes_red_on_either_side_of_its_bounds():
+    """The NVML half of the gpu-memory census (its planted fault on the H200 broke only the
+    placement label): a process holding less than the buffers its log reports, or more than
+    1024 MiB beyond them, or read too few times, turns the anchor red by name. The sampler is a
+    stand-in here; the load log is the real CUDA one (tests/data/loadlog_cuda_ngl99.log)."""
+    from types import SimpleNamespace
+
+    from lawbench.core.engines.loadlog import parse_load_log
+    from lawbench.plugins.law4.census import _memory_counts
+
+    anchors = {la.anchor.id: la.anchor for la in load_all(get_registry()).anchors}
+    anchor = anchors["law4.h200.census.gpu-memory.syn-100m-q4_0"]
+    log = parse_load_log((Path(__file__).parent / "data" / "loadlog_cuda_ngl99.log").read_text())
+    memory = SimpleNamespace(instrument="stand-in")
+
+    def judge(peak_mib, readings=20):
+        sampler = SimpleNamespace(peak_mib=peak_mib, readings=readings, errors=[], memory=memory)
+        counts = {**log.census(), "offloaded_layers": 23, **_memory_counts(sampler, log, "m")["counts"]}
+        return census_problems(anchor.census, counts)
+
+    buffers = _memory_counts(SimpleNamespace(peak_mib=0, readings=9, errors=[], memory=memory), log, "m")["counts"]["gpu_buffers_mib"]
+    assert buffers > 0
+    assert judge(buffers + 589) == []  # what the H200 measured beyond the buffers
+    assert any(p.startswith("gpu_peak_over_buffers_mib: counted 1025, expected at most 1024") for p in judge(buffers + 1025))
+    assert any(p.startswith("gpu_peak_over_buffers_mib: counted -1, expected at least 0") for p in judge(buffers - 1))
+    assert any(p.startswith("gpu_readings: counted 2, expected at least 3") for p in judge(buffers + 10, readings=2))
+    with pytest.raises(EngineError, match="no per-PID GPU memory reading"):
+        _memory_counts(SimpleNamespace(peak_mib=None, readings=0, errors=[], memory=memory), log, "m")
+
+
+def test_a_fault_on_a_census_that_was_already_red_proves_nothing():
+    """A planted fault only proves something when the census was green without it."""
+    from lawbench.core.evaluate import RunPolicy
+    from lawbench.core.hardware.profiles import load_profiles
+    from lawbench.core.law import Census, Law
+    from lawbench.core.planted import plant_anchor
+
+    anchors = {la.anchor.id: la.anchor for la in load_all(get_registry()).anchors}
+    anchor = anchors["law4.cpu.census.q4_0-repack"]
+
+    class Red(Law):  # counts nothing, ever: red with and without the fault
+        name = "law4"
+
+        def census(self, anchor, profile, resources):
+            return Census(counts={})
+
+        def parity(self, anchor, profile, resources):
+            return {"ppl": 100.0}
+
+    profiles = load_profiles()
+    policy = RunPolicy(profile=profiles["cpu"], profiles=profiles, on_own_runner=True)
+    record = plant_anchor(anchor, Red(), policy, None)
+    [fault] = record["faults"]
+    assert fault["result"]["verdict"] == "FAIL" and not fault["proved"] and not record["proved"]
+    assert "already FAIL" in fault["problems"][0]

@@ -1,4 +1,4 @@
-"""`lawbench census run`: minfer's path-label census of any contract command (issue 11).
+"""`lawbench census run`: minfer's path-label census of any contract command.
 
     lawbench census run [--anchor ID] [--exact LABEL=N …] [--minimum LABEL=N …] [--forbid LABEL …]
                         [--memory] [--json] [--timeout S] -- COMMAND [ARGS…]
@@ -77,6 +77,9 @@ def check_label(label: str, flag: str) -> str:
     if labels_in_line(label) != [label]:
         raise UsageError(f"{flag} {label!r} is not a B-path label the census can count "
                          f"(the contract's labels: {', '.join(STATES)})")
+    if label not in STATES:  # a fifth state is counted under its own name, but a typo would be too
+        print(f"lawbench: warning: {flag} {label!r} is not one of the contract's four states "
+              f"({', '.join(STATES)}); it counts only a label spelled exactly so", file=sys.stderr)
     return label
 
 
