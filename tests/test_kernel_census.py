@@ -147,9 +147,13 @@ def test_tracer_is_not_applicable_without_a_toolkit(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.delenv("CUDA_HOME", raising=False)
     monkeypatch.delenv("CUDA_PATH", raising=False)
-    if Path("/usr/local/cuda/bin/nvcc").is_file():
-        pytest.skip("this machine has /usr/local/cuda")
+    monkeypatch.setattr(kernels, "DEFAULT_NVCC", tmp_path / "no-cuda" / "bin" / "nvcc")
     with pytest.raises(NotApplicable, match="CUDA toolkit"):
+        kernels.build_tracer(tmp_path)
+    # a toolkit without CUPTI is refused by name too
+    (tmp_path / "cuda" / "bin").mkdir(parents=True)
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path / "cuda"))
+    with pytest.raises(NotApplicable, match="has no CUPTI"):
         kernels.build_tracer(tmp_path)
 
 

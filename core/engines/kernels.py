@@ -150,11 +150,14 @@ def kernel_labels(trace: KernelTrace, opt_outs: Iterable[str] = ()) -> dict[str,
 
 # ------------------------------------------------------------------ building the tracer
 
+DEFAULT_NVCC = Path("/usr/local/cuda/bin/nvcc")  # where NVIDIA's installers put it, when not on PATH
+
+
 def _cuda_root() -> Path:
     for env in ("CUDA_HOME", "CUDA_PATH"):
         if os.environ.get(env) and Path(os.environ[env]).is_dir():
             return Path(os.environ[env])
-    nvcc = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if Path("/usr/local/cuda/bin/nvcc").is_file() else None)
+    nvcc = shutil.which("nvcc") or (str(DEFAULT_NVCC) if DEFAULT_NVCC.is_file() else None)
     if not nvcc:
         raise NotApplicable("the kernel census needs a CUDA toolkit with CUPTI on the runner (no nvcc on PATH, "
                             "no CUDA_HOME): it builds lawbench's kernel tracer against it")
