@@ -122,9 +122,7 @@ def run_plant(profile_id: str, ids: tuple[str, ...] = (), out: Any = None, llama
     ctx = RunContext(profile_id, strict=strict, llama_dir=llama_dir)
     chosen = census_anchors(ctx, ids)
     if strict and not ctx.policy.on_own_runner:  # as `lawbench run --strict`: refuse before building anything
-        from lawbench.core.session import mismatch_reasons
-
-        reasons = "; ".join(r.removeprefix("no: ") for r in mismatch_reasons(ctx.machine, ctx.policy.profile))
+        reasons = "; ".join(r.removeprefix("no: ") for r in ctx.policy.mismatch)
         raise LawbenchError(f"--strict: this machine does not match profile {ctx.policy.profile.id!r} ({reasons}): "
                             f"its planted faults run on a {ctx.policy.profile.id} runner")
     resources = Resources(llama_dir=llama_dir, profile=ctx.policy.profile)
@@ -143,8 +141,7 @@ def run_plant(profile_id: str, ids: tuple[str, ...] = (), out: Any = None, llama
         resources.close()
     skipped = [r for r in records if r.get("skipped")]
     # an anchor with no planted fault is listed, not failed: its proof, if any, is a test
-    failed = [r for r in records if not r["proved"] and r not in skipped
-              and (r["faults"] or r.get("unplanted", {}).get("verdict") == "ERROR")]
+    failed = [r for r in records if r["faults"] and not r["proved"] and not r.get("skipped")]
     from lawbench import __version__
     from lawbench.core.reports import git_commit
 

@@ -61,10 +61,6 @@ class KernelTrace:
     kernels: dict[str, tuple[int, int]] = field(default_factory=dict)
     dropped: int = 0  # activity records CUPTI had to drop: the counts would be low
 
-    @property
-    def total(self) -> int:
-        return sum(n for n, _ in self.kernels.values())
-
 
 def parse_trace(text: str, where: str = "kernel trace") -> KernelTrace:
     """Parse the tracer's file. A file without its first line is not a trace (the engine died
