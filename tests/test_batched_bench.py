@@ -189,6 +189,42 @@ def test_a_cell_the_tool_skipped_is_an_engine_error(tmp_path, model):
     assert "printed 1 of 2 cells" in str(exc.value) and "llama-batched-bench" in str(exc.value)
 
 
+def _losing_tool(tmp_path: Path, lines: list[str], lose_first: int, code: int = 0):
+    """A llama-batched-bench that, like the real one at exit now and then, prints nothing on its
+    first ``lose_first`` runs and exits ``code``; later runs print ``lines``. Each run is counted."""
+    runs = tmp_path / "runs"
+    body = "".join(f"echo '{ln}'; " for ln in lines)
+    return fake_batched(tmp_path, f"echo x >> {runs}; n=$(wc -l < {runs}); "
+                                  f"if [ $n -gt {lose_first} ]; then {body} fi; exit {code}"), runs
+
+
+def test_a_run_whose_logger_lost_every_line_is_run_again_and_counted(tmp_path, model):
+    """The logger's worker thread is never joined (ggml-org/llama.cpp#22142): a clean exit with
+    no records is run again; the reading is the later run's, and the lost run is on record."""
+    lines = (REC / "decode_slots.jsonl").read_text().splitlines()[:4]
+    fake, runs = _losing_tool(tmp_path, lines, lose_first=2)
+    run = run_batched(fake, model, n_prompt=16, n_gen=8, slots=(1, 2))
+    assert run.lost_runs == 2 and len(runs.read_text().splitlines()) == 3
+    assert run.speeds == [json.loads(ln)["speed_tg"] for ln in lines[:2]]
+
+
+def test_a_tool_that_keeps_losing_its_lines_is_an_engine_error_after_three_runs(tmp_path, model):
+    lines = (REC / "decode_slots.jsonl").read_text().splitlines()[:4]
+    fake, runs = _losing_tool(tmp_path, lines, lose_first=99)
+    with pytest.raises(EngineError, match="printed 0 of 2 cells in each of 3 runs"):
+        run_batched(fake, model, n_prompt=16, n_gen=8, slots=(1, 2))
+    assert len(runs.read_text().splitlines()) == 3
+
+
+def test_a_failed_run_is_never_run_again(tmp_path, model):
+    """Only a clean exit with short output is the logger's loss; a crash is the engine's fault."""
+    lines = (REC / "decode_slots.jsonl").read_text().splitlines()[:4]
+    fake, runs = _losing_tool(tmp_path, lines, lose_first=1, code=3)
+    with pytest.raises(EngineError, match="exited with code 3"):
+        run_batched(fake, model, n_prompt=16, n_gen=8, slots=(1, 2))
+    assert len(runs.read_text().splitlines()) == 1
+
+
 def test_the_trailing_cells_are_never_readings_and_may_be_lost(tmp_path, model):
     """The recorded run (-ntg 8,8 -npl 1,2) read as one repetition plus its trailing cells: the
     first two records are the readings, whether the trailing lines arrived or not."""

@@ -118,6 +118,27 @@ def test_fewer_chunks_than_asked_is_an_engine_error(tmp_path):
         run_perplexity(fake, model, text, chunks=8)
 
 
+def test_a_run_whose_last_chunk_line_was_lost_is_run_again(tmp_path):
+    """llama-perplexity prints its chunk lines through llama.cpp's common logger, whose queued
+    lines are lost at exit now and then: a clean run short of the chunks it announced runs again."""
+    out, err = recorded("smollm2-c128-chunks4")
+    chunk_lines = [ln for ln in out.splitlines() if ln.strip() and ln.strip()[0].isdigit()]
+    (tmp_path / "short").write_text(out.replace(chunk_lines[-1] + "\n", ""))
+    (tmp_path / "o").write_text(out)
+    (tmp_path / "e").write_text(err)
+    runs = tmp_path / "runs"
+    fake = _fake_perplexity(tmp_path, f"echo x >> {runs}; cat {tmp_path}/e >&2\n"
+                                      f"if [ $(wc -l < {runs}) -eq 1 ]; then cat {tmp_path}/short; "
+                                      f"else cat {tmp_path}/o; fi\n")
+    model, text = tmp_path / "m.gguf", tmp_path / "t.txt"
+    model.write_bytes(b"GGUF")
+    text.write_text("x")
+    run = run_perplexity(fake, model, text, chunks=4)
+    assert len(run.chunk_nll) == 4 and run.lost_runs == 1 and run.record()["lost_runs"] == 1
+    assert run.chunk_nll == parse_perplexity(out, err).chunk_nll
+    assert len(runs.read_text().splitlines()) == 2
+
+
 def test_hang_is_killed_at_the_timeout(tmp_path):
     fake = _fake_perplexity(tmp_path, "sleep 300 & sleep 300\n")
     model, text = tmp_path / "m.gguf", tmp_path / "t.txt"

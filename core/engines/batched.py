@@ -12,7 +12,9 @@ llama.cpp's common logger writes every line (the JSON records too) from a worker
 never joined at exit (common/log.cpp: "this design may cause logs to be lost if not flushed before
 the program exits", ggml-org/llama.cpp#22142), so the last lines of a run can be lost: measured
 here at b11434, 16 of 40 tiny runs lost a record. So every run ends with one more copy of its last
-cell, whose own line may be lost and is never a reading: the records are the first r cells.
+cell, whose own line may be lost and is never a reading: the records are the first r cells. A run
+that lost more than that (now and then every line: 2 of 200) exited 0 and is run again, up to
+three runs in all (lawbench.core.engines.bench.run_logged); ``BatchedRun.lost_runs`` counts them.
 
 What the tool does quietly is made loud here:
 - a cell whose KV need (pl·(pp + tg)) exceeds the context is skipped without a word, so the
@@ -35,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Sequence, Union
 
-from lawbench.core.engines.bench import _engine_error, _fault, _reason, _tail, run_process
+from lawbench.core.engines.bench import _engine_error, _fault, _reason, _tail, run_logged
 from lawbench.core.errors import EngineError
 
 if TYPE_CHECKING:
@@ -171,6 +173,7 @@ class BatchedRun:
     stderr_tail: str
     returncode: Optional[int]
     log: str = ""
+    lost_runs: int = 0  # clean runs of the same command before this one whose records were lost
 
     def speeds_at(self, slots: int) -> list[float]:
         return [v for r, v in zip(self.records, self.speeds) if int(r.get("pl") or 0) == slots]
@@ -196,9 +199,9 @@ def run_batched(llama: LlamaCpp, model: Union[Path, str], *, timeout_s: float = 
                               f"architecture (the override key is <arch>.expert_used_count)")
         params["override_kv"] = [*params.get("override_kv", ()), expert_override(architecture, experts_used)]
     cmd = batched_command(llama, model, **params)
-    p = run_process(cmd, timeout_s, env)
     n_slots, reps = len(params.get("slots", (1,))), int(params.get("repetitions", 1))
     want = n_slots * reps
+    p = run_logged(cmd, timeout_s, env, complete=lambda out, _: len(parse_jsonl(out)) >= want)
     # The first r cells of each slot count (slot count innermost: pp, tg, then pl); the rest
     # are the trailing cells, never readings.
     records, speeds, bad = parse_jsonl(p.stdout)[:want], [], None
@@ -208,15 +211,17 @@ def run_batched(llama: LlamaCpp, model: Union[Path, str], *, timeout_s: float = 
         except EngineError as exc:
             bad = bad or str(exc)
     run = BatchedRun(records=records, speeds=speeds, cmd=cmd, wall_s=round(p.wall_s, 3),
-                     stderr_tail=_tail(p.stderr), returncode=p.returncode, log=p.stderr)
+                     stderr_tail=_tail(p.stderr), returncode=p.returncode, log=p.stderr,
+                     lost_runs=p.lost_runs)
     fault = _fault(p, TOOL, f"model {model.name}", cmd, timeout_s)
     command = shlex.join(cmd)
     if fault is None and bad:
         fault = f"{bad}; model {model.name}; command: {command}"
     if fault is None and len(records) != want:
-        fault = (f"{TOOL} on model {model.name} printed {len(records)} of {want} cells (a cell larger "
-                 f"than the context is skipped silently, and the tool can lose its last lines at "
-                 f"exit): {_reason(p.stderr)}; command: {command}")
+        runs = f" in each of {p.lost_runs + 1} runs" if p.lost_runs else ""
+        fault = (f"{TOOL} on model {model.name} printed {len(records)} of {want} cells{runs} (a cell "
+                 f"larger than the context is skipped silently, and the tool can lose its last lines "
+                 f"at exit): {_reason(p.stderr)}; command: {command}")
     if fault is None and experts_used is not None:
         seen = experts_used_in_log(p.stderr)
         if seen != experts_used:

@@ -179,6 +179,8 @@ class _Proc:
     timed_out: bool = False
     missing: str = ""
     interrupted: str = ""  # the signal that stopped lawbench while this ran (SIGINT, SIGTERM)
+    lost_runs: int = 0  # earlier clean runs of the same command whose output came back short
+
 
 
 GROUP_EXIT_WAIT_S = 5.0
@@ -235,6 +237,35 @@ def run_process(cmd: list[str], timeout_s: float, env: Optional[dict] = None,
     finally:
         if stop:
             stop()
+
+
+# llama.cpp's common logger prints every LOG line (llama-batched-bench's JSON records,
+# llama-perplexity's chunk lines) from a worker thread that is never joined: the logger is leaked
+# on purpose (common/log.cpp, ggml-org/llama.cpp#22142), so lines still queued when main returns
+# are lost with the process. Measured at b11434 through run_process on a tiny MoE (2 readings a
+# run): llama-batched-bench lost lines in 1 of 200 verbose and 3 of 200 quiet runs, two of them
+# every line; 58 of 300 with stdout piped through grep in a shell (benchmarks/logger_loss.py
+# counts it again). Such a run exits 0 and says nothing, so a clean exit with short output is run
+# again; any other fault never is.
+LOGGER_ATTEMPTS = 3
+
+
+def run_logged(cmd: list[str], timeout_s: float, env: Optional[dict] = None, *,
+               complete: Callable[[str, str], bool], attempts: int = LOGGER_ATTEMPTS) -> _Proc:
+    """Run a tool that prints through llama.cpp's common logger; re-run it when it exited 0 but
+    ``complete(stdout, stderr)`` says lines are missing, at most ``attempts`` runs within ``timeout_s``
+    in all. The runs that came back short are counted in ``lost_runs`` (they are evidence, and
+    their readings were never seen, so no reading is chosen by being kept). A fault, timeout or
+    interrupt is returned at once, never re-run."""
+    deadline = time.monotonic() + timeout_s
+    lost = 0
+    while True:
+        p = run_process(cmd, max(1.0, deadline - time.monotonic()), env)
+        p.lost_runs = lost
+        clean = p.returncode == 0 and not (p.timed_out or p.missing or p.interrupted)
+        if not clean or complete(p.stdout, p.stderr) or lost + 1 >= attempts or time.monotonic() >= deadline:
+            return p
+        lost += 1
 
 
 def _wait(proc: subprocess.Popen, timeout_s: float, t0: float) -> _Proc:

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lawbench.core.engines.bench import _engine_error, _fault, _reason, _tail, run_process
+from lawbench.core.engines.bench import _engine_error, _fault, _reason, _tail, run_logged
 from lawbench.core.errors import EngineError, LawbenchError
 from lawbench.core.protocol import Visit
 
@@ -71,6 +71,7 @@ class PerplexityRun:
     cmd: list[str] = field(default_factory=list)
     wall_s: float = 0.0
     log: str = ""  # stderr tail
+    lost_runs: int = 0  # clean runs before this one whose chunk lines the logger lost at exit
 
     @property
     def nll(self) -> float:
@@ -84,7 +85,8 @@ class PerplexityRun:
     def record(self) -> dict[str, Any]:
         return {"chunk_nll": [round(v, 6) for v in self.chunk_nll], "nll": round(self.nll, 6),
                 "ppl": round(self.ppl, 4), "final_ppl": self.final_ppl, "n_ctx": self.n_ctx,
-                "tokens_per_chunk": self.tokens_per_chunk, "wall_s": round(self.wall_s, 3)}
+                "tokens_per_chunk": self.tokens_per_chunk, "wall_s": round(self.wall_s, 3),
+                **({"lost_runs": self.lost_runs} if self.lost_runs else {})}
 
 
 def parse_perplexity(stdout: str, stderr: str = "") -> PerplexityRun:
@@ -153,7 +155,7 @@ def run_perplexity(llama: LlamaCpp, model: Path | str, text: Path | str, *,
         raise EngineError(f"text file {text} does not exist (llama-perplexity on model {model.name})")
     cmd = perplexity_command(llama, model, text, ctx=ctx, chunks=chunks, threads=threads,
                              extra_args=extra_args)
-    p = run_process(cmd, timeout_s, env)
+    p = run_logged(cmd, timeout_s, env, complete=all_chunks_printed)
     where = f"model {model.name}, text {text.name}"
     fault = _fault(p, "llama-perplexity", where, cmd, timeout_s)
     short = _TOO_SHORT.search(p.stderr)
@@ -169,8 +171,17 @@ def run_perplexity(llama: LlamaCpp, model: Path | str, text: Path | str, *,
         raise EngineError(f"llama-perplexity on {where} scored {len(run.chunk_nll)} chunks, not the "
                           f"{chunks} asked for: the text is too short for ctx {ctx}; command: "
                           f"{shlex.join(cmd)}", log=_tail(p.stderr))
-    run.cmd, run.wall_s, run.log = cmd, p.wall_s, _tail(p.stderr)
+    run.cmd, run.wall_s, run.log, run.lost_runs = cmd, p.wall_s, _tail(p.stderr), p.lost_runs
     return run
+
+
+def all_chunks_printed(stdout: str, stderr: str) -> bool:
+    """Every chunk the tool announced has its line: the chunk lines go through llama.cpp's common
+    logger, whose last lines can be lost at exit (lawbench.core.engines.bench.run_logged). Output
+    that announced no chunks (a text too short, not a perplexity run) is complete: its fault is
+    named by the parser, never cured by running again."""
+    setup = _SETUP.search(stdout + "\n" + stderr)
+    return not setup or sum(1 for line in stdout.splitlines() if _CHUNK.match(line)) >= int(setup.group(1))
 
 
 # --------------------------------------------------------------------------- the shipped texts

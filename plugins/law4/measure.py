@@ -260,7 +260,8 @@ def _batched_visit(llama: Any, model: Path, params: dict[str, Any], bench: Bench
         return Visit(values=list(run.speeds), wall_s=run.wall_s,
                      raw={"test": record_label(rec), "n_threads": rec.get("n_threads"),
                           "slots": rec.get("pl"), "experts_used": params.get("experts_used"),
-                          "model": model.name})
+                          "model": model.name,
+                          **({"lost_runs": run.lost_runs} if run.lost_runs else {})})
     return visit
 
 
