@@ -182,7 +182,6 @@ class _Proc:
     lost_runs: int = 0  # earlier clean runs of the same command whose output came back short
 
 
-
 GROUP_EXIT_WAIT_S = 5.0
 
 
