@@ -199,11 +199,18 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 
 def cmd_laws(args: argparse.Namespace) -> int:
+    from lawbench.core.errors import UsageError
     from lawbench.core.loading import load_anchors
     from lawbench.core.registry import get_registry
 
     reg = get_registry()
+    unknown = [name for name in args.law if name not in reg.laws]
+    if unknown:
+        raise UsageError(f"no law named {', '.join(map(repr, unknown))}; registered: {', '.join(reg.laws)}")
+    listing = bool(args.law) or args.anchors  # naming a law asks for its anchors
     for name, law in reg.laws.items():
+        if args.law and name not in args.law:
+            continue
         try:
             anchors = load_anchors(law.anchor_files()).anchors
         except (ImportError, OSError) as exc:
@@ -215,6 +222,12 @@ def cmd_laws(args: argparse.Namespace) -> int:
             kinds[la.anchor.kind] = kinds.get(la.anchor.kind, 0) + 1
         summary = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())) or "no anchors"
         print(f"{name:8} {law.title}  [{summary}]  ({reg.law_origin[name]})")
+        if listing:
+            for la in sorted(anchors, key=lambda la: la.anchor.id):
+                a = la.anchor
+                where = ", ".join(a.profiles) or "every profile"
+                status = "" if a.status == "active" else f"  ({a.status})"
+                print(f"  {a.id}  {a.kind}  [{where}]{status}")
     _report_plugin_problems(reg)
     return EXIT_OK
 
@@ -269,7 +282,10 @@ def build_parser(registry: Any = None) -> argparse.ArgumentParser:
     schema = sub.add_parser("schema", help="export JSON Schema for anchors, cases, profiles and run records")
     schema.add_argument("--out", default=None, help="write one file per schema into this folder")
     schema.set_defaults(func=cmd_schema)
-    sub.add_parser("laws", help="list registered laws and their anchors").set_defaults(func=cmd_laws)
+    laws = sub.add_parser("laws", help="list registered laws and their anchors")
+    laws.add_argument("law", nargs="*", help="only these laws, each with its anchors listed")
+    laws.add_argument("--anchors", action="store_true", help="list every anchor: id, kind, profiles")
+    laws.set_defaults(func=cmd_laws)
     add_profiles_parser(sub)
     add_engine_parser(sub)
     add_ab_parser(sub)

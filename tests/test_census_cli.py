@@ -81,6 +81,10 @@ def test_flags_give_the_expectations(env, tmp_path):
     assert census(loose, env, tmp_path, MINFER_STANDIN_FAULT="alloc-fail").returncode == 0  # 26 >= 20
     p = census(["--minimum", "W_exp-cp.async=27", *loose[2:]], env, tmp_path, MINFER_STANDIN_FAULT="alloc-fail")
     assert p.returncode == 1 and "FAIL W_exp-cp.async: counted 26, expected at least 27" in p.stdout
+    capped = ["--maximum", f"{FALLBACK}=26", "--", *standin.argv()]
+    assert census(capped, env, tmp_path).returncode == 0  # the fallback never ran: 0 <= 26
+    p = census(capped, env, tmp_path, MINFER_STANDIN_FAULT="wrong-map-key")
+    assert p.returncode == 1 and f"FAIL {FALLBACK}: counted 27, expected at most 26" in p.stdout
 
 
 def test_without_expectations_it_counts_only(env, tmp_path):
@@ -151,6 +155,8 @@ def test_memory_without_an_instrument_is_a_skip_with_the_reason(env, tmp_path):
     ([], "no command to run"),
     (["--", "/nonexistent/run-minfer"], "command not found: '/nonexistent/run-minfer'"),
     (["--anchor", DEFAULT, "--exact", "W_exp-cp.async=1", "--", "python3"], "not both"),
+    (["--anchor", DEFAULT, "--maximum", "W_exp-cp.async=1", "--", "python3"], "not both"),
+    (["--maximum", "W_exp-cp.async=-1", "--", "python3"], "write LABEL=N with N a whole number"),
     (["--anchor", "minfer.r54.q6k-tensor-set", "--", "python3"], "reads q6k_tensors (the model file's header)"),
     (["--anchor", "minfer.r54.memory.default", "--", "python3"], "a measurement anchor of law 'minfer'"),
 ])

@@ -19,6 +19,19 @@ def test_autoload_can_be_disabled(cli_env, tmp_path):
     assert p.returncode == 0 and "dummy" not in p.stdout and "law4" in p.stdout
 
 
+def test_laws_lists_a_laws_anchor_ids_and_refuses_an_unknown_law(cli_env, tmp_path):
+    p = run_cli(["laws", "dummy"], cli_env, tmp_path)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0].startswith("dummy") and not any(line.startswith("law4") for line in lines)
+    assert any(line.split()[:2] == ["dummy.sum-pass", "prediction"] for line in lines[1:]), p.stdout
+    everything = run_cli(["laws", "--anchors"], cli_env, tmp_path).stdout
+    assert "  law4.cpu.census.q4_0-repack  census  [cpu]" in everything.splitlines()
+    p = run_cli(["laws", "law9"], cli_env, tmp_path)
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert p.stderr.strip().splitlines() == [p.stderr.strip()] and "no law named 'law9'" in p.stderr
+
+
 def test_run_pass_exit_0_with_record_and_junit(cli_env, tmp_path):
     summary = tmp_path / "summary.md"
     env = dict(cli_env, GITHUB_STEP_SUMMARY=str(summary))

@@ -181,7 +181,8 @@ def all_chunks_printed(stdout: str, stderr: str) -> bool:
     that announced no chunks (a text too short, not a perplexity run) is complete: its fault is
     named by the parser, never cured by running again."""
     setup = _SETUP.search(stdout + "\n" + stderr)
-    return not setup or sum(1 for line in stdout.splitlines() if _CHUNK.match(line)) >= int(setup.group(1))
+    printed = sum(1 for line in stdout.splitlines() if _CHUNK.match(line))
+    return not setup or printed >= int(setup.group(1))
 
 
 # --------------------------------------------------------------------------- the shipped texts

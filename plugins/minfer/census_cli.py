@@ -1,7 +1,7 @@
 """`lawbench census run`: minfer's path-label census of any contract command.
 
-    lawbench census run [--anchor ID] [--exact LABEL=N …] [--minimum LABEL=N …] [--forbid LABEL …]
-                        [--memory] [--json] [--timeout S] -- COMMAND [ARGS…]
+    lawbench census run [--anchor ID] [--exact LABEL=N …] [--minimum LABEL=N …] [--maximum LABEL=N …]
+                        [--forbid LABEL …] [--memory] [--json] [--timeout S] -- COMMAND [ARGS…]
 
 `run` starts COMMAND once, the way a census anchor starts the minfer engine command (its own process
 group, MINFER_MMQ_RAW_NB_DEBUG=1; the lawbench minfer contract, docs/minfer-contract.md), counts
@@ -40,6 +40,7 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
                      help="check a minfer census anchor's [census] table, with its env and revisions")
     run.add_argument("--exact", action="append", default=[], metavar="LABEL=N", help="LABEL counted exactly N times")
     run.add_argument("--minimum", action="append", default=[], metavar="LABEL=N", help="LABEL counted N times or more")
+    run.add_argument("--maximum", action="append", default=[], metavar="LABEL=N", help="LABEL counted N times or fewer")
     run.add_argument("--forbid", action="append", default=[], metavar="LABEL", help="LABEL must never appear")
     run.add_argument("--memory", action="store_true",
                      help="read the peak per-PID GPU memory of the command's process tree (NVML / nvidia-smi)")
@@ -86,7 +87,7 @@ def check_label(label: str, flag: str) -> str:
 def spec_from_flags(args: argparse.Namespace) -> Any:
     from lawbench.core.models import CensusSpec
 
-    tables: dict[str, dict[str, int]] = {"exact": {}, "minimum": {}}
+    tables: dict[str, dict[str, int]] = {"exact": {}, "minimum": {}, "maximum": {}}
     for flag in tables:
         for text in getattr(args, flag):
             label, n = parse_count(text, f"--{flag}")
@@ -94,9 +95,9 @@ def spec_from_flags(args: argparse.Namespace) -> Any:
                 raise UsageError(f"--{flag} names {label!r} twice")
             tables[flag][label] = n
     forbidden = [check_label(label, "--forbid") for label in args.forbid]
-    if not (tables["exact"] or tables["minimum"] or forbidden):
+    if not (any(tables.values()) or forbidden):
         return None
-    return CensusSpec(exact=tables["exact"], minimum=tables["minimum"], forbidden=forbidden)
+    return CensusSpec(**tables, forbidden=forbidden)
 
 
 def plan_from_anchor(anchor_id: str, argv: list[str]) -> Plan:
@@ -109,7 +110,7 @@ def plan_from_anchor(anchor_id: str, argv: list[str]) -> Plan:
     third_party = set(reg.laws) - set(reg.builtin_laws)  # a broken outside plugin never blocks this
     found = load_all(reg, profiles=plugin_profiles(reg).keys(), lenient=third_party).by_id().get(anchor_id)
     if found is None:
-        raise UsageError(f"--anchor {anchor_id!r}: no such anchor (`lawbench laws` lists each law's anchors)")
+        raise UsageError(f"--anchor {anchor_id!r}: no such anchor (`lawbench laws minfer` lists its anchors)")
     anchor = found.anchor
     if anchor.kind != "census" or anchor.law != "minfer":
         raise UsageError(f"--anchor {anchor_id}: a {anchor.kind} anchor of law {anchor.law!r}; `census run` checks "
@@ -128,8 +129,8 @@ def make_plan(args: argparse.Namespace) -> Plan:
         argv = argv[1:]
     if not argv:
         raise UsageError(f"no command to run: give it after --, e.g. {EXAMPLE}")
-    if args.anchor and (args.exact or args.minimum or args.forbid):
-        raise UsageError("give --anchor or --exact / --minimum / --forbid, not both: the anchor's [census] "
+    if args.anchor and (args.exact or args.minimum or args.maximum or args.forbid):
+        raise UsageError("give --anchor or --exact / --minimum / --maximum / --forbid, not both: the anchor's [census] "
                          "table is the expectation")
     plan = plan_from_anchor(args.anchor, argv) if args.anchor else Plan(argv=argv, spec=spec_from_flags(args), env={})
     if args.timeout is not None:
@@ -235,7 +236,7 @@ def _expected(spec: Any, label: str) -> str:
         parts.append(f"exactly {spec.exact[label]}")
     if label in spec.minimum:
         parts.append(f"at least {spec.minimum[label]}")
-    if label in getattr(spec, "maximum", {}):
+    if label in spec.maximum:
         parts.append(f"at most {spec.maximum[label]}")
     if label in spec.forbidden:
         parts.append("never")
@@ -251,7 +252,7 @@ def _print_table(out: dict[str, Any], plan: Plan) -> None:
     spec = plan.spec
     labels = list(out["counts"])
     if spec is not None:
-        named = [*spec.exact, *spec.minimum, *getattr(spec, "maximum", {}), *spec.forbidden]
+        named = [*spec.exact, *spec.minimum, *spec.maximum, *spec.forbidden]
         labels += [label for label in dict.fromkeys(named) if label not in labels]
     print(f"census of: {' '.join(plan.argv)}" + (f"  (anchor {plan.anchor.id})" if plan.anchor else ""))
     table = Table()
@@ -282,7 +283,7 @@ def _print_table(out: dict[str, Any], plan: Plan) -> None:
                      f"({memory['instrument']}, {memory['readings']} readings)" if memory["verdict"] == "READ"
                      else f"memory: SKIP: {memory['reason']}")
     if out["verdict"] == "COUNTED":
-        lines.append("counted only: no expectations given (--anchor, --exact, --minimum, --forbid)")
+        lines.append("counted only: no expectations given (--anchor, --exact, --minimum, --maximum, --forbid)")
     elif out["problems"]:
         lines += [f"FAIL {p}" for p in out["problems"]]
     else:
