@@ -94,10 +94,17 @@ def census_anchors(ctx: Any, ids: tuple[str, ...] = ()) -> list[Any]:
     unknown = set(ids) - {la.anchor.id for la in chosen}
     if unknown:
         here = [la.anchor.id for la in available] or ["none"]
-        where = {la.anchor.id: la.anchor.profiles for la in ctx.anchor_set.anchors if la.anchor.kind == "census"}
+        everything = {la.anchor.id: la.anchor for la in ctx.anchor_set.anchors}
         bad = sorted(unknown)[0]
-        hint = (f" (it binds to {', '.join(where[bad])}: give --profile {where[bad][0]})" if where.get(bad)
-                else " (not a census anchor)")
+        found = everything.get(bad)
+        if found is None:
+            hint = " (no such anchor)"
+        elif found.kind != "census":
+            hint = f" ({'an' if found.kind[0] in 'aeiou' else 'a'} {found.kind} anchor, not a census)"
+        elif found.profiles and ctx.policy.profile.id not in found.profiles:
+            hint = f" (it binds to {', '.join(found.profiles)}: give --profile {found.profiles[0]})"
+        else:
+            hint = f" (status {found.status}: it does not run)" if not found.runs else " (not selected)"
         raise UsageError(f"--anchor {bad!r}: no runnable census anchor of profile {ctx.policy.profile.id!r}{hint}; "
                          f"this profile's: {', '.join(here)}")
     return chosen
@@ -121,6 +128,10 @@ def run_plant(profile_id: str, ids: tuple[str, ...] = (), out: Any = None, llama
 
     ctx = RunContext(profile_id, strict=strict, llama_dir=llama_dir)
     chosen = census_anchors(ctx, ids)
+    if out:  # before any engine runs: a proof that cannot be written is refused, not thrown away
+        from lawbench.core.paths import writable_dir
+
+        writable_dir(Path(out), "--out folder", fix="give a writable path")
     if strict and not ctx.policy.on_own_runner:  # as `lawbench run --strict`: refuse before building anything
         reasons = "; ".join(r.removeprefix("no: ") for r in ctx.policy.mismatch)
         raise LawbenchError(f"--strict: this machine does not match profile {ctx.policy.profile.id!r} ({reasons}): "
@@ -153,8 +164,12 @@ def run_plant(profile_id: str, ids: tuple[str, ...] = (), out: Any = None, llama
               "on_own_runner": ctx.policy.on_own_runner, "parity_tolerance": PARITY_TOLERANCE,
               "anchors": records}
     if out:
-        Path(out).mkdir(parents=True, exist_ok=True)
-        (Path(out) / "planted.json").write_text(json.dumps(record, indent=1, default=str) + "\n")
+        target = Path(out) / "planted.json"
+        try:
+            target.write_text(json.dumps(record, indent=1, default=str) + "\n")
+        except OSError as exc:  # the folder went away or filled up during the run
+            raise LawbenchError(f"cannot write the planted-fault record {target}: {exc.strerror or exc}; "
+                                f"the proof ran ({len(records)} anchors) but is not on disk") from None
     bad = bool(failed) or (strict and bool(skipped)) or not records
     return (1 if bad else 0), record
 

@@ -26,13 +26,19 @@ def add_register_parser(sub: Any) -> None:
 
 
 def cmd_register(args: argparse.Namespace) -> int:
-    text = render(Path(args.results))
+    from lawbench.core.errors import UsageError
+
+    results = Path(args.results)
+    if not results.is_dir():  # no verdicts at all would be written as "not run yet": never silently
+        what = "is not a folder" if results.exists() else "does not exist"
+        raise UsageError(f"--results {args.results} {what} (here: {Path.cwd()}): give the folder of committed "
+                         f"run records, e.g. the repository's results/, or run from the repository root")
+    text = render(results)
     if args.check:
         try:
             current = Path(args.check).read_text(encoding="utf-8")
-        except OSError as exc:
-            print(f"lawbench: error: {args.check}: {exc.strerror or exc}")
-            return 1
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"--check {args.check}: cannot read it ({getattr(exc, 'strerror', None) or exc})") from None
         if current != text:
             print(f"lawbench: error: {args.check} is stale: regenerate it with "
                   f"`lawbench register --results {args.results} --out {args.check}`")
@@ -40,7 +46,10 @@ def cmd_register(args: argparse.Namespace) -> int:
         print(f"ok: {args.check} is what the data gives")
         return 0
     if args.out:
-        Path(args.out).write_text(text, encoding="utf-8")
+        try:
+            Path(args.out).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot write --out {args.out}: {exc.strerror or exc}; give a writable file path") from None
         print(f"wrote {args.out}")
     else:
         print(text, end="")

@@ -179,7 +179,12 @@ def score_run(record_path: Path, stakes: list[LoadedStake]) -> list[dict]:
         record = json.loads(Path(record_path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise UsageError(f"{record_path}: cannot read a run record ({exc})") from None
-    by_id = {r.get("anchor_id"): r for r in record.get("results", [])}
+    results = record.get("results") if isinstance(record, dict) else None
+    if not (isinstance(results, list) and record.get("run_id") and all(isinstance(r, dict) for r in results)):
+        # scoring something else would list every stake as "not run": a silent pass
+        raise UsageError(f"{record_path}: not a lawbench run record (it needs run_id and a results list; "
+                         f"`lawbench run` writes one as OUT/run.json, docs/run-record.md)")
+    by_id = {r.get("anchor_id"): r for r in results}
     scores = []
     for ls in stakes:
         for p in ls.stake.prediction:

@@ -48,14 +48,16 @@ def _known_anchors() -> set[str]:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
+    from lawbench.core.paths import writable_dir
     from lawbench.core.stakes import load_stakes, score_run
 
     scores = score_run(Path(args.record), load_stakes(anchors=_known_anchors()))
+    if args.out:  # checked before anything is printed as scored
+        writable_dir(Path(args.out), "--out folder", fix="give a writable path")
     for s in scores:
         print(f"{s['score']:9}  {s['stake']}  {s['anchor']}: {s['why']}")
     if args.out:
         out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
         by_stake: dict[str, list[dict]] = {}
         for s in scores:
             if s["score"] != "not run":

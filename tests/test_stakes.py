@@ -125,3 +125,43 @@ def test_register_md_lists_every_claim_history_and_stake():
     for s in stake_files():
         assert s.name and "lb-h200-gpu-tier" in text
     assert "## History" in text and "missed" in text and "## Open findings" in text
+
+
+# --------------------------------------------------------------------------- bad input: one line, exit 2
+
+def _one_line_exit_2(done) -> str:
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    [line] = done.stderr.strip().splitlines()
+    return line
+
+
+def test_register_refuses_a_results_folder_that_is_not_there(tmp_path):
+    """Without run records every verdict would be written as "not run yet": refused, not a silent pass.
+    The default --results is relative, so running outside the repository says where it looked."""
+    line = _one_line_exit_2(run_cli(["register", "--results", str(tmp_path / "nope"), "--out", "R.md"], env=None,
+                                    cwd=tmp_path))
+    assert f"--results {tmp_path / 'nope'} does not exist" in line and not (tmp_path / "R.md").exists()
+    line = _one_line_exit_2(run_cli(["register", "--check", str(ROOT / "REGISTER.md")], env=None, cwd=tmp_path))
+    assert "--results results does not exist" in line and f"(here: {tmp_path})" in line
+
+
+def test_register_check_and_out_name_the_file_they_cannot_use(tmp_path):
+    res = ["register", "--results", str(ROOT / "results")]
+    line = _one_line_exit_2(run_cli([*res, "--check", str(tmp_path / "none.md")], env=None, cwd=tmp_path))
+    assert f"--check {tmp_path / 'none.md'}: cannot read it" in line
+    (tmp_path / "afile").write_text("x")
+    line = _one_line_exit_2(run_cli([*res, "--out", str(tmp_path / "afile" / "R.md")], env=None, cwd=tmp_path))
+    assert f"cannot write --out {tmp_path / 'afile' / 'R.md'}" in line
+
+
+def test_stakes_score_refuses_what_is_not_a_run_record_and_an_out_it_cannot_write(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"not": "a record"}')
+    line = _one_line_exit_2(run_cli(["stakes", "score", str(bad)], env=None, cwd=tmp_path))
+    assert f"{bad}: not a lawbench run record" in line
+    (tmp_path / "afile").write_text("x")
+    record = ROOT / "results" / "h200" / "run.json"
+    line = _one_line_exit_2(run_cli(["stakes", "score", str(record), "--out", str(tmp_path / "afile")], env=None,
+                                    cwd=tmp_path))
+    assert f"cannot write the --out folder {tmp_path / 'afile'}" in line
