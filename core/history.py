@@ -136,10 +136,18 @@ class History:
         self._keys: Optional[dict[str, RunKeys]] = None
         if not create and not self.path.is_file():
             raise self._error("no history here yet; `lawbench run` creates it (or pass --db)")
+        # A read-only view of a history we cannot write (a copy on a read-only mount, another
+        # user's file): SQLite cannot open a WAL file there without its -shm, so it is opened
+        # immutable, as a snapshot; nothing in this process writes through it.
+        self.read_only = not create and not (os.access(self.path, os.W_OK) and os.access(self.path.parent, os.W_OK))
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            # isolation_level=None: we issue BEGIN/COMMIT ourselves, so one run is one transaction.
-            self._con = sqlite3.connect(str(self.path), timeout=30, isolation_level=None)
+            if self.read_only:
+                self._con = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro&immutable=1", uri=True,
+                                            isolation_level=None)
+            else:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                # isolation_level=None: we issue BEGIN/COMMIT ourselves, so one run is one transaction.
+                self._con = sqlite3.connect(str(self.path), timeout=30, isolation_level=None)
             self._con.row_factory = sqlite3.Row
             self._prepare()
         except sqlite3.OperationalError as exc:  # a full disk, a folder in the way: not the file's fault
@@ -161,6 +169,12 @@ class History:
     def _prepare(self) -> None:
         con = self._connection
         version = con.execute("PRAGMA user_version").fetchone()[0]  # "not a database" shows here
+        if self.read_only:
+            if version != HISTORY_SCHEMA:
+                raise self._error(f"history schema version {version} in a file this user cannot write (this "
+                                  f"lawbench reads version {HISTORY_SCHEMA} and would upgrade it); copy it to "
+                                  "a writable folder and pass the copy with --db")
+            return
         if version == 0:
             foreign = [r[0] for r in con.execute(
                 "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")]

@@ -80,6 +80,9 @@ def load_anchor_file(path: Any) -> list[LoadedAnchor]:
     entries = data.get("anchor", [])
     if not isinstance(entries, list):
         raise DataError(name, "'anchor' must be an array of tables: write [[anchor]]", field="anchor")
+    if not entries:  # an emptied file would otherwise drop its law's anchors without a word
+        raise DataError(name, "holds no [[anchor]] table: an anchor file must define at least one anchor "
+                              "(delete the file to drop its anchors)", field="anchor")
     out = []
     for i, raw in enumerate(entries):
         anchor_id = raw.get("id") if isinstance(raw, dict) else None

@@ -76,6 +76,16 @@ def test_the_unchanged_anchors_pass_check(tmp_path, cli_env):
     assert p.stdout.startswith("ok:")
 
 
+@pytest.mark.parametrize("text", ["", "# every anchor commented out\n# [[anchor]]\n# id = \"law4.x\"\n"])
+def test_an_anchor_file_without_anchors_fails_check_naming_the_file(tmp_path, cli_env, text):
+    """An emptied file would drop its anchors without a word: `check` would say ok with fewer."""
+    p, path = _check_with(tmp_path, cli_env, text)
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stdout + p.stderr
+    assert p.stderr.strip().splitlines() == [f"lawbench: error: {path}: field anchor: holds no [[anchor]] table: "
+                                             "an anchor file must define at least one anchor (delete the file to "
+                                             "drop its anchors)"]
+
+
 DEFECTS = [
     # (what, anchor text, old, new, field, words in the message)
     ("a typo inside the case", MEASURED_ANCHOR, "calibrate = true", "calibrate = true, kv_typo = 1",

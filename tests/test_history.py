@@ -435,3 +435,46 @@ def test_anchor_view_shows_profile_and_engine_build(store, capsys):
     assert code == 0 and "engine build" in out and "llama.cpp b11434 cpu" in out and "no engine" in out
     code, out, _ = run_cli(["history", "--db", str(store.path), "--anchor", "m.speed", "--json"], capsys)
     assert [r["engine"] for r in json.loads(out)] == ["llama.cpp b11434 cpu", "no engine"]
+
+
+# --------------------------------------------------------------------------- a history this user cannot write
+
+def _read_only_mount(folder, argv):
+    """Run ``lawbench ARGV`` with ``folder`` bind-mounted read-only in a private mount namespace
+    (the file system refuses the write, whoever we are; chmod would not stop root)."""
+    import shutil
+    import subprocess
+    import sys
+
+    if shutil.which("unshare") is None:
+        pytest.skip("no unshare(1) on this machine")
+    probe = subprocess.run(["unshare", "-m", "sh", "-c", f"mount --bind -o ro '{folder}' '{folder}'"],
+                           capture_output=True, text=True)
+    if probe.returncode != 0:
+        pytest.skip(f"cannot make a read-only mount here: {probe.stderr.strip()}")
+    cli = " ".join(f"'{a}'" for a in [sys.executable, "-m", "lawbench.core.cli", *argv])
+    return subprocess.run(["unshare", "-m", "sh", "-c",
+                           f"mount --bind -o ro '{folder}' '{folder}' && touch '{folder}/w' 2>/dev/null "
+                           f"&& echo WRITABLE; exec {cli}"], capture_output=True, text=True, timeout=120)
+
+
+def test_a_history_on_a_read_only_mount_is_read_as_a_snapshot(tmp_path, two_runs):
+    """A copied history without its -wal/-shm files, on a file system this process cannot write:
+    every read-only view works, and nothing is written next to it."""
+    store, a, b = two_runs
+    store.close()
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    (folder / "history.sqlite").write_bytes((tmp_path / "h" / "history.sqlite").read_bytes())
+    db = str(folder / "history.sqlite")
+    for argv in (["history", "--db", db], ["history", "--db", db, "compare", RUN_A, RUN_B],
+                 ["history", "--db", db, "drift"],
+                 ["report", "--history", "--db", db, "--out", str(tmp_path / "report.html")]):
+        p = _read_only_mount(folder, argv)
+        assert "WRITABLE" not in p.stdout
+        assert p.returncode == 0, (argv, p.stdout + p.stderr)
+        assert "Traceback" not in p.stderr and "cannot open the history" not in p.stderr
+    listed = _read_only_mount(folder, ["history", "--db", db]).stdout
+    assert RUN_A[:8] in listed and RUN_B[:8] in listed
+    assert sorted(f.name for f in folder.iterdir()) == ["history.sqlite"]
+    assert RUN_B[:8] in (tmp_path / "report.html").read_text()
