@@ -64,6 +64,11 @@ def _run(args: argparse.Namespace, stop) -> int:
     machine = "matches" if ctx.policy.on_own_runner else "does not match"
     print(f"lawbench {__version__}: profile {ctx.policy.profile.id} (detected: {ctx.detected}; "
           f"this machine {machine} it), {len(files)} anchor file(s)", flush=True)
+    if args.profile in ("", "detect", None):
+        for pid, n in ctx.bound_elsewhere().items():
+            print(f"lawbench: note: this machine also matches profile {pid!r}: its {n} measured anchor(s) "
+                  f"do not run under {ctx.policy.profile.id!r}; `lawbench run --profile {pid}` runs them",
+                  flush=True)
     rc = pytest.main(_pytest_args(args, ctx, files, out, junit), plugins=[ctx])
     stop.closing = True  # the record is written: a late signal must not turn into a traceback
     code = _run_exit_code(rc, ctx.session, stop)

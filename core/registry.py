@@ -13,6 +13,7 @@ import importlib.metadata
 import os
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Optional
 
 import pluggy
@@ -34,6 +35,7 @@ ENTRY_POINT_GROUP = "lawbench"
 DISABLE_ENV = "LAWBENCH_DISABLE_PLUGIN_AUTOLOAD"
 TRACE_ENV = "LAWBENCH_TRACE"
 # Sub-commands core itself owns; a plugin's Command may not take these names.
+PROFILE_DIRS_ENV = "LAWBENCH_PROFILE_DIRS"  # extra hardware-profile folders, os.pathsep-separated
 CORE_COMMANDS = ("run", "check", "schema", "laws", "profiles", "engine", "ab", "history", "report", "stakes",
                  "register", "census", "census plant")
 
@@ -241,6 +243,11 @@ def build_registry(pm: pluggy.PluginManager, origins: Optional[dict[int, str]] =
         reg.profile_dirs.extend(got["lawbench_profile_dirs"])
         reg.profile_dir_origins.extend([origin] * len(got["lawbench_profile_dirs"]))
         reg.model_catalogs.extend(got["lawbench_model_catalogs"])
+    # A contributor's own profiles (e.g. what `lawbench profiles measure` wrote) join as a plugin's
+    # would: every command and the pytest process of `lawbench run` read the same variable.
+    for folder in filter(None, os.environ.get(PROFILE_DIRS_ENV, "").split(os.pathsep)):
+        reg.profile_dirs.append(Path(folder).expanduser())
+        reg.profile_dir_origins.append(f"{PROFILE_DIRS_ENV} folder {folder}")
     reg.laws = dict(sorted(reg.laws.items()))
     return reg
 

@@ -54,6 +54,24 @@ class RunContext:
         self.anchor_set = load_all(self.registry, profiles=self.profiles.keys(), lenient=unselected)
         self.llama_dir = llama_dir
 
+    def bound_elsewhere(self) -> dict[str, int]:
+        """Other profiles this machine matches, with how many measured anchors bind to them and
+        not to the chosen one: a measured profile (`lawbench profiles measure`) out-ranks the
+        generic cpu profile in detection, and the cpu anchors then do not run unless asked for."""
+        from lawbench.core.hardware.detect import profile_matches
+
+        chosen = self.policy.profile.id
+        out = {}
+        for pid, profile in self.profiles.items():
+            if pid == chosen or not profile_matches(self.machine, profile):
+                continue
+            n = sum(1 for la in self.anchor_set.anchors if la.anchor.kind != "prediction" and la.anchor.runs
+                    and pid in la.anchor.profiles and chosen not in la.anchor.profiles
+                    and (not self.laws or la.anchor.law in self.laws))
+            if n:
+                out[pid] = n
+        return out
+
     def selected(self, loaded: LoadedAnchor) -> bool:
         a = loaded.anchor
         if self.laws and a.law not in self.laws:

@@ -223,4 +223,5 @@ def _measure(args: argparse.Namespace, dirs: list[Any], console: Console) -> int
                   f"(median of {len(result.samples)}: {', '.join(f'{s:g}' for s in result.samples)}; "
                   f"{result.threads} threads, {result.size_bytes // bandwidth.MIB} MiB)")
     console.print(escape(f"wrote profile {profile.id!r} to {path}"))
+    console.print(escape(f"use it: LAWBENCH_PROFILE_DIRS={path.resolve().parent} lawbench run --profile {profile.id}"))
     return 0

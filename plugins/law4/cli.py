@@ -271,15 +271,17 @@ def _unpriceable(profile: HardwareProfile, rows: list[dict], faults: list[Except
              and t.bandwidth_spec_gbs is None and t.bandwidth_measured_gbs is None]
     no_eta = [t.name for t in profile.tiers if t.kind != "disk" and t.name not in no_bw
               and t.name not in profile.eta and not profile.eta_format.get(t.name)]
-    advice = ("measure this machine's (`lawbench profiles measure`) or pick a profile that states "
-              "one (`lawbench profiles` lists them)")
+    # Both are needed for an absolute price: `profiles measure` gives a bandwidth, never an η (Law
+    # 4's published η values are fractions of the reference box's spec bandwidth; cpu.toml's notes).
+    advice = ("pick a profile that states both a bandwidth and an η for it (`lawbench profiles` lists "
+              "them), or write your own: `lawbench profiles measure` measures this machine's RAM "
+              "bandwidth, and the η (eta.<tier>) is yours to state with its source")
     if no_bw:
         return (f"profile {profile.id!r} cannot price this: its tier {', '.join(map(repr, no_bw))} "
                 f"states no bandwidth (spec or measured) for Law 4 to price bytes with; {advice}")
     if no_eta:
         return (f"profile {profile.id!r} cannot price this: its tier {', '.join(map(repr, no_eta))} "
-                f"has no η (eta.<tier>), the share of its bandwidth decode reaches; pick a profile "
-                f"that states one (`lawbench profiles` lists them)")
+                f"has no η (eta.<tier>), the share of its bandwidth decode reaches; {advice}")
     return f"profile {profile.id!r} cannot price this: {'; '.join(errors)}"
 
 
