@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from lawbench.core.console import console as _console
 from lawbench.core.commands import number_between, whole_number
 from lawbench.core.resources import DEFAULT_LLAMA_VERSION, LLAMA_VERSION_ENV
 
@@ -180,13 +181,12 @@ def _short(r: Any) -> str:
 
 def print_ab_table(record: Any, console: Any = None) -> None:
     """anchor, A median, B median, ratio [interval], pairs, and the gate's verdict when there is one."""
-    from rich.console import Console
     from rich.table import Table
 
     from lawbench.core.reports import fmt_num, fmt_pair
 
     # A log or a pipe has no width of its own: wide enough that anchor ids and intervals never fold.
-    console = console or Console(width=None if sys.stdout.isatty() else 132)
+    console = console or _console()
     gate = record.gate_min_ratio
     looks = {r.confidence for r in record.results if r.confidence is not None}
     per_look = f", {max(looks):.4g} per look" if looks and max(looks) != record.confidence else ""

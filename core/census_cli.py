@@ -13,9 +13,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from typing import Any
 
+from lawbench.core.console import console as _console
 from lawbench.core.errors import LawbenchError
 
 
@@ -53,7 +53,6 @@ def cmd_plant(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(record, indent=1, default=str))
         return code
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(title=f"planted faults, profile {record['profile']}")
@@ -61,7 +60,7 @@ def cmd_plant(args: argparse.Namespace) -> int:
         table.add_column(col, overflow="fold")
     for row in summary_lines(record):
         table.add_row(*row)
-    Console(file=sys.stdout).print(table)
+    _console().print(table)
     faults = [(r, f) for r in record["anchors"] for f in r["faults"]]
     if not faults:
         raise LawbenchError(f"no census anchor of profile {record['profile']!r} declares a planted fault: "

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from lawbench.core.console import console as _console
 from lawbench.core.history import History, ResultRow
 from lawbench.core.models import Verdict
 from lawbench.core.reports import VERDICT_STYLE, fmt_num
@@ -123,7 +124,6 @@ def print_comparison(rows: list[ComparisonRow], run_a: str = "A", run_b: str = "
     measures nothing; a B/A of rows that are not comparable is marked "≠". Below 120 columns the
     quantity column gives way. With `verdict_of`, its reasons and notes follow the table.
     """
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
@@ -134,7 +134,7 @@ def print_comparison(rows: list[ComparisonRow], run_a: str = "A", run_b: str = "
         return fmt_num(measured) if measured is not None or predicted is None \
             else f"{fmt_num(predicted)} p"
 
-    console = console or Console()
+    console = console or _console()
     wide = console.width >= 120
     worse = sum(r.worse for r in rows)
     table = Table(title=f"compare {run_a[:12]} (A) -> {run_b[:12]} (B): {len(rows)} anchors, "

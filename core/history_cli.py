@@ -21,6 +21,7 @@ import math
 import sys
 from typing import Any
 
+from lawbench.core.console import console as make_console
 from lawbench.core.commands import number_between, whole_number
 from lawbench.core.compare import comparability, compare_runs, print_comparison
 from lawbench.core.errors import LawbenchError, UsageError
@@ -111,8 +112,7 @@ def _print_json(rows: list[Any]) -> None:
 
 
 def _console(console: Any) -> Any:
-    from rich.console import Console
-    return console or Console()
+    return console or make_console()
 
 
 def _print_rows(console: Any, title: str, columns: dict[str, list[Any]],

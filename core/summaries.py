@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import Any, Optional
 
+from lawbench.core.console import console as _console
 from lawbench.core.errors import DataError
 from lawbench.core.reports import (VERDICT_STYLE, RunRecord, fmt_band, fmt_measured, fmt_num, fmt_quantity,
                                    headline, history_note, is_history)
@@ -74,11 +75,10 @@ def print_table(record: RunRecord, console: Any = None) -> None:
 
     Below 120 columns the quantity and reason columns give way, and reasons follow the table.
     """
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
-    console = console or Console()
+    console = console or _console()
     wide = console.width >= 120
     live = [r for r in record.results if not is_history(r)]
     cells = {"verdict": [Text(r.verdict.value, style=VERDICT_STYLE[r.verdict.value]) for r in live],

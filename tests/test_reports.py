@@ -15,7 +15,7 @@ from rich.console import Console
 import lawbench
 from lawbench.core.errors import DataError
 from lawbench.core.models import Measurement, Result, Sample, Verdict
-from lawbench.core.reports import RunRecord, fmt_band, fmt_num, git_commit, read_json, write_json
+from lawbench.core.reports import RunRecord, fmt_band, fmt_num, git_commit, headline, read_json, write_json
 from lawbench.core.summaries import append_step_summary, markdown_summary, print_table
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "run-record.md"
@@ -250,6 +250,23 @@ def test_narrow_terminal_never_cuts_a_number():
     assert "[45.79," in text and "≤ 0.6" in text
     assert "  FAIL law1.rotation.lowrank: predicted 0.71 | above the band" in text  # reasons follow
     assert max(len(line) for line in text.splitlines()) <= 80
+
+
+def test_a_log_gets_a_wide_table_and_a_terminal_its_own_width(monkeypatch):
+    """In a CI or nox log (not a terminal) rich would print 80 columns, cutting the band column and
+    the headline; the console lawbench prints on gives a log 160, and COLUMNS still wins."""
+    from lawbench.core.console import LOG_WIDTH, console
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    log = io.StringIO()
+    assert console(log).width == LOG_WIDTH == 160
+    record = make_record()
+    print_table(record, console=console(log))
+    text = log.getvalue()
+    assert max(len(line) for line in text.splitlines()) > 80  # the table was not squeezed to 80
+    assert headline(record) in text  # one line, not split
+    monkeypatch.setenv("COLUMNS", "100")
+    assert console(io.StringIO()).width == 100
 
 
 @pytest.mark.parametrize("x, text", [

@@ -1,0 +1,21 @@
+"""The rich console every table is printed on.
+
+A terminal keeps its own width. Anything else (a CI log, `nox` piping pytest, a file) gets 160
+columns, not rich's 80: at 80 the verdict table cut the band column to "[0.75, 1." and split the
+headline. ``COLUMNS`` still wins when set.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, Optional
+
+LOG_WIDTH = 160
+
+
+def console(file: Optional[Any] = None) -> Any:
+    from rich.console import Console
+
+    stream = file or sys.stdout
+    tty = hasattr(stream, "isatty") and stream.isatty()
+    return Console(file=file, width=None if tty or os.environ.get("COLUMNS") else LOG_WIDTH)
