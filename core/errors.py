@@ -119,7 +119,21 @@ def named_field(err: dict) -> Optional[re.Match]:
 
 def validation_error(file: str, exc: ValidationError, anchor: Optional[str] = None,
                      prefix: str = "") -> DataError:
-    err = exc.errors()[0]
+    errors = exc.errors()
+    # A misspelt required field shows twice: the spelling as unknown, the field as missing. The
+    # unknown one is the cause, so it is named first, with the missing field it most resembles.
+    unknown = [e for e in errors if e.get("type") == "extra_forbidden"]
+    err = unknown[0] if unknown else errors[0]
+    hint = ""
+    if unknown:
+        import difflib
+
+        parent, typo = tuple(err.get("loc", ()))[:-1], str(tuple(err.get("loc", ("",)))[-1])
+        missing = [str(e["loc"][-1]) for e in errors
+                   if e.get("type") == "missing" and tuple(e.get("loc", ()))[:-1] == parent and e.get("loc")]
+        close = difflib.get_close_matches(typo, missing, n=1, cutoff=0.6)
+        if close:
+            hint = f"; did you mean {close[0]!r}? (it is required and missing)"
     loc = tuple(err.get("loc", ()))
     msg = err.get("msg", "invalid")
     named = named_field(err)
@@ -129,8 +143,8 @@ def validation_error(file: str, exc: ValidationError, anchor: Optional[str] = No
     if prefix:
         where = f"{prefix}.{where}" if where != "(top level)" else prefix
     if err.get("type") == "extra_forbidden":
-        msg = "unknown field (check the spelling; see `lawbench schema`)"
-    more = len(exc.errors()) - 1
+        msg = f"unknown field{hint or ' (check the spelling; see `lawbench schema`)'}"
+    more = len(errors) - (2 if hint else 1)
     if more:
         msg += f" (and {more} more problem{'s' if more > 1 else ''})"
     return DataError(file, msg, anchor=anchor, field=where)

@@ -105,6 +105,8 @@ DEFECTS = [
     ("a two-arm anchor that is not a ratio", MEASURED_ANCHOR, 'quantity = "decode_ratio"', 'quantity = "decode_tok_s"',
      "quantity", "measures decode_ratio"),
     ("a minfer case typo", MINFER_ANCHOR, "measure = ", "mesure = ", "case.mesure", "unknown field"),
+    ("a misspelt required field", KV_ANCHOR, 'unit = "KB/pos"', 'unti = "KB/pos"', "unti",
+     "unknown field; did you mean 'unit'? (it is required and missing)"),
     ("a minfer shape of zero rows", MINFER_ANCHOR, "od = 4", "od = 0", "case.shapes.0.od", "greater than or equal to 1"),
 ]
 
