@@ -69,7 +69,14 @@ def _run(args: argparse.Namespace, stop) -> int:
             print(f"lawbench: note: this machine also matches profile {pid!r}: its {n} measured anchor(s) "
                   f"do not run under {ctx.policy.profile.id!r}; `lawbench run --profile {pid}` runs them",
                   flush=True)
-    rc = pytest.main(_pytest_args(args, ctx, files, out, junit), plugins=[ctx])
+    # pytest writes the JUnit file even for a selection that ran nothing; such a run records
+    # nothing (README), so the file is put back as it was.
+    before = junit.read_bytes() if junit.is_file() else None
+    try:
+        rc = pytest.main(_pytest_args(args, ctx, files, out, junit), plugins=[ctx])
+    finally:
+        if getattr(ctx.session, "record", None) is None:
+            _put_back(junit, before)
     stop.closing = True  # the record is written: a late signal must not turn into a traceback
     code = _run_exit_code(rc, ctx.session, stop)
     if ctx.policy.strict and not ctx.policy.on_own_runner:  # the record's exit code says so too
@@ -81,6 +88,16 @@ def _run(args: argparse.Namespace, stop) -> int:
         code = max(code, contribute_after_run(getattr(ctx.session, "record", None), ctx.policy.profile,
                                               args.contribute))
     return code
+
+
+def _put_back(path: Path, content: Optional[bytes]) -> None:
+    try:
+        if content is None:
+            path.unlink(missing_ok=True)
+        else:
+            path.write_bytes(content)
+    except OSError:
+        pass  # it could not be written either: nothing to undo
 
 
 def _check_outputs(out: Path, junit: Path) -> None:

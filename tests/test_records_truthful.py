@@ -276,6 +276,12 @@ def test_a_selection_of_nothing_is_a_usage_error_that_records_nothing(cli_env, t
     assert "no anchors matched the selection" in p.stderr
     assert not (tmp_path / "out" / "run.json").exists()
     assert not (tmp_path / "out" / "history.sqlite").exists()
+    assert not (tmp_path / "out" / "junit.xml").exists()  # pytest wrote one: it is taken back
+    (tmp_path / "out" / "junit.xml").write_text("<testsuites><!-- the last real run --></testsuites>")
+    p = run_cli(["run", "--profile", "cpu", "--law", "dummy", "-k", "no-such-anchor", "--out", "out"],
+                cli_env, tmp_path)
+    assert p.returncode == 2
+    assert "the last real run" in (tmp_path / "out" / "junit.xml").read_text()  # an earlier run's, untouched
 
 
 def test_a_prediction_only_run_needs_no_box_lock(cli_env, tmp_path):
