@@ -189,6 +189,7 @@ class AnchorSession:
         self.environment: dict[str, Any] = {}
         self.record: Any = None
         self.record_path: Optional[Path] = None
+        self.fallback_path: Optional[Path] = None  # the copy kept when an output in out_dir failed
         self.output_errors: list[str] = []  # outputs that could not be written, for people
 
     def anchors_in(self, path: Path) -> list[LoadedAnchor]:
@@ -296,8 +297,9 @@ class AnchorSession:
                     history.append(record)
             except (LawbenchError, OSError, sqlite3.Error) as exc:
                 failed.append(f"cannot append run {record.run_id} to the history: {exc}")
-        if failed:
-            self.record_path = write_fallback(record)
+        if failed:  # run.json itself may have been written: both places are named
+            self.fallback_path = write_fallback(record)
+            self.record_path = self.record_path or self.fallback_path
         try:
             append_step_summary(record)
         except LawbenchError as exc:  # a view of the record: the record itself is safe
@@ -308,10 +310,12 @@ class AnchorSession:
             self._output_error(problem)
 
     def _output_error(self, problem: str) -> None:
-        where = f"the run record is kept at {self.record_path}" if self.record_path else \
+        kept = [str(p) for p in dict.fromkeys([self.record_path, getattr(self, "fallback_path", None)]) if p]
+        where = f"the run record is kept at {' and '.join(kept)}" if kept else \
             "no folder took the run record, so it was printed to stderr"
         self.output_errors.append(problem)
-        print(f"lawbench: error: {problem}; {where}", file=sys.stderr, flush=True)
+        # on a line of its own: pytest's progress line is still open when the outputs are written
+        print(f"\nlawbench: error: {problem}; {where}", file=sys.stderr, flush=True)
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         progress.uninstall()
@@ -327,4 +331,9 @@ class AnchorSession:
         if self.record.interrupted:
             terminalreporter.write_line(f"run interrupted by {self.record.interrupted}: the anchors "
                                         f"finished so far and the one that was running are recorded")
-        terminalreporter.write_line(f"run record: {self.record_path or '(printed to stderr)'}")
+        copy = self.fallback_path if self.fallback_path not in (None, self.record_path) else None
+        terminalreporter.write_line(f"run record: {self.record_path or '(printed to stderr)'}"
+                                    + (f" (a copy kept at {copy})" if copy else ""))
+        if self.output_errors:  # the headline judged the verdicts; the exit code judges the outputs too
+            terminalreporter.write_line(f"lawbench: exit 1: {len(self.output_errors)} output(s) could not be "
+                                        f"written (the errors above); the verdicts stand as shown")

@@ -342,9 +342,13 @@ def test_history_that_cannot_be_opened_keeps_a_fallback_record(cli_env, tmp_path
     assert p.returncode == 1 and "Traceback" not in p.stdout + p.stderr
     record = read_json(tmp_path / "out" / "run.json")
     fallback = Path(cli_env["LAWBENCH_CACHE"]) / "records" / f"run-{record.run_id}.json"
-    line = next(l for l in p.stderr.splitlines() if "history" in l)
+    line = next(line for line in p.stderr.splitlines() if "history" in line)
+    assert line.startswith("lawbench: error: ")  # its own line, not glued to pytest's progress
     assert "out/history.sqlite" in line and str(fallback) in line
+    assert f"kept at out/run.json and {fallback}" in line  # both places it is in
     assert read_json(fallback) == record
+    assert f"run record: out/run.json (a copy kept at {fallback})" in p.stdout
+    assert "lawbench: exit 1: 1 output(s) could not be written" in p.stdout  # the headline judged verdicts only
 
 
 @pytest.fixture

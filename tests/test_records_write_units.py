@@ -244,7 +244,7 @@ def test_a_session_whose_out_folder_is_full_keeps_the_record(tmp_path, monkeypat
 
     monkeypatch.setattr(reports, "write_json", no_space)
     session = AnchorSession.__new__(AnchorSession)  # only what _save reads
-    session.out_dir, session.record_path, session.output_errors = out, None, []
+    session.out_dir, session.record_path, session.fallback_path, session.output_errors = out, None, None, []
     session.config = SimpleNamespace(getoption=lambda name: False)
     record = RunRecord.new("cpu").finish([result()])
     session._save(record)
