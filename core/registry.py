@@ -34,8 +34,8 @@ BUILTIN_PLUGINS = (
 ENTRY_POINT_GROUP = "lawbench"
 DISABLE_ENV = "LAWBENCH_DISABLE_PLUGIN_AUTOLOAD"
 TRACE_ENV = "LAWBENCH_TRACE"
-# Sub-commands core itself owns; a plugin's Command may not take these names.
 PROFILE_DIRS_ENV = "LAWBENCH_PROFILE_DIRS"  # extra hardware-profile folders, os.pathsep-separated
+# Sub-commands core itself owns; a plugin's Command may not take these names.
 CORE_COMMANDS = ("run", "check", "schema", "laws", "profiles", "engine", "ab", "history", "report", "stakes",
                  "register", "census", "census plant")
 
