@@ -132,18 +132,19 @@ class History:
     def __init__(self, path: Union[str, Path, None] = None, create: bool = True):
         """Open (and with `create`, make) the history; read-only views pass create=False."""
         self.path = Path(path) if path is not None else default_path()
+        self._create = create
         self._con: Optional[sqlite3.Connection] = None
         self._keys: Optional[dict[str, RunKeys]] = None
+        if self.path.is_dir():
+            raise self._error("is a folder, not a history file; pass the history.sqlite inside it with --db")
         if not create and not self.path.is_file():
             raise self._error("no history here yet; `lawbench run` creates it (or pass --db)")
         # A read-only view of a history we cannot write (a copy on a read-only mount, another
-        # user's file): SQLite cannot open a WAL file there without its -shm, so it is opened
-        # immutable, as a snapshot; nothing in this process writes through it.
+        # user's file). See _open_read_only.
         self.read_only = not create and not (os.access(self.path, os.W_OK) and os.access(self.path.parent, os.W_OK))
         try:
             if self.read_only:
-                self._con = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro&immutable=1", uri=True,
-                                            isolation_level=None)
+                self._con = self._open_read_only()
             else:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 # isolation_level=None: we issue BEGIN/COMMIT ourselves, so one run is one transaction.
@@ -163,12 +164,39 @@ class History:
 
     # ------------------------------------------------------------------ setup
 
+    def _open_read_only(self) -> sqlite3.Connection:
+        """SQLite reads a WAL history read-only when its -shm is there too; without it, only as
+        an immutable snapshot of the main file, which would miss every run still in the -wal
+        file. So: read-only with the WAL, else immutable when there is no WAL to miss, else no."""
+        uri = self.path.resolve().as_uri()
+        try:
+            con = sqlite3.connect(f"{uri}?mode=ro", uri=True, isolation_level=None)
+            con.execute("PRAGMA user_version").fetchone()
+            return con
+        except sqlite3.OperationalError:
+            pass
+        wal = self.path.with_name(self.path.name + "-wal")
+        if wal.is_file() and wal.stat().st_size > 0:
+            raise self._error(f"cannot be read here: {wal.name} holds runs not yet merged into it, which a "
+                              "read-only open cannot see without its -shm file; copy the history with its "
+                              "-wal and -shm files to a writable folder and pass the copy with --db")
+        return sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True, isolation_level=None)
+
     def _error(self, message: str) -> DataError:
         return DataError(str(self.path), message)
 
     def _prepare(self) -> None:
         con = self._connection
         version = con.execute("PRAGMA user_version").fetchone()[0]  # "not a database" shows here
+        if version == 0:
+            foreign = [r[0] for r in con.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")]
+            if foreign and not set(foreign) <= set(TABLES):
+                raise self._error(f"is an SQLite file with other tables ({', '.join(foreign)}), "
+                                  "not a lawbench history; use another history file")
+            if not self._create and not foreign:
+                # a read view never writes a schema into a file: an empty one is not a history yet
+                raise self._error("is empty, not a lawbench history: no run was ever appended to it")
         if self.read_only:
             if version != HISTORY_SCHEMA:
                 raise self._error(f"history schema version {version} in a file this user cannot write (this "
@@ -176,11 +204,6 @@ class History:
                                   "a writable folder and pass the copy with --db")
             return
         if version == 0:
-            foreign = [r[0] for r in con.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")]
-            if foreign and not set(foreign) <= set(TABLES):
-                raise self._error(f"is an SQLite file with other tables ({', '.join(foreign)}), "
-                                  "not a lawbench history; use another history file")
             con.execute("PRAGMA journal_mode = WAL")
             con.executescript(f"BEGIN IMMEDIATE;\n{_SCHEMA}\nPRAGMA user_version = "
                               f"{HISTORY_SCHEMA};\nCOMMIT;")

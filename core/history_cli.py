@@ -317,7 +317,7 @@ def _stale(args: argparse.Namespace, console: Any) -> int:
     _known_profiles(profiles)  # a typo must not open a "runner offline" issue
     now = parse_time(args.now) if args.now else None
     path = Path(args.db) if getattr(args, "db", None) else default_path()
-    if path.is_file():
+    if path.exists():  # a folder or an empty file is refused by History, never read as "no runs"
         with History(path, create=False) as history:
             rows = check_stale(history, profiles, args.hours, now)
     else:  # no history yet: no profile has a completed run

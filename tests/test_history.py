@@ -478,3 +478,45 @@ def test_a_history_on_a_read_only_mount_is_read_as_a_snapshot(tmp_path, two_runs
     assert RUN_A[:8] in listed and RUN_B[:8] in listed
     assert sorted(f.name for f in folder.iterdir()) == ["history.sqlite"]
     assert RUN_B[:8] in (tmp_path / "report.html").read_text()
+
+
+def test_a_read_only_history_with_runs_still_in_its_wal_is_read_whole_or_refused(tmp_path, store):
+    """Runs appended while another reader held the file open sit in history.sqlite-wal. With its
+    -shm beside it a read-only open sees them; without it, an immutable open would not, so it is
+    refused instead of listing fewer runs."""
+    held = sqlite3.connect(str(store.path))  # keeps the WAL from being merged at close
+    held.execute("SELECT count(*) FROM runs").fetchone()  # opens the WAL index: this reader shares it
+    store.append(record(RUN_A, "2025-06-01T02:00:00+00:00", [result("x.kept")]))
+    store.append(record(RUN_B, "2025-06-02T02:00:00+00:00", [result("x.kept")]))
+    store.close()
+    wal = store.path.with_name("history.sqlite-wal")
+    assert wal.stat().st_size > 0
+    whole, bare = tmp_path / "whole", tmp_path / "bare"
+    for folder, parts in ((whole, ("", "-wal", "-shm")), (bare, ("", "-wal"))):
+        folder.mkdir()
+        for part in parts:
+            (folder / f"history.sqlite{part}").write_bytes(store.path.with_name(f"history.sqlite{part}").read_bytes())
+    held.close()
+    p = _read_only_mount(whole, ["history", "--db", str(whole / "history.sqlite")])
+    assert p.returncode == 0 and RUN_A[:8] in p.stdout and RUN_B[:8] in p.stdout, p.stdout + p.stderr
+    p = _read_only_mount(bare, ["history", "--db", str(bare / "history.sqlite")])
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stdout + p.stderr
+    assert "history.sqlite-wal holds runs not yet merged into it" in p.stderr
+
+
+@pytest.mark.parametrize("make, words", [
+    (lambda p: p.mkdir(), "is a folder, not a history file"),
+    (lambda p: p.write_bytes(b""), "is empty, not a lawbench history"),
+])
+def test_a_history_that_is_a_folder_or_empty_is_named_by_every_read_view(tmp_path, make, words):
+    import subprocess
+    import sys
+
+    db = tmp_path / "history.sqlite"
+    make(db)
+    for argv in (["history"], ["history", "drift"], ["history", "stale"]):
+        p = subprocess.run([sys.executable, "-m", "lawbench.core.cli", argv[0], "--db", str(db), *argv[1:]],
+                           capture_output=True, text=True, timeout=120)
+        assert p.returncode == 2 and words in p.stderr and "Traceback" not in p.stderr, (argv, p.stderr)
+    if db.is_file():
+        assert db.stat().st_size == 0  # a read view wrote nothing into it
