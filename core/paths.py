@@ -22,11 +22,13 @@ def writable_dir(path: Path, what: str = "cache folder", fix: str = "") -> Path:
     :param fix: what to do instead; default: point ``$LAWBENCH_CACHE`` at a writable folder.
     :raises UsageError: naming the folder, why, and the fix (exit 2, not a traceback).
     """
+    fix = fix or f"set {CACHE_ENV} to a writable folder (now {os.environ.get(CACHE_ENV) or 'unset'})"
+    if path.exists() and not path.is_dir():  # the OS would say only "File exists"
+        raise UsageError(f"cannot write the {what} {path}: it is a file, not a folder; {fix}")
     try:
         path.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=path):
             pass
     except OSError as exc:
-        fix = fix or f"set {CACHE_ENV} to a writable folder (now {os.environ.get(CACHE_ENV) or 'unset'})"
         raise UsageError(f"cannot write the {what} {path}: {exc.strerror or exc}; {fix}") from None
     return path

@@ -245,8 +245,9 @@ def build_registry(pm: pluggy.PluginManager, origins: Optional[dict[int, str]] =
         reg.model_catalogs.extend(got["lawbench_model_catalogs"])
     # A contributor's own profiles (e.g. what `lawbench profiles measure` wrote) join as a plugin's
     # would: every command and the pytest process of `lawbench run` read the same variable.
-    for folder in filter(None, os.environ.get(PROFILE_DIRS_ENV, "").split(os.pathsep)):
-        reg.profile_dirs.append(Path(folder).expanduser())
+    named = dict.fromkeys(Path(f).expanduser() for f in os.environ.get(PROFILE_DIRS_ENV, "").split(os.pathsep) if f)
+    for folder in named:  # a folder named twice is read once, not reported as its own duplicate
+        reg.profile_dirs.append(folder)
         reg.profile_dir_origins.append(f"{PROFILE_DIRS_ENV} folder {folder}")
     reg.laws = dict(sorted(reg.laws.items()))
     return reg

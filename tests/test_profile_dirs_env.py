@@ -55,5 +55,30 @@ def test_a_folder_that_is_not_there_is_named(tmp_path):
     p = run_cli(["check"], env_with(f"{my_box(tmp_path / 'ok')}{os.pathsep}{missing}"), tmp_path)
     assert p.returncode == 2 and "Traceback" not in p.stderr
     assert f"{missing}: hardware-profile folder does not exist or is not a folder" in p.stderr
-    p = run_cli(["profiles"], env_with(str(missing)), tmp_path)
-    assert p.returncode == 0 and f"LAWBENCH_PROFILE_DIRS folder {missing}" in p.stderr  # set aside, named
+    # the user's own setting, unlike a third-party plugin's folder, is never set aside with a warning:
+    # a typo in it would quietly run another profile
+    for argv in (["profiles"], ["run", "-k", "zzzz_matches_nothing", "--out", str(tmp_path / "out")]):
+        p = run_cli(argv, env_with(str(missing)), tmp_path)
+        assert p.returncode == 2 and "Traceback" not in p.stderr, p.stdout + p.stderr
+        assert f"LAWBENCH_PROFILE_DIRS: {missing}: hardware-profile folder does not exist" in p.stderr
+
+
+def test_a_folder_named_twice_is_read_once_and_a_builtin_id_is_refused(tmp_path):
+    folder = my_box(tmp_path / "profiles")
+    p = run_cli(["check"], env_with(f"{folder}{os.pathsep}{folder}"), tmp_path)
+    assert p.returncode == 0 and "6 profiles" in p.stdout, p.stdout + p.stderr
+    (folder / "my-box.toml").write_text(CPU_TOML.read_text())  # id "cpu", the built-in's
+    p = run_cli(["profiles"], env_with(str(folder)), tmp_path)
+    assert p.returncode == 2 and "profile id 'cpu' is already defined" in p.stderr, p.stderr
+
+
+def test_measure_refuses_an_out_or_id_it_cannot_use_before_measuring(tmp_path):
+    """Checked before the measurement, not after it: a traceback used to end a finished measure."""
+    (tmp_path / "afile").write_text("x")
+    cases = [(["--out", str(tmp_path / "afile" / "x.toml")], f"its folder {tmp_path / 'afile'}: it is a file, not a folder"),
+             (["--out", str(tmp_path)], f"--out {tmp_path} is a folder; give the profile's file path"),
+             (["--id", "cpu"], "profile id 'cpu' is already a profile")]
+    for extra, words in cases:
+        p = run_cli(["profiles", "measure", "--size-mb", "256", "--repeats", "1", *extra], None, tmp_path)
+        assert p.returncode == 2 and "Traceback" not in p.stderr, p.stdout + p.stderr
+        assert words in p.stderr and "RAM read bandwidth" not in p.stdout, p.stderr

@@ -214,13 +214,26 @@ def write_measured_profile(base: str = "cpu", out: Optional[os.PathLike | str] =
                            repeats: int = 7, profile_id: Optional[str] = None,
                            extra_dirs: Any = ()) -> tuple[Path, HardwareProfile, BandwidthResult]:
     """Measure RAM, write a TOML profile for this machine, and re-load it to prove it valid."""
+    from lawbench.core.paths import writable_dir
+
     known = profile_io.load_profiles(extra_dirs)
     base_profile = profile_io.get_profile(base, known)
     fp = detect.fingerprint_machine()
+    # Everything that could refuse the result is checked before the minute of measuring.
+    new_id = profile_id or f"{base_profile.id}-{_slug(fp.hostname or 'this machine')}"
+    if new_id in known:
+        raise UsageError(f"profile id {new_id!r} is already a profile: a second file with it would be set "
+                         f"aside as a duplicate; give another with --id")
+    path = Path(out) if out else Path(f"{new_id}.toml")
+    if path.is_dir():
+        raise UsageError(f"--out {path} is a folder; give the profile's file path, e.g. {path / (new_id + '.toml')}")
+    writable_dir(path.parent, f"--out file {path}: its folder", fix="give a writable path")
     result = measure_ram_bandwidth(threads=threads, size_mb=size_mb, repeats=repeats)
-    profile = measured_profile(base_profile, result, fp, profile_id=profile_id)
-    path = Path(out) if out else Path(f"{profile.id}.toml")
-    path.write_text(toml_out.dumps(_profile_dict(profile)), encoding="utf-8")
+    profile = measured_profile(base_profile, result, fp, profile_id=new_id)
+    try:
+        path.write_text(toml_out.dumps(_profile_dict(profile)), encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot write --out {path}: {exc.strerror or exc}") from None
     profile_io.load_profile_file(path)  # what was written must load
     return path, profile, result
 

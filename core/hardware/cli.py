@@ -224,4 +224,8 @@ def _measure(args: argparse.Namespace, dirs: list[Any], console: Console) -> int
                   f"{result.threads} threads, {result.size_bytes // bandwidth.MIB} MiB)")
     console.print(escape(f"wrote profile {profile.id!r} to {path}"))
     console.print(escape(f"use it: LAWBENCH_PROFILE_DIRS={path.resolve().parent} lawbench run --profile {profile.id}"))
+    if "ram" not in profile.eta:  # the measured bandwidth alone prices nothing absolute
+        console.print(escape("it states no η: `lawbench predict` prices with η·bandwidth, so add [eta] ram = "
+                             "{ value = …, basis = \"measured\", source = \"…\" } from a source you can name; "
+                             "the agreement anchors calibrate η in the run and need none"))
     return 0

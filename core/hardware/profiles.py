@@ -59,11 +59,15 @@ def usable_plugin_dirs(registry: Any, strict: bool = False) -> list[Any]:
     missing or holds a bad profile is reported by its distribution and set aside."""
     if strict:
         return list(registry.profile_dirs)
+    from lawbench.core.registry import PROFILE_DIRS_ENV
+
     good = []
     for folder, origin in zip(registry.profile_dirs, registry.profile_dir_origins):
         try:
             load_profiles([folder])
         except DataError as exc:
+            if origin.startswith(PROFILE_DIRS_ENV):  # the user's own setting: a typo must not change the profile
+                raise UsageError(f"{PROFILE_DIRS_ENV}: {exc}") from None
             registry.report(f"{origin}: {exc} (its profiles are set aside)")
             continue
         good.append(folder)
