@@ -101,6 +101,8 @@ def census_anchors(ctx: Any, ids: tuple[str, ...] = ()) -> list[Any]:
             hint = " (no such anchor)"
         elif found.kind != "census":
             hint = f" ({'an' if found.kind[0] in 'aeiou' else 'a'} {found.kind} anchor, not a census)"
+        elif not found.planted:
+            hint = " (it declares no planted fault: there is nothing to plant)"
         elif found.profiles and ctx.policy.profile.id not in found.profiles:
             hint = f" (it binds to {', '.join(found.profiles)}: give --profile {found.profiles[0]})"
         else:
@@ -128,6 +130,11 @@ def run_plant(profile_id: str, ids: tuple[str, ...] = (), out: Any = None, llama
 
     ctx = RunContext(profile_id, strict=strict, llama_dir=llama_dir)
     chosen = census_anchors(ctx, ids)
+    if not any(la.anchor.planted for la in chosen):  # before anything builds: nothing could be proved
+        elsewhere = sorted({p for la in ctx.anchor_set.anchors if la.anchor.kind == "census" and la.anchor.planted
+                            and la.anchor.runs for p in la.anchor.profiles})
+        raise UsageError(f"no census anchor of profile {ctx.policy.profile.id!r} declares a planted fault: nothing "
+                         f"to prove here (profiles whose census anchors do: {', '.join(elsewhere) or 'none'})")
     if out:  # before any engine runs: a proof that cannot be written is refused, not thrown away
         from lawbench.core.paths import writable_dir
 

@@ -32,6 +32,9 @@ def one_line(p: subprocess.CompletedProcess, code: int = 2) -> str:
     (["--profile", "cpu", "--anchor", "law4.cpu.agree.smollm2-135m-q4_1"], "(an agreement anchor, not a census)"),
     (["--profile", "cpu", "--anchor", "law4.h200.census.all-in-vram"], "(it binds to h200: give --profile h200)"),
     (["--profile", "nope"], "unknown hardware profile 'nope'"),
+    (["--profile", "cpu", "--anchor", "minfer.r54.census.default"], "(it declares no planted fault: there is nothing to plant)"),
+    (["--profile", "gb10"], "no census anchor of profile 'gb10' declares a planted fault: nothing to prove here "
+                            "(profiles whose census anchors do: cpu, h200)"),
 ])
 def test_a_bad_anchor_or_profile_is_one_line_exit_2(tmp_path, args, words):
     assert words in one_line(plant(args, tmp_path))
