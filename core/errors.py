@@ -117,23 +117,27 @@ def named_field(err: dict) -> Optional[re.Match]:
     return FIELD_PREFIX.match(str(err.get("msg", "")).removeprefix("Value error, "))
 
 
+def typo_first(errors: list) -> tuple[dict, str]:
+    """The error to name, and a hint. A misspelt required field shows twice: the spelling as
+    unknown, the field as missing. The unknown one is the cause, so it is named first, with the
+    missing field it most resembles ("; did you mean 'unit'? …"), which then needs no line of its own."""
+    unknown = [e for e in errors if e.get("type") == "extra_forbidden"]
+    if not unknown:
+        return errors[0], ""
+    import difflib
+
+    err = unknown[0]
+    parent, typo = tuple(err.get("loc", ()))[:-1], str(tuple(err.get("loc", ("",)))[-1])
+    missing = [str(e["loc"][-1]) for e in errors
+               if e.get("type") == "missing" and e.get("loc") and tuple(e["loc"])[:-1] == parent]
+    close = difflib.get_close_matches(typo, missing, n=1, cutoff=0.6)
+    return err, (f"; did you mean {close[0]!r}? (it is required and missing)" if close else "")
+
+
 def validation_error(file: str, exc: ValidationError, anchor: Optional[str] = None,
                      prefix: str = "") -> DataError:
     errors = exc.errors()
-    # A misspelt required field shows twice: the spelling as unknown, the field as missing. The
-    # unknown one is the cause, so it is named first, with the missing field it most resembles.
-    unknown = [e for e in errors if e.get("type") == "extra_forbidden"]
-    err = unknown[0] if unknown else errors[0]
-    hint = ""
-    if unknown:
-        import difflib
-
-        parent, typo = tuple(err.get("loc", ()))[:-1], str(tuple(err.get("loc", ("",)))[-1])
-        missing = [str(e["loc"][-1]) for e in errors
-                   if e.get("type") == "missing" and tuple(e.get("loc", ()))[:-1] == parent and e.get("loc")]
-        close = difflib.get_close_matches(typo, missing, n=1, cutoff=0.6)
-        if close:
-            hint = f"; did you mean {close[0]!r}? (it is required and missing)"
+    err, hint = typo_first(errors)
     loc = tuple(err.get("loc", ()))
     msg = err.get("msg", "invalid")
     named = named_field(err)

@@ -176,6 +176,12 @@ def test_unknown_tier_field_names_the_field_and_what_is_allowed(tmp_path):
     assert "unknown field" in err.message and "bandwidth_spec_gbs" in err.message
 
 
+def test_a_misspelt_required_field_is_named_with_the_field_it_resembles(tmp_path):
+    err = broken(tmp_path, GOOD.format(id="x").replace("description =", "descripton ="))
+    assert err.field == "descripton"
+    assert err.message == "unknown field 'descripton'; did you mean 'description'? (it is required and missing)"
+
+
 def test_unknown_fact_field(tmp_path):
     err = broken(tmp_path, GOOD.format(id="x").replace('source = "test" }\n[eta]',
                                                        'source = "test", unit = "GB/s" }\n[eta]'))

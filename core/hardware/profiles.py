@@ -13,7 +13,7 @@ from typing import Any, Iterable, Union
 
 from pydantic import BaseModel, ValidationError
 
-from lawbench.core.errors import DataError, UsageError, named_field
+from lawbench.core.errors import DataError, UsageError, named_field, typo_first
 from lawbench.core.loading import read_toml
 from lawbench.core.models import HardwareProfile
 
@@ -120,7 +120,7 @@ def _check_tier_references(data: dict[str, Any], label: str) -> None:
 # A rule of a whole model names its field first: "eta.ram.basis: …", "ram_gb_min: …".
 def _data_error(exc: ValidationError, label: str) -> DataError:
     errors = exc.errors(include_url=False)
-    first = errors[0]
+    first, hint = typo_first(errors)
     loc = tuple(first.get("loc", ()))
     field = ".".join(str(part) for part in loc) or None
     named = named_field(first)
@@ -128,9 +128,10 @@ def _data_error(exc: ValidationError, label: str) -> DataError:
         field = ".".join(str(part) for part in (*loc, named.group(1)))
         message = named.group(2)
     else:
-        message = _describe(first, loc)
-    if len(errors) > 1:
-        message += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
+        message = f"unknown field {loc[-1]!r}{hint}" if hint else _describe(first, loc)
+    more = len(errors) - (2 if hint else 1)
+    if more:
+        message += f" (and {more} more problem{'s' if more > 1 else ''})"
     return DataError(label, message, field=field)
 
 
