@@ -87,6 +87,12 @@ def test_flags_give_the_expectations(env, tmp_path):
     assert p.returncode == 1 and f"FAIL {FALLBACK}: counted 27, expected at most 26" in p.stdout
 
 
+def test_a_command_that_prints_no_label_is_warned_about(env, tmp_path):
+    p = census(["--maximum", "W_exp-cp.async=1", "--", sys.executable, "-c", "pass"], env, tmp_path)
+    assert p.returncode == 0  # nothing broke an expectation …
+    assert "the command printed no B-path label at all" in p.stderr  # … and nothing was checked: said so
+
+
 def test_without_expectations_it_counts_only(env, tmp_path):
     p = census(["--json", "--", *standin.argv()], env, tmp_path, MINFER_STANDIN_FAULT="wrong-map-key")
     assert p.returncode == 0, p.stderr

@@ -189,9 +189,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(json.dumps({**{k: out[k] for k in first}, **out}, indent=1))
     else:
         _print_table(out, plan)
-    if done.stderr and not any(counts.values()):
-        print("note: the command's stderr carries no B-path label; does it print them under "
-              "MINFER_MMQ_RAW_NB_DEBUG=1? (docs/minfer-contract.md)", file=sys.stderr)
+    if not any(counts.values()):  # a PASS of --forbid / --maximum alone would then say nothing
+        print("lawbench: warning: the command printed no B-path label at all; does it speak the lawbench "
+              "minfer contract (labels on stderr under MINFER_MMQ_RAW_NB_DEBUG=1, docs/minfer-contract.md)?",
+              file=sys.stderr)
     return 1 if problems else 0
 
 
