@@ -33,6 +33,9 @@ def cmd_register(args: argparse.Namespace) -> int:
         what = "is not a folder" if results.exists() else "does not exist"
         raise UsageError(f"--results {args.results} {what} (here: {Path.cwd()}): give the folder of committed "
                          f"run records, e.g. the repository's results/, or run from the repository root")
+    if not latest_verdicts(results):  # every verdict would read "not run yet"
+        raise UsageError(f"--results {args.results} holds no lawbench run record (*.json with run_id and results, "
+                         f"searched recursively): give the folder of committed run records")
     text = render(results)
     if args.check:
         try:

@@ -176,7 +176,10 @@ def score_one(p: StakedPrediction, result: Optional[dict]) -> tuple[Score, str]:
 
 def score_run(record_path: Path, stakes: list[LoadedStake]) -> list[dict]:
     try:
-        record = json.loads(Path(record_path).read_text(encoding="utf-8"))
+        text = Path(record_path).read_text(encoding="utf-8")
+        if not text.strip():
+            raise UsageError(f"{record_path}: the file is empty, not a run record")
+        record = json.loads(text)
     except (OSError, ValueError) as exc:
         raise UsageError(f"{record_path}: cannot read a run record ({exc})") from None
     results = record.get("results") if isinstance(record, dict) else None

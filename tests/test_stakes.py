@@ -165,3 +165,13 @@ def test_stakes_score_refuses_what_is_not_a_run_record_and_an_out_it_cannot_writ
     line = _one_line_exit_2(run_cli(["stakes", "score", str(record), "--out", str(tmp_path / "afile")], env=None,
                                     cwd=tmp_path))
     assert f"cannot write the --out folder {tmp_path / 'afile'}" in line
+
+
+def test_an_empty_record_or_a_results_folder_without_records_is_named(tmp_path):
+    (tmp_path / "empty.json").write_text("")
+    line = _one_line_exit_2(run_cli(["stakes", "score", str(tmp_path / "empty.json")], env=None, cwd=tmp_path))
+    assert "empty.json: the file is empty, not a run record" in line
+    (tmp_path / "res").mkdir()
+    (tmp_path / "res" / "notes.json").write_text('{"not": "a record"}')
+    line = _one_line_exit_2(run_cli(["register", "--results", str(tmp_path / "res")], env=None, cwd=tmp_path))
+    assert f"--results {tmp_path / 'res'} holds no lawbench run record" in line
