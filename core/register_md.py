@@ -33,10 +33,11 @@ def cmd_register(args: argparse.Namespace) -> int:
         what = "is not a folder" if results.exists() else "does not exist"
         raise UsageError(f"--results {args.results} {what} (here: {Path.cwd()}): give the folder of committed "
                          f"run records, e.g. the repository's results/, or run from the repository root")
-    if not latest_verdicts(results):  # every verdict would read "not run yet"
+    verdicts = latest_verdicts(results)
+    if not verdicts:  # every verdict would read "not run yet"
         raise UsageError(f"--results {args.results} holds no lawbench run record (*.json with run_id and results, "
                          f"searched recursively): give the folder of committed run records")
-    text = render(results)
+    text = render(results, verdicts=verdicts)
     if args.check:
         try:
             current = Path(args.check).read_text(encoding="utf-8")
@@ -106,7 +107,9 @@ def _verdicts(anchor_id: str, verdicts: dict[tuple[str, str], dict]) -> str:
                      f"on {p} ({r['_finished'][:10]})" for p, r in got)
 
 
-def render(results: Path, registry: Optional[Any] = None) -> str:
+def render(results: Path, registry: Optional[Any] = None,
+           verdicts: Optional[dict[tuple[str, str], dict]] = None) -> str:
+    """:param verdicts: ``latest_verdicts(results)`` when the caller has read them already."""
     from lawbench.core.hardware.profiles import plugin_profiles
     from lawbench.core.inventory import check_inventory, load_inventory
     from lawbench.core.loading import AnchorSet, load_all
@@ -123,7 +126,7 @@ def render(results: Path, registry: Optional[Any] = None) -> str:
     by_id = anchors.by_id()
     cov, problems = check_inventory(inv, anchors, reg)
     stakes = load_stakes(anchors=by_id.keys())
-    verdicts = latest_verdicts(results)
+    verdicts = latest_verdicts(results) if verdicts is None else verdicts
     out = [HEADER, "# The register, as lawbench encodes it\n"]
     t = cov.total
     out.append(f"{t.lines} published claims inventoried; {t.encoded} encoded as anchors "
