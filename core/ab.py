@@ -17,7 +17,7 @@ import math
 import sys
 import time
 import uuid
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 from pydantic import BaseModel, Field
 
@@ -139,29 +139,13 @@ def is_speed_anchor(anchor: Any) -> bool:
     return anchor.unit == "tok/s" or case_quantity.endswith("tok_s") or anchor.quantity.endswith("tok_s")
 
 
-def keyword_filter(expr: Optional[str]) -> Callable[[Any], bool]:
-    """pytest's -k language over what `lawbench run -k` matches: anchor id, law, kind, file name."""
-    if not expr:
-        return lambda loaded: True
-    from _pytest.mark.expression import Expression
-
-    try:
-        compiled = Expression.compile(expr)
-    except Exception as exc:  # SyntaxError on pytest 9, ParseError before: both mean a bad -k
-        raise UsageError(f"-k {expr!r} is not a selection expression: {exc}") from None
-
-    def keep(loaded: Any) -> bool:
-        a = loaded.anchor
-        names = [a.id, a.law, a.kind, str(loaded.file).rsplit("/", 1)[-1]]
-        return compiled.evaluate(lambda sub, **_: any(sub.lower() in n.lower() for n in names))
-    return keep
-
-
 def select_anchors(ctx: Any, k: Optional[str]) -> list[Any]:
     """The run context's anchors for its profile that measure engine speed, narrowed by -k.
 
     :raises UsageError: nothing matched, or nothing that matched measures engine speed.
     """
+    from lawbench.core.items import keyword_filter
+
     keep = keyword_filter(k)
     chosen = [la for la in ctx.anchor_set.anchors if ctx.selected(la) and la.anchor.runs and keep(la)]
     profile = ctx.policy.profile.id

@@ -49,6 +49,9 @@ def _run(args: argparse.Namespace, stop) -> int:
 
     # Validate everything before pytest starts, so a data error is one line and exit 2. The
     # context is built once and handed to pytest, which runs the anchors on it.
+    if args.k:
+        from lawbench.core.items import selection
+        selection(args.k)
     ctx = RunContext(args.profile, laws=tuple(args.law or ()), strict=args.strict, llama_dir=args.llama_dir)
     _report_plugin_problems(ctx.registry)
     files = ctx.files()

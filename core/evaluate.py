@@ -195,25 +195,33 @@ def _statistic_name(anchor: Anchor, agreement: bool, method: str) -> str:
 def census_problems(spec: Any, counts: dict[str, int]) -> list[str]:
     """Every expectation of a [census] table that the counts break, one line each, naming the
     label, what was counted and what was expected. An empty list: the census holds."""
+    from lawbench.core.engines.loadlog import census_amount as amount
+
     problems = []
     for label, want in spec.exact.items():
         got = counts.get(label, 0)
         if got != want:
-            problems.append(f"{label}: counted {got}, expected exactly {want}")
+            problems.append(f"{label}: counted {amount(label, got)}, expected exactly {amount(label, want)}")
     for label, want in spec.minimum.items():
         got = counts.get(label, 0)
         if got < want:
-            problems.append(f"{label}: counted {got}, expected at least {want}")
+            problems.append(f"{label}: counted {amount(label, got)}, expected at least {amount(label, want)}")
     for label, want in spec.maximum.items():
         if label not in counts:
-            problems.append(f"{label}: not counted by this run, expected at most {want}")
+            problems.append(f"{label}: not counted by this run, expected at most {amount(label, want)}")
         elif counts[label] > want:
-            problems.append(f"{label}: counted {counts[label]}, expected at most {want}")
+            problems.append(f"{label}: counted {amount(label, counts[label])}, expected at most {amount(label, want)}")
     for label in spec.forbidden:
         got = counts.get(label, 0)
         if got:
-            problems.append(f"{label}: counted {got}, must never appear")
+            problems.append(f"{label}: counted {amount(label, got)}, must never appear")
     return problems
+
+
+def judged_labels(spec: Any, counts: dict[str, int]) -> dict[str, int]:
+    """The counts of the labels a [census] table names, in its order: what the verdict rests on."""
+    labels = [*spec.exact, *spec.minimum, *spec.maximum, *spec.forbidden]
+    return {label: counts.get(label, 0) for label in dict.fromkeys(labels)}
 
 
 def _census_result(anchor: Anchor, base: dict[str, Any], census: Any) -> Result:
@@ -223,4 +231,5 @@ def _census_result(anchor: Anchor, base: dict[str, Any], census: Any) -> Result:
     verdict = Verdict.FAIL if problems else Verdict.PASS
     m = Measurement(environment=census.environment, log=census.log[-4000:] if census.log else None)
     return Result(**base, verdict=verdict, reason="; ".join(problems), measurement=m,
-                  detail={"counts": dict(census.counts)}, statistic="label counts from one engine run")
+                  detail={"counts": dict(census.counts), "judged": judged_labels(spec, census.counts)},
+                  statistic="label counts from one engine run")

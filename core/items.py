@@ -3,7 +3,7 @@ runtest() evaluates it. The run's AnchorSession (lawbench.core.session) is found
 from __future__ import annotations
 
 import time
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import pytest
 
@@ -88,3 +88,35 @@ def interrupted_result(anchor: Any, profile_id: str, signal_name: str) -> Result
 def history_results(session: Any) -> list[Result]:
     """Superseded / refuted / retired anchors of the selected laws, for the record's history table."""
     return [history_result(la.anchor, session.policy.profile.id) for la in session.history]
+
+
+def selection(expr: str) -> Any:
+    """pytest's -k expression compiled, so a bad one is refused in one line before anything runs.
+
+    :raises UsageError: the expression does not parse (pytest would print a multi-line usage error).
+    """
+    from _pytest.mark.expression import Expression
+
+    from lawbench.core.errors import UsageError
+
+    try:
+        return Expression.compile(expr)
+    except Exception as exc:  # SyntaxError on pytest 9, ParseError before: both mean a bad -k
+        raise UsageError(f"-k {expr!r} is not a selection expression: {exc}; "
+                         "e.g. -k \"law4 and not kv\"") from None
+
+
+def keyword_filter(expr: Optional[str]) -> Callable[[LoadedAnchor], bool]:
+    """pytest's -k language over what an anchor item answers to: its id, law, kind and file name.
+
+    For anchors that are not items: history anchors in a run, speed anchors in `lawbench ab`.
+    """
+    if not expr:
+        return lambda loaded: True
+    compiled = selection(expr)
+
+    def keep(loaded: LoadedAnchor) -> bool:
+        a = loaded.anchor
+        names = [a.id, a.law, a.kind, str(loaded.file).rsplit("/", 1)[-1]]
+        return compiled.evaluate(lambda sub, **_: any(sub.lower() in n.lower() for n in names))
+    return keep

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any, Optional
 
@@ -45,7 +46,7 @@ def cmd_register(args: argparse.Namespace) -> int:
             raise UsageError(f"--check {args.check}: cannot read it ({getattr(exc, 'strerror', None) or exc})") from None
         if current != text:
             print(f"lawbench: error: {args.check} is stale: regenerate it with "
-                  f"`lawbench register --results {args.results} --out {args.check}`")
+                  f"`lawbench register --results {args.results} --out {args.check}`", file=sys.stderr)
             return 1
         print(f"ok: {args.check} is what the data gives")
         return 0

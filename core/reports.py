@@ -301,6 +301,17 @@ def fmt_num(x: Optional[float], sig: int = 4) -> str:
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
+def fmt_judged(judged: Optional[dict], most: int = 4) -> str:
+    """A census's judged labels with their counts (bytes in MiB), the first ``most`` of them."""
+    if not judged:
+        return "-"
+    from lawbench.core.engines.loadlog import census_amount
+
+    shown = [f"{k} {census_amount(k, v, short=True)}" for k, v in list(judged.items())[:most]]
+    more = len(judged) - most
+    return ", ".join(shown) + (f" +{more} more" if more > 0 else "")
+
+
 def fmt_pair(lo: float, hi: float) -> str:
     """An interval with just enough figures that its two ends read differently."""
     sig = 4
@@ -311,7 +322,7 @@ def fmt_pair(lo: float, hi: float) -> str:
 
 def fmt_measured(r: Result) -> str:
     if r.measured is None:
-        return "-"
+        return fmt_judged(r.detail.get("judged")) if r.detail else "-"
     text = fmt_num(r.measured)
     if r.interval is not None:
         text += " " + fmt_pair(*r.interval)

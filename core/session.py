@@ -12,7 +12,7 @@ import pytest
 from lawbench.core import progress
 from lawbench.core.errors import LawbenchError
 from lawbench.core.evaluate import RunPolicy
-from lawbench.core.items import SESSION_NAME, AnchorFile, AnchorItem, history_results
+from lawbench.core.items import SESSION_NAME, AnchorFile, AnchorItem, history_results, keyword_filter
 from lawbench.core.loading import LoadedAnchor, load_all
 from lawbench.core.models import Result
 
@@ -174,8 +174,10 @@ class AnchorSession:
         self.registry = self.ctx.registry
         self.policy = self.ctx.policy
         self.results: list[Result] = []
+        # History anchors are not items, so pytest's -k never sees them: it is applied here.
+        matches = keyword_filter(opt("keyword"))
         self.history = [la for la in self.ctx.anchor_set.anchors
-                        if self.ctx.selected(la) and not la.anchor.runs]
+                        if self.ctx.selected(la) and not la.anchor.runs and matches(la)]
         self._by_file: dict[Path, list[LoadedAnchor]] = {}
         for la in self.ctx.anchor_set.anchors:
             if self.ctx.selected(la) and la.anchor.runs:

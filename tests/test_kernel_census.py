@@ -271,6 +271,30 @@ def test_every_llama_cpp_census_anchor_has_a_mutation_proof():
                     set(a.census.maximum) | set(a.census.forbidden), (a.id, fault.name)
 
 
+def test_byte_labels_read_as_sizes_and_the_judged_labels_are_kept():
+    """A load log's buffer labels hold bytes: a census message gives them with MiB, not as a bare
+    count, and a result keeps the counts of the labels its verdict rests on (the table shows them)."""
+    from types import SimpleNamespace
+
+    from lawbench.core.evaluate import judged_labels
+    from lawbench.core.models import Result, Verdict
+    from lawbench.core.reports import fmt_measured
+
+    spec = SimpleNamespace(exact={"model_loads": 1}, minimum={"kv_buffer:CPU": 1}, maximum={},
+                           forbidden=["offloaded_layers", "buffer:CUDA0"])
+    counts = {"model_loads": 1, "offloaded_layers": 23, "buffer:CUDA0": 77594624, "buffer:CPU_Mapped": 5}
+    assert census_problems(spec, counts) == [
+        "kv_buffer:CPU: counted 0, expected at least 1 B",
+        "offloaded_layers: counted 23, must never appear",
+        "buffer:CUDA0: counted 77594624 B (74.00 MiB), must never appear"]
+    judged = judged_labels(spec, counts)
+    assert judged == {"model_loads": 1, "kv_buffer:CPU": 0, "offloaded_layers": 23, "buffer:CUDA0": 77594624}
+    r = Result(anchor_id="a", law="law4", kind="census", profile="cpu", verdict=Verdict.FAIL,
+               detail={"counts": counts, "judged": judged})
+    assert fmt_measured(r) == "model_loads 1, kv_buffer:CPU 0, offloaded_layers 23, buffer:CUDA0 74.0 MiB"
+    assert fmt_measured(r.model_copy(update={"detail": {"counts": counts}})) == "-"  # a record from before
+
+
 def test_the_memory_census_goes_red_on_either_side_of_its_bounds():
     """The NVML half of the gpu-memory census (its planted fault on the H200 broke only the
     placement label): a process holding less than the buffers its log reports, or more than

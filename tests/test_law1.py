@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _engine_fixtures import llama  # noqa: F401
+from _engine_fixtures import llama, smollm2  # noqa: F401
 from conftest import carrier_plugin, run_cli
 
 from lawbench.plugins.law1.gauges import (effective_rank, hadamard_matrix, quantize_in_gauge, rel_mse,
@@ -14,7 +14,6 @@ from lawbench.plugins.law1.gauges import (effective_rank, hadamard_matrix, quant
 from lawbench.plugins.law1.predict import forecast, gaussian_distortion
 
 DATA = Path(__file__).parent / "data" / "law1"
-SMOL = Path.home() / ".cache/lawbench/models/smollm2-135m-q4_1/SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 def _orthonormal(n: int, k: int, rng) -> np.ndarray:
@@ -102,16 +101,16 @@ def test_bad_case_is_one_line_naming_file_anchor_field(tmp_path, cli_env, old, n
     assert "Traceback" not in proc.stderr
 
 
-@pytest.mark.skipif(not SMOL.is_file(), reason="SmolLM2-135M not in the model cache")
-def test_fake_quantized_gguf_round_trip(tmp_path):
+@pytest.mark.integration
+def test_fake_quantized_gguf_round_trip(tmp_path, smollm2):  # noqa: F811
     from lawbench.plugins.law1.fakequant import write_fake_quantized
     from lawbench.plugins.law1.tensors import TensorFile
 
-    src = TensorFile(SMOL)
+    src = TensorFile(smollm2)
     names = ["blk.0.attn_k.weight", "blk.1.attn_v.weight"]
     out = tmp_path / "fq.gguf"
-    written = write_fake_quantized(SMOL, out, {n: lambda w: quantize_in_gauge(w, 2, 64, "hadamard", seed=1)
-                                               for n in names}, lambda n: src.read(n).weights)
+    written = write_fake_quantized(smollm2, out, {n: lambda w: quantize_in_gauge(w, 2, 64, "hadamard", seed=1)
+                                                  for n in names}, lambda n: src.read(n).weights)
     copy = TensorFile(out)
     for n in names:
         assert copy.read(n).source_type == "F32"
@@ -121,14 +120,13 @@ def test_fake_quantized_gguf_round_trip(tmp_path):
 
 
 @pytest.mark.integration
-@pytest.mark.skipif(not SMOL.is_file(), reason="SmolLM2-135M not in the model cache")
-def test_real_tensor_measurement_smollm2():
+def test_real_tensor_measurement_smollm2(smollm2):  # noqa: F811
     from lawbench.plugins.law1.case import Law1Case
     from lawbench.plugins.law1.measure import tensor_effect
 
     case = Law1Case(model="smollm2-135m-q4_1", role="attn_k", layers=[0, 1, 2], bits=2,
                     activations="norm-gain")
-    got = tensor_effect(str(SMOL), case, 15, seed=0)
+    got = tensor_effect(str(smollm2), case, 15, seed=0)
     assert got["activations"] == "norm-gain" and got["inputs"].startswith("norm-gain")
     assert got["source_type"] == "Q4_1" and 1 < got["erank"] <= 192
     # the rotated side is the Gaussian distortion, whatever the tensor (predict.py)
@@ -183,8 +181,7 @@ def test_fake_quantized_file_key_follows_its_inputs():
 
 
 @pytest.mark.integration
-@pytest.mark.skipif(not SMOL.is_file(), reason="SmolLM2-135M not in the model cache")
-def test_real_model_level_run_pairs_slices_and_reuses_its_files(llama, tmp_path, monkeypatch):  # noqa: F811
+def test_real_model_level_run_pairs_slices_and_reuses_its_files(llama, smollm2, tmp_path, monkeypatch):  # noqa: F811
     """Three layers' ffn_up fake-quantized both ways, scored by the real llama-perplexity on the
     same slices; the second sampler finds both copies in the model cache."""
     import math
@@ -199,7 +196,7 @@ def test_real_model_level_run_pairs_slices_and_reuses_its_files(llama, tmp_path,
             return llama
 
         def model(self, model_id):
-            return SMOL
+            return smollm2
 
     class Profile:
         def engine_threads(self):

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from _engine_fixtures import llama  # noqa: F401
+from _engine_fixtures import llama, smollm2  # noqa: F401
 from conftest import HERE, carrier_plugin, run_cli
 
 from lawbench.core.errors import EngineError
@@ -127,13 +127,6 @@ def test_shipped_law3_anchors_quote_their_sources_verbatim_and_cite_law3_lines()
 
 
 # --------------------------------------------------------------------------- a real run
-
-
-@pytest.fixture(scope="module")
-def smollm2():
-    from lawbench.core.store.real import ModelStore
-
-    return ModelStore().path("smollm2-135m-q4_1")
 
 
 @pytest.mark.integration

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import tomllib
-from _engine_fixtures import fake_llama, llama, write_script  # noqa: F401
+from _engine_fixtures import fake_llama, llama, smollm2, write_script  # noqa: F401
 
 from lawbench.core.engines.perplexity import (
     DEFAULT_TEXT,
@@ -198,13 +198,6 @@ def test_slice_visits_keep_two_arms_on_the_same_slice(tmp_path):
 
 
 # --------------------------------------------------------------------------- real runs
-
-
-@pytest.fixture(scope="module")
-def smollm2():
-    from lawbench.core.store.real import ModelStore
-
-    return ModelStore().path("smollm2-135m-q4_1")
 
 
 @pytest.mark.integration

@@ -284,6 +284,27 @@ def test_a_selection_of_nothing_is_a_usage_error_that_records_nothing(cli_env, t
     assert "the last real run" in (tmp_path / "out" / "junit.xml").read_text()  # an earlier run's, untouched
 
 
+def test_a_selection_that_does_not_parse_is_one_line_before_anything_runs(cli_env, tmp_path):
+    p = run_cli(["run", "--profile", "cpu", "--law", "dummy", "-k", "((", "--out", "out"], cli_env, tmp_path)
+    assert p.returncode == 2, p.stdout + p.stderr
+    (line,) = p.stderr.strip().splitlines()  # pytest's own usage error runs to several lines
+    assert line.startswith("lawbench: error: -k '((' is not a selection expression") and "e.g. -k" in line
+    assert "test session starts" not in p.stdout and not (tmp_path / "out").exists()
+
+
+def test_history_anchors_follow_the_selection(cli_env, tmp_path):
+    """History anchors are not pytest items, so -k is applied to them by lawbench: a selection
+    that names only live anchors reports no history, one that names the old claim reports it."""
+    def history_of(k: str) -> list[str]:
+        out = tmp_path / k.replace(" ", "_")
+        p = run_cli(["run", "--profile", "cpu", "--law", "dummy", "-k", k, "--out", str(out)], cli_env, tmp_path)
+        assert p.returncode in (0, 1), p.stdout + p.stderr
+        return [r.anchor_id for r in read_json(out / "run.json").results if r.detail.get("history")]
+
+    assert history_of("sum") == []
+    assert history_of("sum or old") == ["dummy.old-claim"]
+
+
 def test_a_prediction_only_run_needs_no_box_lock(cli_env, tmp_path):
     """Nothing is measured, so nothing waits for (or measures around) another job's lock; and
     the record carries no machine measurement of its own."""

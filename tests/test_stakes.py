@@ -113,7 +113,7 @@ def test_a_stale_register_md_fails_the_check(tmp_path):
     shutil.copy(ROOT / "REGISTER.md", stale)
     stale.write_text(stale.read_text().replace("encoded", "encoded!", 1))
     done = run_cli(["register", "--results", str(ROOT / "results"), "--check", str(stale)], env=None, cwd=ROOT)
-    assert done.returncode == 1 and "is stale: regenerate it with `lawbench register" in done.stdout
+    assert done.returncode == 1 and "is stale: regenerate it with `lawbench register" in done.stderr
 
 
 def test_register_md_lists_every_claim_history_and_stake():

@@ -39,6 +39,16 @@ _KIND_PREFIX = {"model": "buffer", "KV": "kv_buffer", "compute": "compute_buffer
                 "output": "output_buffer", "RS": "rs_buffer", "LoRA": "lora_buffer"}
 
 
+def census_amount(label: str, value: float, short: bool = False) -> str:
+    """A census count as people read it: buffer labels hold bytes (with MiB, or in MiB when
+    ``short``), the others are counts."""
+    if label.partition(":")[0] not in _KIND_PREFIX.values() or not value:
+        return str(value)
+    if value < MIB / 10:  # "at least 1 B": a buffer that exists
+        return f"{value} B"
+    return f"{value / MIB:.1f} MiB" if short else f"{value} B ({value / MIB:.2f} MiB)"
+
+
 @dataclass
 class LoadLog:
     """What one verbose llama-bench run said about where the model went."""

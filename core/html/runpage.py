@@ -139,7 +139,9 @@ def _results_table(results: list[Result]) -> Markup:
         verdict = verdict_badge(r.verdict.value)
         reason = r.reason or (f"history ({history_note(r)}), not scored" if is_history(r) else "")
         anchor = Markup(f'<span class="id" id="r-{esc(r.anchor_id)}">{esc(r.anchor_id)}</span>')
-        rows.append([verdict, anchor, r.kind, fmt_quantity(r), _num(fmt_measured(r)),
+        # a census's measured cell is a list of label counts: it may wrap, a number may not
+        measured = _num(fmt_measured(r)) if r.measured is not None else fmt_measured(r)
+        rows.append([verdict, anchor, r.kind, fmt_quantity(r), measured,
                      _num(fmt_band(r)), _num(fmt_num(r.predicted)), _num(fmt_num(r.published)),
                      reason or ""])
     return table(["verdict", "anchor", "kind", "quantity (unit)", "measured [interval]", "band",
