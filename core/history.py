@@ -146,7 +146,7 @@ class History:
             if self.read_only:
                 self._con = self._open_read_only()
             else:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._check_writable()
                 # isolation_level=None: we issue BEGIN/COMMIT ourselves, so one run is one transaction.
                 self._con = sqlite3.connect(str(self.path), timeout=30, isolation_level=None)
             self._con.row_factory = sqlite3.Row
@@ -181,6 +181,21 @@ class History:
                               "read-only open cannot see without its -shm file; copy the history with its "
                               "-wal and -shm files to a writable folder and pass the copy with --db")
         return sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True, isolation_level=None)
+
+    def _check_writable(self) -> None:
+        """A history about to be written needs its file and its folder (SQLite's journal files)
+        writable: else SQLite says only "unable to open database file", or fails at the first write."""
+        import tempfile
+
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryFile(dir=self.path.parent):
+                pass
+            if self.path.exists() and not os.access(self.path, os.W_OK):
+                raise PermissionError(13, "the file is not writable")
+        except OSError as exc:
+            raise self._error(f"cannot write the history here: {exc.strerror or exc}; pass --db (or --out) "
+                              "with a path that can be written") from None
 
     def _error(self, message: str) -> DataError:
         return DataError(str(self.path), message)

@@ -15,7 +15,7 @@ from lawbench.core.errors import DataError
 from lawbench.core.history import History, default_path
 from lawbench.core.history_cli import add_history_parser, history_command
 from lawbench.core.models import Measurement, Result, Sample, Verdict
-from lawbench.core.reports import RunRecord
+from lawbench.core.reports import RunRecord, to_json
 
 
 def result(anchor_id: str, verdict: Verdict = Verdict.PASS, measured: float | None = 10.0,
@@ -478,6 +478,26 @@ def test_a_history_on_a_read_only_mount_is_read_as_a_snapshot(tmp_path, two_runs
     assert RUN_A[:8] in listed and RUN_B[:8] in listed
     assert sorted(f.name for f in folder.iterdir()) == ["history.sqlite"]
     assert RUN_B[:8] in (tmp_path / "report.html").read_text()
+
+
+def test_an_import_into_a_read_only_folder_says_so_for_a_new_and_an_existing_history(tmp_path, two_runs):
+    """SQLite alone says "unable to open database file" (a new file) or fails at the first write
+    (an existing one); the history names what is wrong and what to do, and writes nothing."""
+    store, a, b = two_runs
+    store.close()
+    run_json = tmp_path / "a.run.json"
+    run_json.write_text(to_json(a))
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    for db in (folder / "new.sqlite", folder / "history.sqlite"):
+        if db.name == "history.sqlite":
+            db.write_bytes((tmp_path / "h" / "history.sqlite").read_bytes())
+        before = sorted(f.name for f in folder.iterdir())
+        p = _read_only_mount(folder, ["history", "--db", str(db), "import", str(run_json)])
+        assert "WRITABLE" not in p.stdout and p.returncode == 2, p.stdout + p.stderr
+        (line,) = p.stderr.strip().splitlines()
+        assert f"{db}: cannot write the history here: Read-only file system; pass --db" in line, line
+        assert sorted(f.name for f in folder.iterdir()) == before
 
 
 def test_a_read_only_history_with_runs_still_in_its_wal_is_read_whole_or_refused(tmp_path, store):
