@@ -292,7 +292,7 @@ def test_real_ab_of_a_build_against_itself_contains_1(tmp_path, env, llama):  # 
     assert r["status"] == "measured" and r["pairs"] == 4 and r["gate"] is None
     lo, hi = r["interval"]
     assert lo <= 1.0 <= hi and lo <= r["ratio"] <= hi
-    assert 0.8 < r["ratio"] < 1.25, r["ratio"]  # the same build on the same model: no gross difference
+    assert 2 / 3 < r["ratio"] < 1.5, r["ratio"]  # the same build on the same model: no gross difference
     assert [s["raw"]["order"] for s in r["samples"]] == ["AB", "BA", "AB", "BA"]
     for s in r["samples"]:
         assert s["value"] == pytest.approx(s["raw"]["value_b"] / s["raw"]["value_a"])
