@@ -2,7 +2,8 @@
 
   lawbench census plant --profile P [--anchor ID …] [--out DIR] [--strict]
       every census anchor of P unplanted and with each of its planted faults (lawbench.core.planted);
-      exit 0 when every fault turned its census red, naming its labels, while parity stayed green.
+      exit 0 only when every fault turned its census red, naming its labels, while parity stayed
+      green; 1 when one did not or could not run here; 130 / 143 when stopped (planted.json kept).
 
 Laws add their own actions to the group (a lawbench.Command named "census <action>"): minfer adds
 `lawbench census run -- COMMAND`, the census of any command that speaks its contract
@@ -13,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from typing import Any
 
 from lawbench.core.console import console as _console
@@ -46,9 +48,15 @@ def add_plant_parser(actions: Any) -> None:
 
 def cmd_plant(args: argparse.Namespace) -> int:
     from lawbench.core.planted import run_plant, summary_lines
+    from lawbench.core.signals import StopSignals
 
-    code, record = run_plant(args.profile, tuple(args.anchor), out=args.out, llama_dir=args.llama_dir,
-                             strict=args.strict)
+    stop = StopSignals()  # SIGTERM as Ctrl-C: the engine's group ended, planted.json kept
+    stop.install()
+    try:
+        code, record = run_plant(args.profile, tuple(args.anchor), out=args.out, llama_dir=args.llama_dir,
+                                 strict=args.strict, stop=stop)
+    finally:
+        stop.restore()
     if args.json:
         print(json.dumps(record, indent=1, default=str))
         return code
@@ -63,8 +71,13 @@ def cmd_plant(args: argparse.Namespace) -> int:
     faults = [(r, f) for r in record["anchors"] for f in r["faults"]]  # never empty: run_plant refuses that
     proved = sum(1 for _, f in faults if f["proved"])
     skipped = sum(1 for r, _ in faults if r.get("skipped"))
-    bare = [r["anchor"] for r in record["anchors"] if not r["faults"]]
+    bare = [r["anchor"] for r in record["anchors"] if r.get("no_faults")]
     print(f"{proved}/{len(faults)} planted faults proved" + (f", {skipped} not run here (the census skipped)" if skipped else "")
           + (f"; no planted fault: {', '.join(bare)}" if bare else "")
           + f"; record: {os.path.join(args.out, 'planted.json')}")
+    if record["interrupted"]:
+        print(f"lawbench: error: interrupted by {record['interrupted']}; the record keeps what ran", file=sys.stderr)
+    elif skipped:
+        print("lawbench: error: a fault not run here is not proved: run it on the profile's own runner",
+              file=sys.stderr)
     return code

@@ -49,7 +49,7 @@ def _run(args: argparse.Namespace, stop) -> int:
 
     # Validate everything before pytest starts, so a data error is one line and exit 2. The
     # context is built once and handed to pytest, which runs the anchors on it.
-    if args.k:
+    if args.k is not None:
         from lawbench.core.items import selection
         selection(args.k)
     ctx = RunContext(args.profile, laws=tuple(args.law or ()), strict=args.strict, llama_dir=args.llama_dir)
@@ -152,7 +152,13 @@ def _run_exit_code(rc: int, session, stop) -> int:
     if rc == pytest.ExitCode.INTERRUPTED:  # stopped before the session could write a record
         return interrupt_exit_code(getattr(session, "stop", stop).received or stop.received or "SIGINT")
     if rc == pytest.ExitCode.NO_TESTS_COLLECTED:
-        _err("no anchors matched the selection (-k / --law); nothing was run or recorded")
+        history = [la.anchor.id for la in getattr(session, "history", None) or ()]
+        if history:  # superseded / refuted / retired: carried with a run, never run alone
+            ids = ", ".join(history[:3]) + (" …" if len(history) > 3 else "")
+            _err(f"the selection (-k / --law) matches only history anchors ({ids}): they are listed with "
+                 "a run, never run; nothing was run or recorded")
+        else:
+            _err("no anchors matched the selection (-k / --law); nothing was run or recorded")
         return EXIT_USAGE
     if rc == pytest.ExitCode.USAGE_ERROR:
         return EXIT_USAGE
@@ -348,6 +354,12 @@ def main(argv: Optional[list[str]] = None) -> int:
     from lawbench.core.errors import DataError, UsageError
     from lawbench.core.registry import PluginError, get_registry
 
+    from lawbench.core.signals import StopSignals
+
+    # Every command stops on SIGTERM (a cancelled CI job) as on Ctrl-C: its engine's process group
+    # ended, 128 + the signal's number. `run` and `ab` install their own, which write a record first.
+    stop = StopSignals()
+    stop.install()
     registry = None
     try:
         registry = get_registry()
@@ -367,12 +379,18 @@ def main(argv: Optional[list[str]] = None) -> int:
         if isinstance(exc, (DataError, UsageError, PluginError)):
             return EXIT_USAGE
         return EXIT_BAD
-    except KeyboardInterrupt:
-        _err("interrupted")
-        return 130
+    except KeyboardInterrupt as exc:
+        from lawbench.core.errors import EngineInterrupted
+        from lawbench.core.reports import interrupt_exit_code
+
+        name = stop.received or EngineInterrupted.signal_of(exc)
+        _err(f"interrupted by {name}")
+        return interrupt_exit_code(name)
     except BrokenPipeError:  # `lawbench predict … | head`: the reader has all it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
+    finally:
+        stop.restore()
 
 
 if __name__ == "__main__":  # pragma: no cover

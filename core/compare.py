@@ -136,9 +136,12 @@ def print_comparison(rows: list[ComparisonRow], run_a: str = "A", run_b: str = "
 
     console = console or _console()
     wide = console.width >= 120
-    worse = sum(r.worse for r in rows)
+    # an anchor new in B and bad there is a regression of the build, but it did not turn: said apart
+    turned = sum(r.worse and r.verdict_a is not None for r in rows)
+    new_bad = sum(r.worse and r.verdict_a is None for r in rows)
     table = Table(title=f"compare {run_a[:12]} (A) -> {run_b[:12]} (B): {len(rows)} anchors, "
-                        f"{worse} turned bad", title_justify="left")
+                        f"{turned} turned bad" + (f", {new_bad} new and bad" if new_bad else ""),
+                  title_justify="left")
     table.add_column("anchor", overflow="fold")
     if wide:
         table.add_column("quantity", max_width=28)

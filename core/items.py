@@ -99,6 +99,9 @@ def selection(expr: str) -> Any:
 
     from lawbench.core.errors import UsageError
 
+    if not expr.strip():  # `-k "$SEL"` with SEL unset would otherwise select everything
+        raise UsageError("-k is empty: give a selection expression (e.g. -k \"law4 and not kv\"), "
+                         "or leave -k out to select every anchor")
     try:
         return Expression.compile(expr)
     except Exception as exc:  # SyntaxError on pytest 9, ParseError before: both mean a bad -k
@@ -111,7 +114,7 @@ def keyword_filter(expr: Optional[str]) -> Callable[[LoadedAnchor], bool]:
 
     For anchors that are not items: history anchors in a run, speed anchors in `lawbench ab`.
     """
-    if not expr:
+    if expr is None:
         return lambda loaded: True
     compiled = selection(expr)
 

@@ -39,12 +39,30 @@ def _parity(law: Any, anchor: Anchor, policy: RunPolicy, resources: Any) -> dict
         return {"error": str(exc)}
 
 
+class Stopped(Exception):
+    """A signal arrived while an engine ran (its group is ended): stop planting, keep the record."""
+
+    def __init__(self, signal_name: str, record: dict[str, Any]):
+        super().__init__(signal_name)
+        self.signal_name, self.record = signal_name, record
+
+
 def plant_anchor(anchor: Anchor, law: Any, policy: RunPolicy, resources: Any,
-                 file: str | None = None) -> dict[str, Any]:
-    """Run one census anchor unplanted and with each of its planted faults; the proof record."""
+                 file: str | None = None, stop: Any = None) -> dict[str, Any]:
+    """Run one census anchor unplanted and with each of its planted faults; the proof record.
+
+    :param stop: the command's StopSignals: once it has received a signal, the anchor's record so
+        far is raised with :class:`Stopped` (the engine turned the signal into an ERROR result).
+    """
+    def check(record: dict[str, Any]) -> None:
+        if stop is not None and stop.received:
+            record.update(proved=False, problems=[f"interrupted by {stop.received}"])
+            raise Stopped(stop.received, record)
+
     base = evaluate(anchor, law, policy, resources, file=file)
     record: dict[str, Any] = {"anchor": anchor.id, "file": file, "unplanted": base.model_dump(mode="json"),
                               "parity": {}, "faults": []}
+    check(record)
     # not runnable here (a skip, also one --strict turned into a FAIL): nothing to plant into
     if base.verdict in (Verdict.SKIP, Verdict.ERROR) or base.detail.get("strict_skip"):
         record.update(proved=False, skipped=base.verdict is Verdict.SKIP or bool(base.detail.get("strict_skip")),
@@ -55,13 +73,16 @@ def plant_anchor(anchor: Anchor, law: Any, policy: RunPolicy, resources: Any,
                                      "problems": ["not run: the unplanted census did not run here"]})
         return record
     base_parity = record["parity"] = _parity(law, anchor, policy, resources)
+    check(record)
     problems = []
     if base.verdict is not Verdict.PASS:
         problems.append(f"the census itself is {base.verdict.value}, not PASS: {base.reason}")
     for fault in anchor.planted:
         variant = anchor.with_fault(fault)
         got = evaluate(variant, law, policy, resources, file=file)
+        check(record)
         par = _parity(law, variant, policy, resources)
+        check(record)
         missing = [label for label in fault.breaks if f"{label}:" not in got.reason]
         ratio = (par["ppl"] / base_parity["ppl"]) if "ppl" in par and "ppl" in base_parity else None
         why = []
@@ -113,12 +134,12 @@ def census_anchors(ctx: Any, ids: tuple[str, ...] = ()) -> list[Any]:
 
 
 def run_plant(profile_id: str, ids: tuple[str, ...] = (), out: Any = None, llama_dir: str | None = None,
-              strict: bool = False) -> tuple[int, dict[str, Any]]:
+              strict: bool = False, stop: Any = None) -> tuple[int, dict[str, Any]]:
     """`lawbench census plant`: every selected census anchor unplanted and planted, a record.
 
-    Exit 0 when every planted fault proved its anchor (red census, green parity), 1 when one did
-    not. Off its runner an anchor SKIPs (the record says so) and proves nothing: under --strict
-    that is a failure, as in `lawbench run --strict`.
+    Exit 0 only when every planted fault proved its anchor (red census, green parity); 1 when one
+    did not, or did not run here (off its runner an anchor SKIPs and proves nothing; the record
+    says so); 128 + the signal's number when a signal stopped it (the record keeps what ran).
     """
     import datetime as dt
     import json
@@ -130,6 +151,10 @@ def run_plant(profile_id: str, ids: tuple[str, ...] = (), out: Any = None, llama
 
     ctx = RunContext(profile_id, strict=strict, llama_dir=llama_dir)
     chosen = census_anchors(ctx, ids)
+    bare = [la.anchor.id for la in chosen if not la.anchor.planted]
+    if ids and bare:
+        raise UsageError(f"--anchor {bare[0]!r} declares no planted fault: there is nothing to plant into it "
+                         "(docs/census.md says how a census without one is proved)")
     if not any(la.anchor.planted for la in chosen):  # before anything builds: nothing could be proved
         elsewhere = sorted({p for la in ctx.anchor_set.anchors if la.anchor.kind == "census" and la.anchor.planted
                             and la.anchor.runs for p in la.anchor.profiles})
@@ -146,16 +171,25 @@ def run_plant(profile_id: str, ids: tuple[str, ...] = (), out: Any = None, llama
     resources = Resources(llama_dir=llama_dir, profile=ctx.policy.profile)
     started = dt.datetime.now(dt.timezone.utc)
     records = []
+    interrupted = None
     try:
         for la in chosen:
             law = ctx.registry.law(la.anchor.law)
             if not la.anchor.planted:
-                records.append({"anchor": la.anchor.id, "file": la.file, "proved": False,
+                records.append({"anchor": la.anchor.id, "file": la.file, "proved": False, "no_faults": True,
                                 "problems": ["no planted fault declared: this command proves nothing about it"],
                                 "faults": []})
                 continue
-            records.append(plant_anchor(la.anchor, law, ctx.policy, resources, file=la.file))
+            records.append(plant_anchor(la.anchor, law, ctx.policy, resources, file=la.file, stop=stop))
+    except Stopped as exc:  # the engine was ended: its anchor's record so far is kept
+        records.append(exc.record)
+        interrupted = exc.signal_name
+    except KeyboardInterrupt as exc:  # between two engine runs
+        from lawbench.core.errors import EngineInterrupted
+        interrupted = (stop.received if stop is not None else None) or EngineInterrupted.signal_of(exc)
     finally:
+        if stop is not None:
+            stop.closing = True  # a further signal must not cut the record in half
         resources.close()
     skipped = [r for r in records if r.get("skipped")]
     # an anchor with no planted fault is listed, not failed: its proof, if any, is a test
@@ -169,7 +203,7 @@ def run_plant(profile_id: str, ids: tuple[str, ...] = (), out: Any = None, llama
               "lawbench": __version__, "commit": git_commit(), "strict": strict, "anchors_asked": list(ids),
               "llama_dir": llama_dir, "host": platform.node(),
               "on_own_runner": ctx.policy.on_own_runner, "parity_tolerance": PARITY_TOLERANCE,
-              "anchors": records}
+              "interrupted": interrupted, "anchors": records}
     if out:
         target = Path(out) / "planted.json"
         try:
@@ -177,8 +211,10 @@ def run_plant(profile_id: str, ids: tuple[str, ...] = (), out: Any = None, llama
         except OSError as exc:  # the folder went away or filled up during the run
             raise LawbenchError(f"cannot write the planted-fault record {target}: {exc.strerror or exc}; "
                                 f"the proof ran ({len(records)} anchors) but is not on disk") from None
-    bad = bool(failed) or (strict and bool(skipped))
-    return (1 if bad else 0), record
+    if interrupted:
+        from lawbench.core.reports import interrupt_exit_code
+        return interrupt_exit_code(interrupted), record
+    return (1 if failed or skipped else 0), record
 
 
 def summary_lines(record: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:

@@ -268,10 +268,16 @@ def write_fallback(record: RunRecord) -> Optional[Path]:
 def read_json(path: Union[str, Path]) -> RunRecord:
     """Read a run record; a missing, malformed or foreign file is a DataError naming it."""
     path = Path(path)
+    if path.is_dir():
+        hint = "; give the run.json inside it" if (path / "run.json").is_file() else ""
+        raise DataError(str(path), f"is a folder, not a run record{hint}")
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise DataError(str(path), f"cannot read run record: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:  # a history.sqlite, an archive: binary, not a JSON run record
+        raise DataError(str(path), "not a run record: the file is not UTF-8 text (a history is read with "
+                                   "`lawbench report --history --db FILE`)") from None
     try:
         return RunRecord.model_validate_json(text)
     except ValidationError as exc:

@@ -1,7 +1,6 @@
 """One anchor run inside pytest: what to collect, the policy, shared resources, the run record."""
 from __future__ import annotations
 
-import signal
 import sqlite3
 import sys
 from pathlib import Path
@@ -14,6 +13,7 @@ from lawbench.core.errors import LawbenchError
 from lawbench.core.evaluate import RunPolicy
 from lawbench.core.items import SESSION_NAME, AnchorFile, AnchorItem, history_results, keyword_filter
 from lawbench.core.loading import LoadedAnchor, load_all
+from lawbench.core.signals import StopSignals
 from lawbench.core.models import Result
 
 
@@ -114,39 +114,6 @@ def announce_mismatched_runner(machine: Any, profile: Any, detected: str) -> Non
     print("lawbench: error: " + "\n".join(lines), file=sys.stderr, flush=True)
 
 
-class StopSignals:
-    """SIGINT and SIGTERM (what a CI runner sends a cancelled job) stop a run the same way: as a
-    KeyboardInterrupt that names the signal, raised once. Once the record is being written
-    (``closing``) a further signal is only noted, so the record is never cut in half."""
-
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-    def __init__(self) -> None:
-        self.received: Optional[str] = None
-        self.closing = False
-        self._saved: dict[int, Any] = {}
-
-    def install(self) -> None:
-        for sig in self.SIGNALS:
-            try:
-                self._saved[sig] = signal.signal(sig, self._handle)
-            except ValueError:  # not the main thread: Python's own SIGINT handling stays
-                return
-
-    def restore(self) -> None:
-        for sig, handler in self._saved.items():
-            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
-        self._saved.clear()
-
-    def _handle(self, signum: int, frame: Any) -> None:
-        name = signal.Signals(signum).name
-        if self.received is None and not self.closing:
-            self.received = name
-            raise KeyboardInterrupt(name)
-        doing = "writing the run record" if self.closing else "already stopping"
-        print(f"lawbench: {name} received; {doing} first", file=sys.stderr, flush=True)
-
-
 def start_session(config: pytest.Config) -> "AnchorSession":
     """Register the anchor session, on the CLI's RunContext when `lawbench run` passed one."""
     opt = config.getoption
@@ -175,7 +142,7 @@ class AnchorSession:
         self.policy = self.ctx.policy
         self.results: list[Result] = []
         # History anchors are not items, so pytest's -k never sees them: it is applied here.
-        matches = keyword_filter(opt("keyword"))
+        matches = keyword_filter(opt("keyword") or None)  # pytest's default is ""
         self.history = [la for la in self.ctx.anchor_set.anchors
                         if self.ctx.selected(la) and not la.anchor.runs and matches(la)]
         self._by_file: dict[Path, list[LoadedAnchor]] = {}

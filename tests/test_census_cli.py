@@ -87,10 +87,15 @@ def test_flags_give_the_expectations(env, tmp_path):
     assert p.returncode == 1 and f"FAIL {FALLBACK}: counted 27, expected at most 26" in p.stdout
 
 
-def test_a_command_that_prints_no_label_is_warned_about(env, tmp_path):
+def test_a_command_that_prints_no_label_is_void_not_a_pass(env, tmp_path):
+    """--maximum / --forbid hold for a command that never spoke the contract: the census could
+    not look, so the verdict is VOID (exit 1), never PASS."""
     p = census(["--maximum", "W_exp-cp.async=1", "--", sys.executable, "-c", "pass"], env, tmp_path)
-    assert p.returncode == 0  # nothing broke an expectation …
-    assert "the command printed no B-path label at all" in p.stderr  # … and nothing was checked: said so
+    assert p.returncode == 1 and "PASS" not in p.stdout, p.stdout
+    assert "VOID: the command printed no B-path label at all, so no expectation could be checked" in p.stdout
+    assert "the command printed no B-path label at all; does it speak" in p.stderr
+    p = census(["--json", "--forbid", FALLBACK, "--", sys.executable, "-c", "pass"], env, tmp_path)
+    assert p.returncode == 1 and json_of(p)["verdict"] == "VOID"
 
 
 def test_without_expectations_it_counts_only(env, tmp_path):

@@ -33,6 +33,8 @@ def one_line(p: subprocess.CompletedProcess, code: int = 2) -> str:
     (["--profile", "cpu", "--anchor", "law4.h200.census.all-in-vram"], "(it binds to h200: give --profile h200)"),
     (["--profile", "nope"], "unknown hardware profile 'nope'"),
     (["--profile", "cpu", "--anchor", "minfer.r54.census.default"], "(it declares no planted fault: there is nothing to plant)"),
+    (["--profile", "cpu", "--anchor", "law4.cpu.census.pure-cpu-placement"],
+     "--anchor 'law4.cpu.census.pure-cpu-placement' declares no planted fault: there is nothing to plant into it"),
     (["--profile", "gb10"], "no census anchor of profile 'gb10' declares a planted fault: nothing to prove here "
                             "(profiles whose census anchors do: cpu, h200)"),
 ])
@@ -55,3 +57,65 @@ def test_strict_off_its_runner_refuses_before_building(tmp_path):
     assert p.returncode == 1 and "Traceback" not in p.stderr
     assert "--strict: this machine does not match profile 'h200'" in p.stderr
     assert not (tmp_path / "cache" / "llama.cpp").exists()
+
+
+def test_faults_that_cannot_run_here_are_not_a_success(tmp_path):
+    """Off its runner every h200 census SKIPs: nothing is proved, so the command fails (exit 1) and
+    says why, and the record lists each fault as not run (nothing is built for it)."""
+    import json
+
+    p = plant(["--profile", "h200", "--out", "out"], tmp_path)
+    assert p.returncode == 1 and "Traceback" not in p.stderr, p.stdout + p.stderr
+    assert "0/12 planted faults proved, 12 not run here" in p.stdout
+    assert "a fault not run here is not proved" in p.stderr
+    record = json.loads((tmp_path / "out" / "planted.json").read_text())
+    assert record["interrupted"] is None and all(r["skipped"] for r in record["anchors"])
+    assert not (tmp_path / "cache" / "llama.cpp").exists()
+
+
+@pytest.mark.integration
+def test_sigterm_ends_the_engine_and_keeps_the_record(tmp_path):
+    """A cancelled job (SIGTERM) while the census's llama-bench runs: its whole process group is
+    ended, planted.json says interrupted and keeps the anchor's ERROR, and the exit is 143."""
+    import json
+    import os
+    import signal
+    import time
+
+    from lawbench.core.engines.build import build_llamacpp
+
+    real = Path(build_llamacpp(progress=None).llama_bench).parent
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for f in real.iterdir():
+        if f.name != "llama-bench":
+            (bin_dir / f.name).symlink_to(f)
+    bench = bin_dir / "llama-bench"  # the real one for its probes, a hang (with a child) for the run
+    bench.write_text(f'#!/bin/sh\ncase "$1" in --help|--version) exec "{real / "llama-bench"}" "$@";; esac\n'
+                     f'sleep 600 &\necho "$$ $!" > "{tmp_path / "hanging"}"\nwait\n')
+    bench.chmod(0o755)
+    env = {**os.environ, "LAWBENCH_CACHE": str(tmp_path / "cache")}
+    proc = subprocess.Popen([*CLI, "--profile", "cpu", "--anchor", "law4.cpu.census.q4_0-repack", "--llama-dir",
+                             str(bin_dir), "--out", "out"], cwd=tmp_path, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 300  # the synthetic model is written and quantized first
+    while not (tmp_path / "hanging").is_file() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    time.sleep(0.5)
+    shell, child = map(int, (tmp_path / "hanging").read_text().split())
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, out + err
+    assert "interrupted by SIGTERM; the record keeps what ran" in err and "Traceback" not in err
+    for pid in (shell, child):
+        try:
+            os.kill(pid, 0)
+            alive = open(f"/proc/{pid}/stat").read().split()[2] != "Z"
+        except (ProcessLookupError, FileNotFoundError):
+            alive = False
+        assert not alive, f"process {pid} of the engine's group outlived the run"
+    record = json.loads((tmp_path / "out" / "planted.json").read_text())
+    assert record["interrupted"] == "SIGTERM"
+    [anchor] = record["anchors"]
+    assert anchor["unplanted"]["verdict"] == "ERROR" and "interrupted by SIGTERM" in anchor["unplanted"]["reason"]
+

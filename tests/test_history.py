@@ -230,7 +230,7 @@ def test_print_comparison_renders(two_runs):
     console = Console(record=True, width=200, file=io.StringIO())
     print_comparison(compare_runs(store, RUN_A, RUN_B), RUN_A, RUN_B, console=console)
     text = console.export_text()
-    assert "4 anchors, 2 turned bad" in text
+    assert "4 anchors, 1 turned bad, 1 new and bad" in text  # w.new appeared VOID: it did not turn
     assert "PASS -> FAIL" in text and "0.500" in text and "1.050" in text
 
 

@@ -303,6 +303,17 @@ def test_history_anchors_follow_the_selection(cli_env, tmp_path):
 
     assert history_of("sum") == []
     assert history_of("sum or old") == ["dummy.old-claim"]
+    p = run_cli(["run", "--profile", "cpu", "--law", "dummy", "-k", "old", "--out", "only"], cli_env, tmp_path)
+    assert p.returncode == 2 and not (tmp_path / "only" / "run.json").exists()
+    assert "matches only history anchors (dummy.old-claim): they are listed with a run, never run" in p.stderr
+
+
+@pytest.mark.parametrize("k", ["", "  "])
+def test_a_blank_selection_is_refused_not_taken_for_everything(cli_env, tmp_path, k):
+    p = run_cli(["run", "--profile", "cpu", "--law", "dummy", "-k", k, "--out", "out"], cli_env, tmp_path)
+    assert p.returncode == 2 and "test session starts" not in p.stdout, p.stdout + p.stderr
+    (line,) = p.stderr.strip().splitlines()
+    assert "-k is empty: give a selection expression" in line and not (tmp_path / "out").exists()
 
 
 def test_a_prediction_only_run_needs_no_box_lock(cli_env, tmp_path):

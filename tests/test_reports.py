@@ -151,6 +151,22 @@ def test_read_json_names_the_file(tmp_path, text, needle):
     assert str(path) in message and needle in message and "\n" not in message
 
 
+def test_report_on_a_binary_file_or_a_folder_is_one_line(tmp_path):
+    """The easy mistakes: `lawbench report lawbench-out/history.sqlite`, `lawbench report lawbench-out`."""
+    import subprocess
+    import sys
+
+    (tmp_path / "history.sqlite").write_bytes(b"SQLite format 3\x00\xf8\xff" * 8)
+    (tmp_path / "run.json").write_text("{}")
+    for arg, words in (("history.sqlite", "not UTF-8 text (a history is read with `lawbench report --history"),
+                       (".", "is a folder, not a run record; give the run.json inside it")):
+        p = subprocess.run([sys.executable, "-m", "lawbench.core.cli", "report", arg], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=120)
+        assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+        (line,) = p.stderr.strip().splitlines()
+        assert words in line, line
+
+
 # --------------------------------------------------------------------------- docs
 
 

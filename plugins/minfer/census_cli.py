@@ -10,14 +10,16 @@ tree, and checks the expectations with the rule every census anchor is judged by
 (lawbench.core.evaluate.census_problems): the anchor's [census] table with --anchor (which also
 brings the anchor's env, unset_env, timeout and engine revisions), else the flags.
 
-Exit 0 when every expectation holds (or none was given: then it only counts), 1 when one fails or
-the command fails (non-zero exit, timeout, a broken contract), 2 on bad input (one line).
+Exit 0 when every expectation holds (or none was given: then it only counts), 1 when one fails,
+when the command printed no label at all (VOID: nothing could be checked), or when the command
+fails (non-zero exit, timeout, a broken contract), 2 on bad input (one line).
 """
 from __future__ import annotations
 
 import argparse
 import json
 import math
+import shlex
 import shutil
 import sys
 from dataclasses import dataclass, field
@@ -150,7 +152,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     plan = make_plan(args)
     env = child_env({**DEBUG_ENV, **plan.env}, plan.unset_env)
-    what = f"command {plan.argv[0]!r}"
+    shown = shlex.join(plan.argv)
+    what = f"command {shown if len(shown) <= 100 else shown[:99] + '…'!r}"
     memory, peak = _open_memory() if args.memory else (None, [])
     out: dict[str, Any] = {"command": plan.argv, "anchor": plan.anchor.id if plan.anchor else None,
                            "env": {**DEBUG_ENV, **plan.env}, "unset_env": plan.unset_env}
@@ -176,10 +179,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     counts = count_labels(done.stderr)
     problems = census_problems(plan.spec, counts) if plan.spec is not None else []
+    # No label at all: --forbid / --maximum would hold for a command that never spoke the contract,
+    # so the census could not look; that is VOID, not PASS.
+    silent = not any(counts.values())
+    verdict = ("FAIL" if problems else "VOID" if silent and plan.spec is not None
+               else "PASS" if plan.spec is not None else "COUNTED")
     out.update(counts=counts, duration_s=round(done.duration_s, 3),
                expectations=plan.spec.model_dump() if plan.spec is not None else None,
-               problems=problems, verdict="FAIL" if problems else "PASS" if plan.spec is not None else "COUNTED",
-               memory=_memory_record(memory, peak, args.memory))
+               problems=problems, verdict=verdict, memory=_memory_record(memory, peak, args.memory))
     try:
         out["prefill_tok_s"] = prefill_tok_s(done, what)
     except EngineError:
@@ -189,11 +196,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(json.dumps({**{k: out[k] for k in first}, **out}, indent=1))
     else:
         _print_table(out, plan)
-    if not any(counts.values()):  # a PASS of --forbid / --maximum alone would then say nothing
+    if silent:
         print("lawbench: warning: the command printed no B-path label at all; does it speak the lawbench "
               "minfer contract (labels on stderr under MINFER_MMQ_RAW_NB_DEBUG=1, docs/minfer-contract.md)?",
               file=sys.stderr)
-    return 1 if problems else 0
+    return 1 if verdict in ("FAIL", "VOID") else 0
 
 
 def _engine_failed(args: argparse.Namespace, out: dict[str, Any], exc: EngineError) -> int:
@@ -201,7 +208,8 @@ def _engine_failed(args: argparse.Namespace, out: dict[str, Any], exc: EngineErr
     if args.json:
         print(json.dumps({**out, "log": exc.log}, indent=1))
     print(f"lawbench: error: {exc}", file=sys.stderr)
-    if exc.log and not args.json:
+    said = "".join(line for line in (exc.log or "").splitlines() if not line.startswith("--- "))
+    if said.strip() and not args.json:  # what the command printed, when it printed anything
         print(exc.log[-3000:], file=sys.stderr)
     return 1
 
@@ -283,7 +291,9 @@ def _print_table(out: dict[str, Any], plan: Plan) -> None:
         lines.append(f"memory: peak {memory['peak_mib']:g} MiB over the command's process tree "
                      f"({memory['instrument']}, {memory['readings']} readings)" if memory["verdict"] == "READ"
                      else f"memory: SKIP: {memory['reason']}")
-    if out["verdict"] == "COUNTED":
+    if out["verdict"] == "VOID":
+        lines.append("VOID: the command printed no B-path label at all, so no expectation could be checked")
+    elif out["verdict"] == "COUNTED":
         lines.append("counted only: no expectations given (--anchor, --exact, --minimum, --maximum, --forbid)")
     elif out["problems"]:
         lines += [f"FAIL {p}" for p in out["problems"]]

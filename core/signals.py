@@ -1,0 +1,39 @@
+"""SIGINT and SIGTERM stop any lawbench command the same way (core.cli.main, `lawbench run`, `ab`)."""
+from __future__ import annotations
+
+import signal
+import sys
+from typing import Any, Optional
+
+
+class StopSignals:
+    """SIGINT and SIGTERM (what a CI runner sends a cancelled job) stop a run the same way: as a
+    KeyboardInterrupt that names the signal, raised once. Once the record is being written
+    (``closing``) a further signal is only noted, so the record is never cut in half."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self) -> None:
+        self.received: Optional[str] = None
+        self.closing = False
+        self._saved: dict[int, Any] = {}
+
+    def install(self) -> None:
+        for sig in self.SIGNALS:
+            try:
+                self._saved[sig] = signal.signal(sig, self._handle)
+            except ValueError:  # not the main thread: Python's own SIGINT handling stays
+                return
+
+    def restore(self) -> None:
+        for sig, handler in self._saved.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+        self._saved.clear()
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        name = signal.Signals(signum).name
+        if self.received is None and not self.closing:
+            self.received = name
+            raise KeyboardInterrupt(name)
+        doing = "writing the run record" if self.closing else "already stopping"
+        print(f"lawbench: {name} received; {doing} first", file=sys.stderr, flush=True)
