@@ -52,6 +52,8 @@ def _run(args: argparse.Namespace, stop) -> int:
     if args.k is not None:
         from lawbench.core.items import selection
         selection(args.k)
+    from lawbench.core.engines.llamacpp import check_llama_dir
+    check_llama_dir(args.llama_dir)
     ctx = RunContext(args.profile, laws=tuple(args.law or ()), strict=args.strict, llama_dir=args.llama_dir)
     _report_plugin_problems(ctx.registry)
     files = ctx.files()

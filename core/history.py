@@ -194,8 +194,8 @@ class History:
             if self.path.exists() and not os.access(self.path, os.W_OK):
                 raise PermissionError(13, "the file is not writable")
         except OSError as exc:
-            raise self._error(f"cannot write the history here: {exc.strerror or exc}; pass --db (or --out) "
-                              "with a path that can be written") from None
+            raise self._error(f"cannot write the history here: {exc.strerror or exc}; pass --db with a path "
+                              "that can be written (for `lawbench run`: --out)") from None
 
     def _error(self, message: str) -> DataError:
         return DataError(str(self.path), message)

@@ -149,6 +149,9 @@ def run_plant(profile_id: str, ids: tuple[str, ...] = (), out: Any = None, llama
     from lawbench.core.resources import Resources
     from lawbench.core.session import RunContext
 
+    from lawbench.core.engines.llamacpp import check_llama_dir
+
+    check_llama_dir(llama_dir)
     ctx = RunContext(profile_id, strict=strict, llama_dir=llama_dir)
     chosen = census_anchors(ctx, ids)
     bare = [la.anchor.id for la in chosen if not la.anchor.planted]

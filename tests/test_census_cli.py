@@ -131,6 +131,33 @@ def test_a_failing_command_is_exit_1_with_its_log(env, tmp_path):
     assert p.returncode == 1 and "speaks lawbench minfer contract version 2" in p.stderr
 
 
+def test_sigterm_ends_the_command_and_its_children_with_143(env, tmp_path):
+    """A cancelled job: lawbench stops as on Ctrl-C, ends the command's whole process group
+    (the hung stand-in and its child), and exits 128 + 15."""
+    import signal
+    import time
+
+    pidfile = tmp_path / "child.pid"
+    proc = subprocess.Popen([*LAWBENCH, "census", "run", "--", *standin.argv()], cwd=tmp_path, text=True,
+                            env={**env, "MINFER_STANDIN_FAULT": "hang", "MINFER_STANDIN_PIDFILE": str(pidfile)},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not pidfile.is_file() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(0.3)
+    child = int(pidfile.read_text())
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143 and "interrupted by SIGTERM" in err and "Traceback" not in err, out + err
+    time.sleep(0.5)
+    try:
+        os.kill(child, 0)
+        alive = open(f"/proc/{child}/stat").read().split()[2] != "Z"
+    except (ProcessLookupError, FileNotFoundError):
+        alive = False
+    assert not alive, "the command's child outlived lawbench"
+
+
 # ------------------------------------------------------------------ memory
 
 def test_memory_through_the_per_pid_instrument(env, tmp_path):

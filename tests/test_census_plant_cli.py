@@ -32,6 +32,7 @@ def one_line(p: subprocess.CompletedProcess, code: int = 2) -> str:
     (["--profile", "cpu", "--anchor", "law4.cpu.agree.smollm2-135m-q4_1"], "(an agreement anchor, not a census)"),
     (["--profile", "cpu", "--anchor", "law4.h200.census.all-in-vram"], "(it binds to h200: give --profile h200)"),
     (["--profile", "nope"], "unknown hardware profile 'nope'"),
+    (["--profile", "cpu", "--llama-dir", "no-such-build"], "--llama-dir: llama.cpp folder "),
     (["--profile", "cpu", "--anchor", "minfer.r54.census.default"], "(it declares no planted fault: there is nothing to plant)"),
     (["--profile", "cpu", "--anchor", "law4.cpu.census.pure-cpu-placement"],
      "--anchor 'law4.cpu.census.pure-cpu-placement' declares no planted fault: there is nothing to plant into it"),

@@ -308,6 +308,18 @@ def test_history_anchors_follow_the_selection(cli_env, tmp_path):
     assert "matches only history anchors (dummy.old-claim): they are listed with a run, never run" in p.stderr
 
 
+def test_a_llama_dir_that_is_not_a_build_is_refused_before_anything_runs(cli_env, tmp_path):
+    """A typo in --llama-dir would otherwise be an ERROR per anchor and a run in the history."""
+    (tmp_path / "empty").mkdir()
+    for folder, words in (("no-such-build", "does not exist"), ("empty", "lacks llama-bench")):
+        p = run_cli(["run", "--profile", "cpu", "--law", "dummy", "--llama-dir", folder, "--out", "out"],
+                    cli_env, tmp_path)
+        assert p.returncode == 2, p.stdout + p.stderr
+        (line,) = p.stderr.strip().splitlines()
+        assert line.startswith("lawbench: error: --llama-dir: llama.cpp folder") and words in line, line
+        assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize("k", ["", "  "])
 def test_a_blank_selection_is_refused_not_taken_for_everything(cli_env, tmp_path, k):
     p = run_cli(["run", "--profile", "cpu", "--law", "dummy", "-k", k, "--out", "out"], cli_env, tmp_path)

@@ -153,6 +153,22 @@ def _tools_in(bin_dir: Path, where: str) -> dict[str, Path]:
     return paths
 
 
+def check_llama_dir(llama_dir: Optional[str]) -> None:
+    """Refuse a --llama-dir that is not a working llama.cpp build before anything runs (a typo
+    would otherwise become an ERROR per anchor and a run in the history).
+
+    :raises UsageError: naming the folder and what is wrong with it (exit 2).
+    """
+    if not llama_dir:
+        return
+    from lawbench.core.errors import UsageError
+
+    try:
+        locate_llamacpp(llama_dir)
+    except LawbenchError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def locate_llamacpp(llama_dir: Optional[os.PathLike | str] = None) -> LlamaCpp:
     """A runner's own llama.cpp build: its ``bin`` folder, or a build folder holding ``bin/``.
 

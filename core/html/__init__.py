@@ -29,7 +29,7 @@ def write_page(text: str, path: Path) -> Path:
 
     :raises UsageError: naming the file when it cannot be written.
     """
-    writable_dir(path.parent, f"report folder for {path}", fix="give a writable --out")
+    writable_dir(path.parent, f"report {path}: its folder", fix="give a writable --out")
     try:
         path.write_text(text, encoding="utf-8")
     except OSError as exc:
