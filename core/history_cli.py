@@ -176,15 +176,31 @@ def _measured(r: ResultRow) -> str:
     return f"{fmt_num(r.measured)} {fmt_pair(r.ci_lo, r.ci_hi)}"
 
 
+def _census_counts(history: History, rows: list[ResultRow]) -> dict[str, dict]:
+    """Per run, the label counts a census verdict rests on: they live in the run's record, not in
+    the results table (a census has no number)."""
+    out = {}
+    for r in rows:
+        if r.kind == "census":
+            found = next((x for x in history.record(r.run_id).results if x.anchor_id == r.anchor_id), None)
+            if found is not None and found.detail.get("judged"):
+                out[r.run_id] = found.detail["judged"]
+    return out
+
+
 def _anchor(history: History, args: argparse.Namespace, console: Any) -> int:
     rows: list[ResultRow] = history.anchor_history(args.anchor, profile=args.profile)
     if not rows:
         raise LawbenchError(f"{history.path}: no results for anchor {args.anchor!r}"
                             f"{' on profile ' + args.profile if args.profile else ''}")
+    judged = _census_counts(history, rows)
     if args.json:
-        _print_json(rows)
+        _print_json([{**dataclasses.asdict(r), **({"judged": judged[r.run_id]} if r.run_id in judged else {})}
+                     for r in rows])
         return 0
     from rich.text import Text
+
+    from lawbench.core.reports import fmt_judged
 
     console = _console(console)
     unit = f" ({rows[-1].unit})" if rows[-1].unit else ""
@@ -196,7 +212,7 @@ def _anchor(history: History, args: argparse.Namespace, console: Any) -> int:
         "commit": [(r.commit or "-")[:10] for r in rows],
         "verdict": [Text(r.verdict, style=VERDICT_STYLE.get(r.verdict, "")) for r in rows],
         "predicted": [fmt_num(r.predicted) for r in rows],
-        "measured [CI]": [_measured(r) for r in rows],
+        "measured [CI]": [fmt_judged(judged[r.run_id]) if r.run_id in judged else _measured(r) for r in rows],
         "band": ["-" if r.band_lo is None or r.band_hi is None
                  else fmt_band_edges(r.band_lo, r.band_hi) for r in rows],
         "reason": [Text(r.reason or "") for r in rows]},

@@ -255,6 +255,30 @@ def test_cli_lists_runs_as_json(two_runs, capsys):
     assert [r["run_id"] for r in json.loads(out)] == [RUN_B, RUN_A]
 
 
+def test_census_rows_show_their_counted_labels_in_the_anchor_view_and_the_page(store, capsys):
+    """A census has label counts, not a number: the anchor view shows the counts its verdict rests
+    on (bytes in MiB), --json carries them, and the history page lists them in a table, not as
+    empty plot panels."""
+    from lawbench.core.html.historypage import history_page
+
+    def census(n: int, verdict: Verdict) -> Result:
+        judged = {"repacked_tensors": n, "buffer:CPU_REPACK": 4791992 if n else 0}
+        return result("c.census", verdict, measured=None, kind="census", quantity="census", unit="count",
+                      published=None, predicted=None, band=None, spread=None,
+                      detail={"counts": {**judged, "model_loads": 1}, "judged": judged},
+                      reason="" if n else "repacked_tensors: counted 0, expected at least 70")
+    store.append(record(RUN_A, "2025-06-01T02:00:00+00:00", [census(70, Verdict.PASS)]))
+    store.append(record(RUN_B, "2025-06-02T02:00:00+00:00", [census(0, Verdict.FAIL)]))
+    code, out, _ = run_cli(["history", "--db", str(store.path), "--anchor", "c.census"], capsys)
+    assert code == 0 and "repacked_tensors 70, buffer:CPU_REPACK 4.6 MiB" in out
+    assert "repacked_tensors 0, buffer:CPU_REPACK 0" in out
+    code, out, _ = run_cli(["history", "--db", str(store.path), "--anchor", "c.census", "--json"], capsys)
+    assert [r["judged"]["repacked_tensors"] for r in json.loads(out)] == [70, 0]
+    page = history_page(store)
+    assert "censuses: 1 series" in page and "repacked_tensors 70, buffer:CPU_REPACK 4.6 MiB" in page
+    assert "law4: " not in page  # no plot panel for an anchor without a number
+
+
 def test_cli_anchor_series_and_table(two_runs, capsys):
     store, _, _ = two_runs
     code, out, _ = run_cli(["history", "--db", str(store.path), "--anchor", "y.drops", "--json"],

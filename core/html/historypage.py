@@ -6,7 +6,8 @@ from typing import Any, Optional
 from lawbench.core.history import History
 from lawbench.core.html.figures import plotting
 from lawbench.core.html.history_plots import MARKER, counts_over_time, series_figures
-from lawbench.core.html.page import Markup, counts_line, definition_list, document, esc, image, join, table, tag
+from lawbench.core.html.page import (Markup, counts_line, definition_list, document, esc, image, join, table, tag,
+                                     verdict_badge)
 from lawbench.core.html.series import HistoryView, Series, gather
 from lawbench.core.reports import fmt_num
 
@@ -108,13 +109,35 @@ def _series_section(view: HistoryView, drifts: list[Any]) -> Markup:
     labelled = len({(s.profile, s.engine) for s in view.series}) > 1
     marks = _drift_index(drifts, view)
     laws: dict[str, list[Series]] = {}
+    censuses = [s for s in view.series if _is_census(s)]
     for s in view.series:
-        laws.setdefault(s.law, []).append(s)
+        if not _is_census(s):
+            laws.setdefault(s.law, []).append(s)
     for law, series in laws.items():
         parts.append(tag("h3", f"{law}: {len(series)} series"))
         for n, uri in enumerate(series_figures(law, series, len(view.runs), marks, labelled)):
             parts.append(image(uri, f"time series of the {law} anchors, image {n + 1}"))
+    if censuses:
+        parts.append(_census_section(censuses))
     return join(parts)
+
+
+def _is_census(s: Series) -> bool:
+    return any(r.kind == "census" for _, r in s.points)
+
+
+def _census_section(censuses: list[Series]) -> Markup:
+    """Census anchors have label counts, not a number to plot: one row per anchor and run."""
+    from lawbench.core.reports import fmt_measured
+
+    rows = [[s.anchor_id, s.profile, s.engine, f"#{info.index}", verdict_badge(r.verdict.value),
+             fmt_measured(r), r.reason or ""]
+            for s in censuses for info, r in s.points]
+    return join([tag("h3", f"censuses: {len(censuses)} series"),
+                 tag("p", "Label counts from one engine run each (the labels the verdict rests on); "
+                          "no number to plot.", class_="note"),
+                 table(["anchor", "profile", "engine", "run", "verdict", "counted", "reason"], rows,
+                       class_="results")])
 
 
 def shape_name(marker: str) -> str:
