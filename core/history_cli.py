@@ -19,6 +19,7 @@ import dataclasses
 import json
 import math
 import sys
+from pathlib import Path
 from typing import Any
 
 from lawbench.core.console import console as make_console
@@ -89,9 +90,9 @@ def history_command(args: argparse.Namespace, console: Any = None) -> int:
     try:
         if action == "stale":
             return _stale(args, console)
-        with History(getattr(args, "db", None), create=action == "import") as history:
-            if action == "import":
-                return _import(history, args)
+        if action == "import":
+            return _import_into(args)
+        with History(getattr(args, "db", None), create=False) as history:
             if action == "export":
                 return _export(history, args)
             if action == "drift":
@@ -249,6 +250,24 @@ def _known_profiles(ids: list[str]) -> None:
         get_profile(pid, profiles)  # unknown: one line naming the known ones
 
 
+def _import_into(args: argparse.Namespace) -> int:
+    """An import creates the history it names, and takes the new file back when nothing went in
+    (every file refused): an empty history would list "0 runs" where none was ever made."""
+    from lawbench.core.history import default_path
+
+    path = Path(args.db) if getattr(args, "db", None) else default_path()
+    existed = path.exists()
+    with History(path, create=True) as history:
+        code = _import(history, args)
+        empty = not existed and not history.runs(limit=1)
+    if empty:
+        for part in ("", "-wal", "-shm"):
+            path.with_name(path.name + part).unlink(missing_ok=True)
+        if not args.json:
+            print(f"nothing went in, so {path} was not created")
+    return code
+
+
 def _import(history: History, args: argparse.Namespace) -> int:
     if any(not p.strip() for p in args.paths):  # "" would import the current folder, recursively
         raise UsageError("history import: an empty PATH (an unset shell variable?); give run.json files, "
@@ -275,8 +294,6 @@ def _import(history: History, args: argparse.Namespace) -> int:
 
 
 def _export(history: History, args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from lawbench.core.paths import writable_dir
 
     folder = writable_dir(Path(args.folder), "export folder", fix="give a writable folder")
@@ -323,8 +340,6 @@ def _drift(history: History, args: argparse.Namespace, console: Any) -> int:
 
 
 def _stale(args: argparse.Namespace, console: Any) -> int:
-    from pathlib import Path
-
     from lawbench.core.history import default_path
     from lawbench.core.stale import check_stale, parse_time, runner_profiles
 

@@ -192,6 +192,12 @@ def test_memory_without_an_instrument_is_a_skip_with_the_reason(env, tmp_path):
     (["--exact", "W_exp-cp.async=27"], "no command to run: give it after --"),
     ([], "no command to run"),
     (["--", "/nonexistent/run-minfer"], "command not found: '/nonexistent/run-minfer'"),
+    (["--", "/"], "'/' is a folder, not a command"),
+    (["--", __file__], "is not a program: no #! line and not an ELF executable"),  # made executable below
+    (["--exact", "W_exp-cp.async=27", "--maximum", "W_exp-cp.async=5", "--", "python3"],
+     "the expectations on 'W_exp-cp.async' contradict each other (at least 27, at most 5)"),
+    (["--minimum", "in-kernel-expand(fallback!)=1", "--forbid", "in-kernel-expand(fallback!)", "--", "python3"],
+     "(at least 1, at most 0): no count could pass"),
     (["--anchor", DEFAULT, "--exact", "W_exp-cp.async=1", "--", "python3"], "not both"),
     (["--anchor", DEFAULT, "--maximum", "W_exp-cp.async=1", "--", "python3"], "not both"),
     (["--maximum", "W_exp-cp.async=-1", "--", "python3"], "write LABEL=N with N a whole number"),
@@ -199,4 +205,9 @@ def test_memory_without_an_instrument_is_a_skip_with_the_reason(env, tmp_path):
     (["--anchor", "minfer.r54.memory.default", "--", "python3"], "a measurement anchor of law 'minfer'"),
 ])
 def test_bad_input_is_one_line_exit_2(env, tmp_path, args, words):
+    if args[-1:] == [__file__]:  # an executable file the kernel cannot start: a copy, with the x bit
+        script = tmp_path / "not-a-program.py"
+        script.write_text(Path(__file__).read_text())
+        script.chmod(0o755)
+        args = [*args[:-1], str(script)]
     assert words in one_line_exit_2(census(args, env, tmp_path))

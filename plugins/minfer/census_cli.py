@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import shlex
 import shutil
 import sys
@@ -97,6 +98,13 @@ def spec_from_flags(args: argparse.Namespace) -> Any:
                 raise UsageError(f"--{flag} names {label!r} twice")
             tables[flag][label] = n
     forbidden = [check_label(label, "--forbid") for label in args.forbid]
+    for label in {*tables["exact"], *tables["minimum"], *tables["maximum"], *forbidden}:
+        ex = tables["exact"].get(label)
+        lo = max(v for v in (ex, tables["minimum"].get(label), 0) if v is not None)
+        his = [v for v in (ex, tables["maximum"].get(label), 0 if label in forbidden else None) if v is not None]
+        if his and lo > min(his):  # no count could pass: a typo, not a census
+            raise UsageError(f"the expectations on {label!r} contradict each other (at least {lo}, at most "
+                             f"{min(his)}): no count could pass")
     if not (any(tables.values()) or forbidden):
         return None
     return CensusSpec(**tables, forbidden=forbidden)
@@ -137,8 +145,16 @@ def make_plan(args: argparse.Namespace) -> Plan:
     plan = plan_from_anchor(args.anchor, argv) if args.anchor else Plan(argv=argv, spec=spec_from_flags(args), env={})
     if args.timeout is not None:
         plan.timeout_s = args.timeout
-    if shutil.which(argv[0]) is None:
+    found = shutil.which(argv[0])
+    if found is None:
+        if os.path.isdir(argv[0]):
+            raise UsageError(f"{argv[0]!r} is a folder, not a command (give the program to run)")
         raise UsageError(f"command not found: {argv[0]!r} (give a path or a program on PATH)")
+    with open(found, "rb") as f:  # it is run without a shell: the kernel must be able to start it
+        head = f.read(4)
+    if not (head.startswith(b"#!") or head == b"\x7fELF"):
+        raise UsageError(f"{found!r} is not a program: no #! line and not an ELF executable (it is run "
+                         "without a shell; wrap it, e.g. -- sh FILE)")
     return plan
 
 
