@@ -51,7 +51,7 @@ def add_ab_parser(sub: argparse._SubParsersAction) -> None:
 def cmd_ab(args: argparse.Namespace) -> int:
     from lawbench.core.errors import EngineInterrupted
     from lawbench.core.reports import interrupt_exit_code
-    from lawbench.core.session import StopSignals
+    from lawbench.core.signals import StopSignals
 
     stop = StopSignals()  # SIGTERM (a cancelled job) stops the A/B as Ctrl-C does
     stop.install()

@@ -26,7 +26,7 @@ def _err(msg: str) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     from lawbench.core.errors import EngineInterrupted
     from lawbench.core.reports import interrupt_exit_code
-    from lawbench.core.session import StopSignals
+    from lawbench.core.signals import StopSignals
 
     # SIGTERM (a cancelled CI job) stops the run as Ctrl-C does; the anchor session installs its
     # own handler for the measuring part, which records the signal in the run record.
@@ -355,7 +355,6 @@ def _plugin_command(command: Any, origin: str) -> Callable[[argparse.Namespace],
 def main(argv: Optional[list[str]] = None) -> int:
     from lawbench.core.errors import DataError, UsageError
     from lawbench.core.registry import PluginError, get_registry
-
     from lawbench.core.signals import StopSignals
 
     # Every command stops on SIGTERM (a cancelled CI job) as on Ctrl-C: its engine's process group

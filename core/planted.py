@@ -146,10 +146,9 @@ def run_plant(profile_id: str, ids: tuple[str, ...] = (), out: Any = None, llama
     import platform
     from pathlib import Path
 
+    from lawbench.core.engines.llamacpp import check_llama_dir
     from lawbench.core.resources import Resources
     from lawbench.core.session import RunContext
-
-    from lawbench.core.engines.llamacpp import check_llama_dir
 
     check_llama_dir(llama_dir)
     ctx = RunContext(profile_id, strict=strict, llama_dir=llama_dir)

@@ -13,8 +13,8 @@ from lawbench.core.errors import LawbenchError
 from lawbench.core.evaluate import RunPolicy
 from lawbench.core.items import SESSION_NAME, AnchorFile, AnchorItem, history_results, keyword_filter
 from lawbench.core.loading import LoadedAnchor, load_all
-from lawbench.core.signals import StopSignals
 from lawbench.core.models import Result
+from lawbench.core.signals import StopSignals
 
 
 class RunContext:

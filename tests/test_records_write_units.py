@@ -2,7 +2,7 @@
 interrupt, the interrupted record, its permissions, its fallback, and the box lock's reach.
 
 Interrupts are real signals sent to this process (from a timer thread) through lawbench's own
-handler (session.StopSignals), which turns SIGTERM into a KeyboardInterrupt naming it.
+handler (signals.StopSignals), which turns SIGTERM into a KeyboardInterrupt naming it.
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from lawbench.core.law import EngineInterrupted
 from lawbench.core.models import Measurement, Result, Sample, Verdict
 from lawbench.core.reports import RunRecord, read_json, write_fallback, write_json
 from lawbench.core.resources import Resources
-from lawbench.core.session import StopSignals
+from lawbench.core.signals import StopSignals
 
 RECORD = ('{"model_filename": "m.gguf", "n_prompt": 0, "n_gen": 16, "n_depth": 0, '
           '"samples_ts": [9.0, 11.0, 10.4]}')
