@@ -9,7 +9,7 @@ from lawbench.core.html.history_plots import MARKER, counts_over_time, series_fi
 from lawbench.core.html.page import (Markup, counts_line, definition_list, document, esc, image, join, table, tag,
                                      verdict_badge)
 from lawbench.core.html.series import HistoryView, Series, gather
-from lawbench.core.reports import fmt_num
+from lawbench.core.reports import fmt_measured, fmt_num
 
 DRIFT_ALPHA = 0.01
 
@@ -128,8 +128,6 @@ def _is_census(s: Series) -> bool:
 
 def _census_section(censuses: list[Series]) -> Markup:
     """Census anchors have label counts, not a number to plot: one row per anchor and run."""
-    from lawbench.core.reports import fmt_measured
-
     rows = [[s.anchor_id, s.profile, s.engine, f"#{info.index}", verdict_badge(r.verdict.value),
              fmt_measured(r), r.reason or ""]
             for s in censuses for info, r in s.points]
