@@ -90,9 +90,9 @@ def history_command(args: argparse.Namespace, console: Any = None) -> int:
     try:
         if action == "stale":
             return _stale(args, console)
-        if action == "import":
-            return _import_into(args)
-        with History(getattr(args, "db", None), create=False) as history:
+        with History(getattr(args, "db", None), create=action == "import") as history:
+            if action == "import":
+                return _import(history, args)
             if action == "export":
                 return _export(history, args)
             if action == "drift":
@@ -248,24 +248,6 @@ def _known_profiles(ids: list[str]) -> None:
     profiles = plugin_profiles(get_registry())
     for pid in ids:
         get_profile(pid, profiles)  # unknown: one line naming the known ones
-
-
-def _import_into(args: argparse.Namespace) -> int:
-    """An import creates the history it names, and takes the new file back when nothing went in
-    (every file refused): an empty history would list "0 runs" where none was ever made."""
-    from lawbench.core.history import default_path
-
-    path = Path(args.db) if getattr(args, "db", None) else default_path()
-    existed = path.exists()
-    with History(path, create=True) as history:
-        code = _import(history, args)
-        empty = not existed and not history.runs(limit=1)
-    if empty:
-        for part in ("", "-wal", "-shm"):
-            path.with_name(path.name + part).unlink(missing_ok=True)
-        if not args.json:
-            print(f"nothing went in, so {path} was not created")
-    return code
 
 
 def _import(history: History, args: argparse.Namespace) -> int:

@@ -173,24 +173,3 @@ def test_export_writes_the_run_json_byte_for_byte_and_never_overwrites(real_runs
     assert p.returncode == 2 and "holds other content; a record file is never overwritten" in p.stderr
     assert '"strict": true' in exported.read_text()
 
-
-def test_an_import_that_takes_nothing_leaves_no_history_behind(tmp_path, capsys):
-    """Every file refused: the history file the import would have created is not kept (an empty
-    one would list "0 runs" where no run was ever recorded); an existing history stays."""
-    import argparse
-
-    from lawbench.core.history_cli import add_history_parser
-
-    bad = tmp_path / "bad.json"
-    bad.write_text("[1, 2, 3]")
-    parser = argparse.ArgumentParser(prog="lawbench")
-    add_history_parser(parser.add_subparsers(dest="command"))
-    db = tmp_path / "new.sqlite"
-    args = parser.parse_args(["history", "--db", str(db), "import", str(bad)])
-    assert args.func(args) == 2
-    assert not any(tmp_path.glob("new.sqlite*"))
-    assert f"nothing went in, so {db} was not created" in capsys.readouterr().out
-    with History(tmp_path / "kept.sqlite"):
-        pass
-    args = parser.parse_args(["history", "--db", str(tmp_path / "kept.sqlite"), "import", str(bad)])
-    assert args.func(args) == 2 and (tmp_path / "kept.sqlite").is_file()
