@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
 import textwrap
+import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from lawbench.core.engines.build import build_llamacpp
@@ -77,3 +80,24 @@ def fake_llama(tmp_path: Path, bench_body: str, help_text: str = FAKE_HELP) -> L
     perp = write_script(bin_dir / "llama-perplexity", "exit 0\n")
     return LlamaCpp(bin_dir=bin_dir, version="fake", backend="cpu", build_info={},
                     llama_bench=bench, llama_perplexity=perp, llama_quantize=quant)
+
+
+def wait_for(path: Path, proc: subprocess.Popen, timeout_s: float = 120) -> str:
+    """The text of ``path`` once it exists (a planted hang writes it); fails if ``proc`` ends first."""
+    deadline = time.monotonic() + timeout_s
+    while not path.exists():
+        if proc.poll() is not None:
+            out, err = proc.communicate()
+            pytest.fail(f"lawbench exited ({proc.returncode}) before {path.name} appeared:\n{out}\n{err}")
+        assert time.monotonic() < deadline, f"{path.name} never appeared"
+        time.sleep(0.05)
+    return path.read_text()
+
+
+def alive(pid: int) -> bool:
+    """Whether a process still runs (a zombie waiting for its parent does not)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+

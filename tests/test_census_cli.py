@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import standin
+from _engine_fixtures import alive, wait_for
 
 _SCRIPT = Path(sys.executable).with_name("lawbench")
 LAWBENCH = [str(_SCRIPT)] if _SCRIPT.is_file() else [sys.executable, "-m", "lawbench.core.cli"]
@@ -141,21 +142,13 @@ def test_sigterm_ends_the_command_and_its_children_with_143(env, tmp_path):
     proc = subprocess.Popen([*LAWBENCH, "census", "run", "--", *standin.argv()], cwd=tmp_path, text=True,
                             env={**env, "MINFER_STANDIN_FAULT": "hang", "MINFER_STANDIN_PIDFILE": str(pidfile)},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 60
-    while not pidfile.is_file() and time.monotonic() < deadline:
-        time.sleep(0.1)
+    child = int(wait_for(pidfile, proc, timeout_s=60))
     time.sleep(0.3)
-    child = int(pidfile.read_text())
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 143 and "interrupted by SIGTERM" in err and "Traceback" not in err, out + err
     time.sleep(0.5)
-    try:
-        os.kill(child, 0)
-        alive = open(f"/proc/{child}/stat").read().split()[2] != "Z"
-    except (ProcessLookupError, FileNotFoundError):
-        alive = False
-    assert not alive, "the command's child outlived lawbench"
+    assert not alive(child), "the command's child outlived lawbench"
 
 
 # ------------------------------------------------------------------ memory

@@ -83,6 +83,8 @@ def test_sigterm_ends_the_engine_and_keeps_the_record(tmp_path):
     import signal
     import time
 
+    from _engine_fixtures import alive, wait_for
+
     from lawbench.core.engines.build import build_llamacpp
 
     real = Path(build_llamacpp(progress=None).llama_bench).parent
@@ -99,22 +101,15 @@ def test_sigterm_ends_the_engine_and_keeps_the_record(tmp_path):
     proc = subprocess.Popen([*CLI, "--profile", "cpu", "--anchor", "law4.cpu.census.q4_0-repack", "--llama-dir",
                              str(bin_dir), "--out", "out"], cwd=tmp_path, env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 300  # the synthetic model is written and quantized first
-    while not (tmp_path / "hanging").is_file() and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.2)
+    # the synthetic model is written and quantized first
+    shell, child = map(int, wait_for(tmp_path / "hanging", proc, timeout_s=300).split())
     time.sleep(0.5)
-    shell, child = map(int, (tmp_path / "hanging").read_text().split())
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 143, out + err
     assert "interrupted by SIGTERM; the record keeps what ran" in err and "Traceback" not in err
     for pid in (shell, child):
-        try:
-            os.kill(pid, 0)
-            alive = open(f"/proc/{pid}/stat").read().split()[2] != "Z"
-        except (ProcessLookupError, FileNotFoundError):
-            alive = False
-        assert not alive, f"process {pid} of the engine's group outlived the run"
+        assert not alive(pid), f"process {pid} of the engine's group outlived the run"
     record = json.loads((tmp_path / "out" / "planted.json").read_text())
     assert record["interrupted"] == "SIGTERM"
     [anchor] = record["anchors"]

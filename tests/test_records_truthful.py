@@ -18,10 +18,9 @@ import sys
 import time
 from pathlib import Path
 
-import psutil
 import pytest
 
-from _engine_fixtures import fake_llama
+from _engine_fixtures import alive, fake_llama, wait_for
 from conftest import run_cli
 from lawbench.core.history import History
 from lawbench.core.lock import BoxBusy, box_lock
@@ -168,24 +167,6 @@ def standin(standin_site, cli_env, tmp_path):
 def start_run(args: list[str], env: dict, cwd: Path) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "lawbench.core.cli", "run", *args], env=env,
                             cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def wait_for(path: Path, proc: subprocess.Popen, timeout_s: float = 120) -> str:
-    deadline = time.monotonic() + timeout_s
-    while not path.exists():
-        if proc.poll() is not None:
-            out, err = proc.communicate()
-            pytest.fail(f"lawbench exited ({proc.returncode}) before {path.name} appeared:\n{out}\n{err}")
-        assert time.monotonic() < deadline, f"{path.name} never appeared"
-        time.sleep(0.05)
-    return path.read_text()
-
-
-def alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 def utc(stamp: str) -> float:

@@ -17,10 +17,9 @@ import threading
 import time
 from pathlib import Path
 
-import psutil
 import pytest
 
-from _engine_fixtures import fake_llama, llama, synth_dir, tiny_f16, write_script  # noqa: F401
+from _engine_fixtures import alive, fake_llama, llama, synth_dir, tiny_f16, write_script  # noqa: F401
 from lawbench.core import reports
 from lawbench.core.engines.bench import quantize, run_bench
 from lawbench.core.engines.build import _run_logged
@@ -33,13 +32,6 @@ from lawbench.core.signals import StopSignals
 
 RECORD = ('{"model_filename": "m.gguf", "n_prompt": 0, "n_gen": 16, "n_depth": 0, '
           '"samples_ts": [9.0, 11.0, 10.4]}')
-
-
-def alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 def signal_when(path: Path, sig: int = signal.SIGTERM) -> threading.Thread:
