@@ -108,7 +108,7 @@ def plant_anchor(anchor: Anchor, law: Any, policy: RunPolicy, resources: Any,
 
 
 def census_anchors(ctx: Any, ids: tuple[str, ...] = ()) -> list[Any]:
-    """The census anchors this run context selects (or exactly ``ids``), with planted faults."""
+    """The census anchors this run context selects (or exactly ``ids``, each with a planted fault)."""
     available = [la for la in ctx.anchor_set.anchors
                  if la.anchor.kind == "census" and la.anchor.runs and ctx.selected(la)]
     chosen = [la for la in available if not ids or la.anchor.id in ids]
@@ -130,6 +130,10 @@ def census_anchors(ctx: Any, ids: tuple[str, ...] = ()) -> list[Any]:
             hint = f" (status {found.status}: it does not run)" if not found.runs else " (not selected)"
         raise UsageError(f"--anchor {bad!r}: no runnable census anchor of profile {ctx.policy.profile.id!r}{hint}; "
                          f"this profile's: {', '.join(here)}")
+    bare = [la.anchor.id for la in chosen if ids and not la.anchor.planted]
+    if bare:  # asked for by name, yet nothing could be planted into it
+        raise UsageError(f"--anchor {bare[0]!r} declares no planted fault: there is nothing to plant into it "
+                         "(docs/census.md says how a census without one is proved)")
     return chosen
 
 
@@ -153,10 +157,6 @@ def run_plant(profile_id: str, ids: tuple[str, ...] = (), out: Any = None, llama
     check_llama_dir(llama_dir)
     ctx = RunContext(profile_id, strict=strict, llama_dir=llama_dir)
     chosen = census_anchors(ctx, ids)
-    bare = [la.anchor.id for la in chosen if not la.anchor.planted]
-    if ids and bare:
-        raise UsageError(f"--anchor {bare[0]!r} declares no planted fault: there is nothing to plant into it "
-                         "(docs/census.md says how a census without one is proved)")
     if not any(la.anchor.planted for la in chosen):  # before anything builds: nothing could be proved
         elsewhere = sorted({p for la in ctx.anchor_set.anchors if la.anchor.kind == "census" and la.anchor.planted
                             and la.anchor.runs for p in la.anchor.profiles})
