@@ -54,7 +54,10 @@ def _run(args: argparse.Namespace, stop) -> int:
         selection(args.k)
     from lawbench.core.engines.llamacpp import check_llama_dir
     check_llama_dir(args.llama_dir)
-    ctx = RunContext(args.profile, laws=tuple(args.law or ()), strict=args.strict, llama_dir=args.llama_dir)
+    # Anchors named with -k or --law run whatever their cadence; otherwise the profile's default.
+    cadence = args.cadence or ("full" if args.k or args.law else None)
+    ctx = RunContext(args.profile, laws=tuple(args.law or ()), strict=args.strict, llama_dir=args.llama_dir,
+                     cadence=cadence)
     _report_plugin_problems(ctx.registry)
     files = ctx.files()
     if not files:
@@ -68,7 +71,12 @@ def _run(args: argparse.Namespace, stop) -> int:
         check_bundle_path(args.contribute)
     machine = "matches" if ctx.policy.on_own_runner else "does not match"
     print(f"lawbench {__version__}: profile {ctx.policy.profile.id} (detected: {ctx.detected}; "
-          f"this machine {machine} it), {len(files)} anchor file(s)", flush=True)
+          f"this machine {machine} it), cadence {ctx.cadence}, {len(files)} anchor file(s)", flush=True)
+    if ctx.cadence != "full":
+        left = ctx.left_by_cadence()
+        if left:
+            print(f"lawbench: note: cadence {ctx.cadence} leaves {left} anchor(s) of this profile for another "
+                  f"cadence; `--cadence full` runs them all", flush=True)
     if args.profile in ("", "detect", None):
         for pid, n in ctx.bound_elsewhere().items():
             print(f"lawbench: note: this machine also matches profile {pid!r}: its {n} measured anchor(s) "
@@ -134,6 +142,7 @@ def _pytest_args(args: argparse.Namespace, ctx, files: list[Path], out: Path, ju
         pytest_args.append("--lawbench-strict")
     if args.llama_dir:
         pytest_args += ["--lawbench-llama-dir", args.llama_dir]
+    pytest_args += ["--lawbench-cadence", ctx.cadence]
     if args.no_history:
         pytest_args.append("--lawbench-no-history")
     if args.k:
@@ -297,6 +306,10 @@ def build_parser(registry: Any = None) -> argparse.ArgumentParser:
     run.add_argument("--profile", default="detect", help="profile id, or 'detect' (default) for this machine's")
     run.add_argument("-k", default=None, metavar="EXPR", help="select anchors by id / law / kind (pytest -k)")
     run.add_argument("--law", action="append", help="only this law (repeatable)")
+    run.add_argument("--cadence", choices=("quick", "nightly", "weekly", "full"), default=None,
+                     help="anchors by how often they run: quick (a first look), nightly, weekly (the rest), "
+                          "full (all). Default: quick on the generic cpu profile, nightly on a specific one; "
+                          "full when -k or --law names anchors")
     run.add_argument("--strict", action="store_true",
                      help="a runner job: this machine must match the profile (else exit 1 with the reasons) "
                           "and every skip is a failure")

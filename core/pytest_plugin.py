@@ -23,6 +23,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="where the run record, Markdown summary and history go")
     group.addoption("--lawbench-llama-dir", default=None, metavar="DIR",
                     help="use this llama.cpp build instead of building the pinned one")
+    group.addoption("--lawbench-cadence", default="full", choices=("quick", "nightly", "weekly", "full"),
+                    help="which anchors by how often they run (default: all)")
     group.addoption("--lawbench-no-history", action="store_true", help="do not append to the history store")
 
 

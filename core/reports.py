@@ -108,6 +108,8 @@ class RunRecord(BaseModel):
     detected_profile: Optional[str] = None
     profile_matches: bool = False
     strict: bool = False
+    # which anchors by how often they run (quick / nightly / weekly / full); None in records older than it
+    cadence: Optional[Literal["quick", "nightly", "weekly", "full"]] = None
     argv: list[str] = Field(default_factory=list)
     machine: dict[str, Any] = Field(default_factory=dict)
     environment: dict[str, Any] = Field(default_factory=dict)
@@ -144,14 +146,14 @@ class RunRecord(BaseModel):
 
     @classmethod
     def new(cls, profile: str, *, detected_profile: Optional[str] = None,
-            profile_matches: bool = False, strict: bool = False,
+            profile_matches: bool = False, strict: bool = False, cadence: Optional[str] = None,
             argv: Optional[Iterable[str]] = None, machine: Optional[dict[str, Any]] = None,
             environment: Optional[dict[str, Any]] = None,
             engine: Optional[dict[str, Any]] = None, started: Optional[str] = None) -> "RunRecord":
         """A record for a run that started at ``started`` (default: now); the version and the
         checkout's commit are filled in here."""
         return cls(profile=profile, detected_profile=detected_profile,
-                   profile_matches=profile_matches, strict=strict, argv=list(argv or []),
+                   profile_matches=profile_matches, strict=strict, cadence=cadence, argv=list(argv or []),
                    machine=dict(machine or {}), environment=dict(environment or {}),
                    engine=None if engine is None else dict(engine), git_commit=git_commit(),
                    **({"started": started} if started else {}))

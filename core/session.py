@@ -28,7 +28,7 @@ class RunContext:
     session: Optional["AnchorSession"] = None
 
     def __init__(self, profile_id: str, *, laws: tuple[str, ...] = (), strict: bool = False,
-                 llama_dir: Optional[str] = None):
+                 llama_dir: Optional[str] = None, cadence: Optional[str] = "full"):
         from lawbench.core.hardware.detect import fingerprint_machine, match_profile, profile_matches
         from lawbench.core.hardware.profiles import get_profile, plugin_profiles
         from lawbench.core.registry import get_registry
@@ -46,6 +46,8 @@ class RunContext:
         self.policy = RunPolicy(profile=profile, profiles=self.profiles,
                                 on_own_runner=profile_matches(self.machine, profile), strict=strict,
                                 mismatch=mismatch_reasons(self.machine, profile))
+        # None: the profile's own default (default_cadence); a command that names anchors passes "full".
+        self.cadence = cadence or default_cadence(profile)
         if strict and not self.policy.on_own_runner:
             announce_mismatched_runner(self.machine, profile, self.detected)
         # A bad anchor file of a plugin this run did not select is set aside (and named);
@@ -72,9 +74,18 @@ class RunContext:
                 out[pid] = n
         return out
 
+    def left_by_cadence(self) -> int:
+        """Runnable anchors this profile and law selection would run under `--cadence full` but not now."""
+        full = RunContext.__new__(RunContext)
+        full.__dict__.update(self.__dict__, cadence="full")
+        return sum(1 for la in self.anchor_set.anchors
+                   if la.anchor.runs and full.selected(la) and not self.selected(la))
+
     def selected(self, loaded: LoadedAnchor) -> bool:
         a = loaded.anchor
         if self.laws and a.law not in self.laws:
+            return False
+        if not a.in_cadence(self.cadence):
             return False
         if a.kind == "prediction":
             return True  # predictions run anywhere, with the constants of the profile they bind to
@@ -85,6 +96,12 @@ class RunContext:
         # only history for this profile has no item, and pytest refuses a path that yields none.
         return sorted({Path(la.file).resolve() for la in self.anchor_set.anchors
                        if self.selected(la) and la.anchor.runs})
+
+
+def default_cadence(profile: Any) -> str:
+    """What a run selects when neither --cadence nor anchors are named: a first look on the generic
+    profile (any machine), a night's worth on a specific one (the weekly rest is one flag away)."""
+    return "quick" if profile.fingerprint.generic else "nightly"
 
 
 def mismatch_reasons(machine: Any, profile: Any) -> tuple[str, ...]:
@@ -121,7 +138,8 @@ def start_session(config: pytest.Config) -> "AnchorSession":
     if ctx is None:
         try:
             ctx = RunContext(opt("lawbench_profile"), laws=tuple(opt("lawbench_law")),
-                             strict=opt("lawbench_strict"), llama_dir=opt("lawbench_llama_dir"))
+                             strict=opt("lawbench_strict"), llama_dir=opt("lawbench_llama_dir"),
+                             cadence=opt("lawbench_cadence"))
         except LawbenchError as exc:
             raise pytest.UsageError(str(exc)) from None
     session = AnchorSession(config, ctx)
@@ -232,7 +250,8 @@ class AnchorSession:
             interrupted = "KeyboardInterrupt"  # pytest.exit() or an interrupt no handler saw
         record = RunRecord.new(
             self.policy.profile.id, detected_profile=self.ctx.detected,
-            profile_matches=self.policy.on_own_runner, strict=self.policy.strict, argv=sys.argv,
+            profile_matches=self.policy.on_own_runner, strict=self.policy.strict, cadence=self.ctx.cadence,
+            argv=sys.argv,
             machine=self.ctx.machine.model_dump(mode="json"), environment=self.environment,
             engine=self.resources.engine_info(), started=self.started)
         record.finish(self.results + history_results(self), interrupted=interrupted)

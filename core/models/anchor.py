@@ -130,6 +130,12 @@ def merge_case(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 AnchorKind = Literal["prediction", "measurement", "agreement", "ratio", "census"]
 
 
+# How often an anchor runs, cheapest first. `quick` is a newcomer's first look (`nox -s anchors`
+# on the generic profile), `nightly` what a runner measures every night, `weekly` the slow rest.
+CADENCES = ("quick", "nightly", "weekly")
+Cadence = Literal["quick", "nightly", "weekly"]
+
+
 # status -> the field naming its successor
 LINEAGE: dict[str, str] = {"superseded": "superseded_by", "refuted": "refuted_by",
                            "rescoped": "rescoped_by", "corrected": "corrected_by", "missed": "missed_by"}
@@ -164,6 +170,9 @@ class Anchor(Strict):
     # versions, prices the case with exactly that version's terms, and refuses a version it lacks.
     law_version: Optional[str] = None
     budget: Budget = Field(default_factory=Budget)
+    # Unset: predictions and censuses are `quick` (arithmetic, or one short engine visit), every
+    # other kind `nightly` (effective_cadence).
+    cadence: Optional[Cadence] = None
     provenance: Provenance
     tags: list[str] = Field(default_factory=list)
     # An open finding: the law does not reproduce this published number, and we say so. Its FAIL
@@ -205,6 +214,19 @@ class Anchor(Strict):
     @property
     def runs(self) -> bool:
         return self.status == "active"
+
+    @property
+    def effective_cadence(self) -> str:
+        if self.cadence is not None:
+            return self.cadence
+        return "quick" if self.kind in ("prediction", "census") else "nightly"
+
+    def in_cadence(self, selection: str) -> bool:
+        """Whether a run of cadence ``selection`` runs this anchor: `quick` the quick ones,
+        `nightly` quick and nightly, `weekly` the rest (what a nightly leaves), `full` all."""
+        mine = self.effective_cadence
+        return {"quick": mine == "quick", "nightly": mine in ("quick", "nightly"),
+                "weekly": mine == "weekly", "full": True}[selection]
 
     @property
     def successor(self) -> Optional[str]:

@@ -1,0 +1,48 @@
+"""Cadence: which anchors a run selects by how often they run (quick / nightly / weekly / full)."""
+import json
+
+import pytest
+from conftest import run_cli
+
+from lawbench.core.models.anchor import Anchor
+
+
+def _anchor(kind: str, cadence=None) -> Anchor:
+    extra = {"value": 1.0, "band": {"rel": 0.1}} if kind != "census" else {"census": {"exact": {"x": 1}}}
+    return Anchor(id="t.a", law="t", claim="c", quantity="q", unit="x", kind=kind, cadence=cadence,
+                  provenance={"seed": "s"}, **extra)
+
+
+@pytest.mark.parametrize("kind,cadence,quick,nightly,weekly", [
+    ("prediction", None, True, True, False),   # arithmetic: quick by default
+    ("census", None, True, True, False),       # one short engine visit: quick by default
+    ("measurement", None, False, True, False),  # a measurement is nightly unless it says otherwise
+    ("measurement", "quick", True, True, False),
+    ("agreement", "weekly", False, False, True),
+])
+def test_cadence_selection_rule(kind, cadence, quick, nightly, weekly):
+    a = _anchor(kind, cadence)
+    assert (a.in_cadence("quick"), a.in_cadence("nightly"), a.in_cadence("weekly")) == (quick, nightly, weekly)
+    assert a.in_cadence("full")
+
+
+def test_an_unknown_cadence_is_refused_in_the_anchor_file():
+    with pytest.raises(ValueError, match="cadence"):
+        _anchor("measurement", "hourly")
+
+
+def test_quick_cadence_leaves_the_measurement_and_says_so(cli_env, tmp_path):
+    # The dummy's measurement anchor is nightly by default: a quick run of the profile leaves it
+    # and names how many it left; -k / --law name anchors, so they run whatever their cadence.
+    p = run_cli(["run", "--profile", "cpu", "--law", "dummy", "--cadence", "quick", "--out", "out",
+                 "--no-history"], cli_env, tmp_path)
+    record = json.loads((tmp_path / "out" / "run.json").read_text())
+    ids = {r["anchor_id"] for r in record["results"] if not r["detail"].get("history")}
+    assert ids == {"dummy.sum-pass", "dummy.sum-fail"}, p.stdout + p.stderr
+    assert record["cadence"] == "quick"
+    assert "cadence quick leaves 1 anchor(s)" in p.stdout
+    p = run_cli(["run", "--profile", "cpu", "--law", "dummy", "--cadence", "weekly", "--out", "out2",
+                 "--no-history"], cli_env, tmp_path)
+    assert p.returncode == 2 and "no anchors selected" in p.stderr  # nothing of the dummy is weekly
+    p = run_cli(["run", "--profile", "cpu", "--cadence", "hourly"], cli_env, tmp_path)
+    assert p.returncode == 2 and "invalid choice" in p.stderr
