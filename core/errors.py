@@ -34,6 +34,16 @@ class NotThisEngine(NotApplicable):
     engine, so it stays a SKIP even on its own runner and under --strict."""
 
 
+class OutOfScope(NotApplicable):
+    """The law's own stated rule, measured here, puts this case outside its scope on this machine
+    (a model that fits in the CPU's cache, one whose per-op cost decides its speed): a SKIP with
+    the measured figures on any runner, under --strict too — not a missing resource, not a finding."""
+
+    def __init__(self, message: str, detail: Optional[dict] = None):
+        super().__init__(message)
+        self.detail = dict(detail or {})
+
+
 class EngineError(LawbenchError):
     """The engine is missing, crashed, was killed or timed out: an ERROR verdict.
 

@@ -150,6 +150,10 @@ class ModelStore:
             os.replace(partial, target)  # atomic: the cache never holds a half-written model
         _write_stamp(target, got)
 
+    def synthetic(self, spec: Any) -> Path:
+        """The GGUF of a synthetic spec that is not in the catalogue (a law's own probe model)."""
+        return self._synthetic(spec.id, spec)
+
     def _synthetic(self, model_id: str, spec: Any) -> Path:
         try:
             from lawbench.core.store.synthetic import build_synthetic  # type: ignore[attr-defined]

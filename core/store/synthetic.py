@@ -27,7 +27,8 @@ from lawbench.core.models import Id
 GENERATOR_VERSION = 1
 
 # llama-quantize type name -> (row multiple it needs, gguf LlamaFileType name it records).
-# Types that need an importance matrix (IQ1_*, IQ2_*, IQ3_XXS, Q2_K_S) are left out on purpose:
+# Types that need an importance matrix (IQ1_*, IQ2_*, IQ3_XXS, Q2_K_S: llama-quant.cpp's
+# tensor_requires_imatrix) are left out on purpose:
 # an imatrix of random weights would be meaningless.
 WEIGHT_TYPES: dict[str, tuple[int, str]] = {
     "F32": (1, "ALL_F32"), "F16": (1, "MOSTLY_F16"), "BF16": (1, "MOSTLY_BF16"),
@@ -38,6 +39,10 @@ WEIGHT_TYPES: dict[str, tuple[int, str]] = {
     "Q4_K_S": (256, "MOSTLY_Q4_K_S"), "Q4_K_M": (256, "MOSTLY_Q4_K_M"),
     "Q5_K_S": (256, "MOSTLY_Q5_K_S"), "Q5_K_M": (256, "MOSTLY_Q5_K_M"),
     "Q6_K": (256, "MOSTLY_Q6_K"), "IQ4_XS": (256, "MOSTLY_IQ4_XS"),
+    # IQ3_S: a codebook (grid) format, IQ3_XS's default tensor type (llama-quant.cpp), made without
+    # an importance matrix. IQ3_XS itself puts attn_q/k and mid-depth ffn_gate/up in IQ3_XXS, which
+    # needs one, so IQ3_S stands for the register's codebook IQ formats on the synthetic ladder.
+    "IQ3_S": (256, "MOSTLY_IQ3_S"),
     "TQ1_0": (256, "MOSTLY_TQ1_0"), "TQ2_0": (256, "MOSTLY_TQ2_0"),
 }
 _N_SPECIAL, _N_BYTES = 3, 256  # <unk> <s> </s>, then <0x00>..<0xFF>

@@ -268,6 +268,10 @@ class Law4Case(Strict):
     # The tier's η·BW is not published for this profile: arm b, run interleaved with arm a, is
     # the calibration reference, so the law predicts only the ratio of the arms' bytes per token.
     calibrate: bool = False
+    # "cpu-tier": before the anchor runs, its arms must pass Law 4's measured scope rules for a CPU
+    # tier (plugins/law4/scope.py: not cache-resident, per-op cost at most 25 % of a token); an arm
+    # outside is a SKIP with the figures, never a FAIL.
+    scope: Optional[Literal["cpu-tier"]] = None
 
     @model_validator(mode="after")
     def _needs(self) -> "Law4Case":
@@ -290,6 +294,8 @@ class Law4Case(Strict):
                 raise ValueError(f"weight_mix: {exc}") from None
         if self.calibrate and self.bench is None:
             raise ValueError("calibrate = true is a measured design: it needs a bench table")
+        if self.scope is not None and self.bench is None:
+            raise ValueError("scope: the scope rules are measured; a case without a bench table has nothing to probe")
         if self.quantity == "decode_tok_s" and self.model is None and self.baseline_tok_s is None:
             raise ValueError("decode_tok_s needs a model to price, or a published baseline_tok_s")
         return self

@@ -320,9 +320,16 @@ def sampler(anchor: Anchor, profile: HardwareProfile, resources: Any) -> ArmSamp
     if len(per_visit) != 1:
         raise DataError(CASE_FILE, "both arms must take a visit's value the same way",
                         anchor=anchor.id, field="arms.b.bench.per_visit")
+    scope = None
+    if any(c.scope == "cpu-tier" for c in cases.values()):  # decided before the anchor's own visits
+        from lawbench.plugins.law4.scope import check_scope
+
+        scope = check_scope(files, lambda arm, path: _visit(llama, path, params[arm], cases[arm].bench),
+                            resources.store().synthetic, reps=next(iter(reps)))
     return ArmSampler(arms, labels=labels, reps_per_visit=reps.pop(),
                       per_visit=fastest if per_visit.pop() == "fastest" else None,
                       protocol={"engine": ENGINES[next(iter(cases.values())).bench.tool],  # type: ignore[union-attr]
                                 "llama_cpp": llama.version,
-                                "bench_params": params, "models": {k: str(v) for k, v in files.items()}})
+                                "bench_params": params, "models": {k: str(v) for k, v in files.items()},
+                                **({"scope": scope} if scope else {})})
 

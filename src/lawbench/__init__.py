@@ -56,6 +56,7 @@ _EXPORTS = {
     "LawbenchError": "lawbench.core.errors",
     "NotApplicable": "lawbench.core.errors",
     "NotThisEngine": "lawbench.core.errors",
+    "OutOfScope": "lawbench.core.errors",
     "EngineError": "lawbench.core.errors",
     "EngineInterrupted": "lawbench.core.errors",
     "DataError": "lawbench.core.errors",

@@ -1,0 +1,117 @@
+"""Law 4's scope rules on a CPU tier (plugins/law4/scope.py): decided before an anchor runs, from
+real GGUF headers and measured visits, and a SKIP with the figures — never a FAIL."""
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from lawbench.core.errors import EngineError, OutOfScope
+from lawbench.core.store.synthetic import SyntheticSpec, build_synthetic
+from lawbench.plugins.law4 import scope
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    """Two real F16 GGUF files written by the synthetic factory: 6.5 MiB and 34 MiB of weights."""
+    cache = tmp_path_factory.mktemp("syn")
+    small = SyntheticSpec(id="s", n_layer=4, n_embd=256, n_ff=512, n_head=4, n_head_kv=4, n_vocab=4096)
+    big = SyntheticSpec(id="b", n_layer=6, n_embd=768, n_ff=1536, n_head=12, n_head_kv=4, n_vocab=4096)
+    return {name: build_synthetic(spec, cache_dir=cache) for name, spec in (("small", small), ("big", big))}
+
+
+def test_last_level_cache_is_read_from_sysfs(tmp_path):
+    for i, (level, kind, size) in enumerate([(1, "Data", "32K"), (1, "Instruction", "32K"), (2, "Unified", "512K"),
+                                             (3, "Unified", "32768K")]):
+        d = tmp_path / f"index{i}"
+        d.mkdir()
+        (d / "level").write_text(f"{level}\n")
+        (d / "type").write_text(f"{kind}\n")
+        (d / "size").write_text(f"{size}\n")
+    assert scope.last_level_cache_bytes(tmp_path) == 32 * 2**20
+    assert scope.last_level_cache_bytes(tmp_path / "none") is None
+
+
+def test_weight_bytes_leave_out_an_untied_embedding(models):
+    from lawbench.core.gguf_header import read_header
+
+    h = read_header(models["small"])
+    embd = next(t for t in h.tensors if t.name == "token_embd.weight")
+    assert "output.weight" in {t.name for t in h.tensors}
+    assert scope.weight_bytes(h) == h.total_tensor_bytes - embd.n_bytes  # a one-row lookup: negligible
+
+
+def test_skeleton_keeps_layers_and_format_and_drops_the_bytes(models):
+    from lawbench.core.gguf_header import read_header
+
+    spec = scope.skeleton_spec(read_header(models["big"]))
+    assert (spec.n_layer, spec.weight_type, spec.n_embd, spec.n_vocab) == (6, "F16", 256, 384)
+    assert spec.n_params() < 0.1 * SyntheticSpec(id="b", n_layer=6, n_embd=768, n_ff=1536, n_head=12, n_head_kv=4,
+                                                  n_vocab=4096).n_params()
+
+
+def _visits(ms_per_token: dict[str, float]):
+    """A visit function whose readings are tok/s of the given ms per token, by file-name part."""
+    def visit_of(arm, path):
+        ms = next(v for k, v in ms_per_token.items() if k in Path(path).stem)
+        return lambda reps: SimpleNamespace(values=[1000.0 / ms * f for f in (0.9, 1.0, 0.95)][:reps])
+    return visit_of
+
+
+def _build(tmp_path):
+    def build(spec):
+        p = tmp_path / f"skel-{spec.n_layer}l.gguf"
+        p.write_bytes(b"")
+        return p
+    return build
+
+
+def test_a_model_that_fits_in_the_cache_is_out_of_scope(models, tmp_path):
+    with pytest.raises(OutOfScope, match=r"fit in the 32 MiB last-level cache") as exc:
+        scope.check_scope({"a": models["small"], "b": models["big"]}, _visits({}), _build(tmp_path), reps=3,
+                          llc=32 * 2**20)
+    assert "arm a" in str(exc.value) and exc.value.detail["a"]["weight_bytes"] < 32 * 2**20
+
+
+def test_per_op_cost_over_a_quarter_of_a_token_is_out_of_scope(models, tmp_path):
+    # skeleton 3 ms of a 10 ms token: 30 % > 25 % -> out, naming the arm and the figures
+    visits = _visits({"skel": 3.0, models["small"].stem: 10.0, models["big"].stem: 40.0})
+    with pytest.raises(OutOfScope, match=r"arm a .* 3\.00 ms per token, 30% of the model's 10\.00 ms") as exc:
+        scope.check_scope({"a": models["small"], "b": models["big"]}, visits, _build(tmp_path), reps=3, llc=1)
+    assert exc.value.detail["a"]["fixed_share"] == pytest.approx(0.3)
+
+
+def test_both_arms_inside_return_the_measured_figures(models, tmp_path):
+    visits = _visits({"skel": 1.0, models["small"].stem: 10.0, models["big"].stem: 40.0})
+    out = scope.check_scope({"a": models["small"], "b": models["big"]}, visits, _build(tmp_path), reps=3, llc=1)
+    assert out["a"]["fixed_share"] == pytest.approx(0.1) and out["b"]["fixed_share"] == pytest.approx(0.025)
+    assert out["max_fixed_share"] == 0.25 and out["rule"] == "cpu-tier"
+
+
+def test_a_probe_with_no_reading_is_an_engine_fault_not_a_scope_decision(models, tmp_path):
+    def visit_of(arm, path):
+        return lambda reps: SimpleNamespace(values=[])
+    with pytest.raises(EngineError, match="no reading"):
+        scope.check_scope({"a": models["big"]}, visit_of, _build(tmp_path), reps=3, llc=1)
+
+
+def test_out_of_scope_is_a_skip_even_on_the_anchors_own_runner_under_strict():
+    from lawbench.core.evaluate import RunPolicy, evaluate
+    from lawbench.core.hardware.profiles import get_profile, plugin_profiles
+    from lawbench.core.law import Law
+    from lawbench.core.models import Anchor
+    from lawbench.core.registry import get_registry
+
+    profiles = plugin_profiles(get_registry())
+    policy = RunPolicy(profile=get_profile("cpu", profiles), profiles=profiles, on_own_runner=True, strict=True)
+
+    class Probe(Law):
+        name = "probe"
+
+        def sampler(self, anchor, profile, resources):
+            raise OutOfScope("arm a is outside", detail={"a": {"fixed_share": 0.4}})
+
+    anchor = Anchor(id="probe.a", law="probe", claim="c", quantity="q", unit="x", kind="agreement",
+                    band={"rel": 0.25}, profiles=["cpu"], provenance={"seed": "s"})
+    result = evaluate(anchor, Probe(), policy)
+    assert result.verdict.value == "SKIP" and result.reason == "arm a is outside"
+    assert result.detail["out_of_scope"]["a"]["fixed_share"] == 0.4
