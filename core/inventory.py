@@ -75,6 +75,9 @@ class Claim(Strict):
     quote: str = Field(min_length=1)  # the source's own words, verbatim
     unencoded: Optional[Unencoded] = None
     record: list[RecordQuote] = Field(default_factory=list)  # the public record behind it, quoted
+    # the same published figure as another line, quoted where the source says it again: it is
+    # encoded or explained exactly as that line is (so one figure is judged once)
+    same_as: Optional[Id] = None
     notes: Optional[str] = None
 
     @model_validator(mode="after")
@@ -82,6 +85,12 @@ class Claim(Strict):
         if sum(x is not None for x in (self.seed, self.register_id, self.document)) != 1:
             raise ValueError("seed: give exactly one source: seed = \"<seed file>\", register_id = \"<id>\" "
                              "or document = \"<path under sources/>\"")
+        return self
+
+    @model_validator(mode="after")
+    def _twin_or_reason(self) -> "Claim":
+        if self.same_as is not None and self.unencoded is not None:
+            raise ValueError("same_as: a line that repeats another's figure takes that line's status: drop unencoded")
         return self
 
     @property
@@ -211,6 +220,9 @@ def coverage(inv: Inventory, anchor_set: Any, registered_laws: Iterable[str]) ->
     for cid, lc in inv.claims.items():
         cov = by_law[lc.claim.law]
         cov.lines += 1
+        twin = inv.claims.get(lc.claim.same_as) if lc.claim.same_as else None
+        if twin is not None and not cited_by[cid]:
+            lc, cid = twin, twin.claim.id
         if lc.claim.unencoded is not None:
             cov.explained += 1
             reasons[lc.claim.unencoded.reason] += 1
@@ -256,6 +268,13 @@ def check_inventory(inv: Inventory, anchor_set: Any, registry: Any,
             problems.append(DataError(lc.file, f"is marked unencoded ({c.unencoded.reason}) but anchor "
                                                f"{cov.cited_by[cid][0]} encodes it: drop one",
                                       claim=cid, field="unencoded"))
+        if c.same_as is not None:
+            twin = inv.claims.get(c.same_as)
+            if twin is None or twin.claim.same_as is not None:
+                problems.append(DataError(lc.file, f"same_as {c.same_as!r}: "
+                                                   + ("no such line" if twin is None else "that line is itself a repeat"),
+                                          claim=cid, field="same_as"))
+            continue
         if c.unencoded is None and c.law in registry.laws and not cov.cited_by[cid]:
             problems.append(DataError(lc.file, "no anchor encodes this claim and none says why: cite it from an "
                                                "anchor (claims = [...]) or give unencoded = { reason, detail }",
