@@ -296,6 +296,7 @@ def build_parser(registry: Any = None) -> argparse.ArgumentParser:
     from lawbench.core.html.cli import add_report_parser
     from lawbench.core.census_cli import add_census_parser
     from lawbench.core.register_md import add_register_parser
+    from lawbench.core.record import add_record_parser
     from lawbench.core.stakes_cli import add_stakes_parser
 
     p = argparse.ArgumentParser(prog="lawbench", description=__doc__)
@@ -339,6 +340,7 @@ def build_parser(registry: Any = None) -> argparse.ArgumentParser:
     add_report_parser(sub)
     add_stakes_parser(sub)
     add_register_parser(sub)
+    add_record_parser(sub)
     groups = {"census": add_census_parser(sub)}  # laws' "census <action>" commands join it below
     # Commands the laws bring (lawbench_commands): core names none of them.
     for name, command in sorted((registry.commands if registry is not None else {}).items()):

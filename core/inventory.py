@@ -44,9 +44,24 @@ Reason = Literal[
 ]
 
 
+# Reasons about what the public record holds: each must name the files of the record it looked at
+# (lawbench.core.record), so "not published" is a finding someone can re-check, not a guess.
+RECORD_REASONS = ("not-published", "no-public-model", "private-engine", "engine-capability")
+
+
 class Unencoded(Strict):
     reason: Reason
     detail: str = Field(min_length=1)
+    # "<owner>/<name>:<path>" of each file of the public record read for this reason
+    looked: list[str] = Field(default_factory=list)
+
+
+class RecordQuote(Strict):
+    """The public record's own words for a line's number or its inputs (lawbench.core.record)."""
+
+    repo: str = Field(min_length=3)
+    path: str = Field(min_length=1)
+    quote: str = Field(min_length=1)
 
 
 class Claim(Strict):
@@ -59,6 +74,10 @@ class Claim(Strict):
     document: Optional[str] = None
     quote: str = Field(min_length=1)  # the source's own words, verbatim
     unencoded: Optional[Unencoded] = None
+    record: list[RecordQuote] = Field(default_factory=list)  # the public record behind it, quoted
+    # the same published figure as another line, quoted where the source says it again: it is
+    # encoded or explained exactly as that line is (so one figure is judged once)
+    same_as: Optional[Id] = None
     notes: Optional[str] = None
 
     @model_validator(mode="after")
@@ -66,6 +85,12 @@ class Claim(Strict):
         if sum(x is not None for x in (self.seed, self.register_id, self.document)) != 1:
             raise ValueError("seed: give exactly one source: seed = \"<seed file>\", register_id = \"<id>\" "
                              "or document = \"<path under sources/>\"")
+        return self
+
+    @model_validator(mode="after")
+    def _twin_or_reason(self) -> "Claim":
+        if self.same_as is not None and self.unencoded is not None:
+            raise ValueError("same_as: a line that repeats another's figure takes that line's status: drop unencoded")
         return self
 
     @property
@@ -195,6 +220,9 @@ def coverage(inv: Inventory, anchor_set: Any, registered_laws: Iterable[str]) ->
     for cid, lc in inv.claims.items():
         cov = by_law[lc.claim.law]
         cov.lines += 1
+        twin = inv.claims.get(lc.claim.same_as) if lc.claim.same_as else None
+        if twin is not None and not cited_by[cid]:
+            lc, cid = twin, twin.claim.id
         if lc.claim.unencoded is not None:
             cov.explained += 1
             reasons[lc.claim.unencoded.reason] += 1
@@ -233,14 +261,57 @@ def check_inventory(inv: Inventory, anchor_set: Any, registry: Any,
                                                "it re-checks in claims = [\"<id>\", …] (anchors/inventory/*.toml)",
                                       anchor=a.id, field="claims"))
     cov = coverage(inv, anchor_set, registry.laws.keys())
+    problems += check_record_citations(inv)
     for cid, lc in inv.claims.items():
         c = lc.claim
         if c.unencoded is not None and cov.cited_by[cid]:
             problems.append(DataError(lc.file, f"is marked unencoded ({c.unencoded.reason}) but anchor "
                                                f"{cov.cited_by[cid][0]} encodes it: drop one",
                                       claim=cid, field="unencoded"))
+        if c.same_as is not None:
+            twin = inv.claims.get(c.same_as)
+            if twin is None or twin.claim.same_as is not None:
+                problems.append(DataError(lc.file, f"same_as {c.same_as!r}: "
+                                                   + ("no such line" if twin is None else "that line is itself a repeat"),
+                                          claim=cid, field="same_as"))
+            continue
         if c.unencoded is None and c.law in registry.laws and not cov.cited_by[cid]:
             problems.append(DataError(lc.file, "no anchor encodes this claim and none says why: cite it from an "
                                                "anchor (claims = [...]) or give unencoded = { reason, detail }",
                                       claim=cid))
     return cov, problems
+
+
+def check_record_citations(inv: Inventory, record: Any = None) -> list[DataError]:
+    """Every quote of the public record is inside a cached excerpt of its file at the pinned
+    commit, and every reason about the record names files of it that the cache lists."""
+    from lawbench.core.record import load_record
+
+    rec = load_record() if record is None else record
+    problems: list[DataError] = []
+    for cid, lc in inv.claims.items():
+        c = lc.claim
+        for i, rq in enumerate(c.record):
+            if rq.repo not in rec.repos:
+                problems.append(DataError(lc.file, f"quotes repository {rq.repo!r}, which the public record does not pin "
+                                                   f"(pinned: {', '.join(rec.repos)})", claim=cid, field=f"record.{i}.repo"))
+                continue
+            piece = rec.missing_piece(rq.repo, rq.path, rq.quote)
+            if piece is not None:
+                problems.append(DataError(lc.file, f"{piece[:70]!r} is not in any cached excerpt of {rq.repo}:{rq.path} "
+                                                   f"({rec.where}; cache it with `lawbench record add`)",
+                                          claim=cid, field=f"record.{i}.quote"))
+        u = c.unencoded
+        if u is None or u.reason not in RECORD_REASONS:
+            continue
+        if not u.looked:
+            problems.append(DataError(lc.file, f"reason {u.reason} names no place in the public record it looked at: "
+                                               "list the files read in looked = [\"<owner>/<name>:<path>\", …]",
+                                      claim=cid, field="unencoded.looked"))
+        for i, ref in enumerate(u.looked):
+            repo, _, path = ref.partition(":")
+            if rec.file(repo, path) is None:
+                problems.append(DataError(lc.file, f"looked at {ref!r}, which the public record's cache does not list "
+                                                   f"({rec.where}: add a [[file]] for it)",
+                                          claim=cid, field=f"unencoded.looked.{i}"))
+    return problems

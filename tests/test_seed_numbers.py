@@ -1,0 +1,70 @@
+"""Every number in a seed sentence has a line in the claims inventory (issue 23): the inventory is
+the denominator of "is the register encoded", so a number with no line would be missing silently.
+Numbers that are not claims are recognised by shape (dates, ids, section numbers, code) or listed
+with their reason in sources/seeds/not-claims.toml."""
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from lawbench.core.inventory import load_inventory
+from lawbench.core.record import pieces, words
+
+SEEDS = Path(__file__).resolve().parents[1] / "sources" / "seeds"
+NOT_CLAIMS = tomllib.loads((SEEDS / "not-claims.toml").read_text(encoding="utf-8"))["fragment"]
+NUMBER = re.compile(r"(?<![\w.#/=-])\d[\d,]*(?:\.\d+)?(?!\w)")
+# shapes that are never claims: dates, years, pre-registration / register / run ids, law numbers,
+# section numbers and enumerations
+NOT_A_CLAIM = [r"\b\d{4}-\d{2}-\d{2}\b", r"#\d+(?:/#?\d+)*", r"\b[A-Z]{1,2}-\d+\b", r"\bLaws? \d(?:[–-]\d)?\b",
+               r"^\s*\d+(?:\.\d+)*\.?\s", r"\b[rd]\d+[a-z]?\b", r"\(\d\)", r"\b(?:19|20)\d\d\b"]
+CODE_LINE = re.compile(r"[;{}]|==|//|\bfn\b|->|&&|<<|>>|\]\s*=|%\s")
+
+
+def _mark(mask: bytearray, text: str, fragment: str) -> bool:
+    i, found = text.find(fragment), False
+    while i >= 0:
+        mask[i:i + len(fragment)] = b"\1" * len(fragment)
+        i, found = text.find(fragment, i + 1), True
+    return found
+
+
+def uncovered(seed: str, claims, not_claims) -> list[str]:
+    raw = (SEEDS / seed).read_text(encoding="utf-8")
+    text = words(raw)
+    covered = bytearray(len(text))
+    for c in claims:
+        if c.seed == seed:
+            for p in pieces(c.quote):
+                _mark(covered, text, p)
+    for f in not_claims:
+        if f["seed"] == seed:
+            assert _mark(covered, text, words(f["quote"])), f"not-claims.toml: {f['quote'][:60]!r} is not in {seed}"
+    for line in raw.split("\n"):
+        one = words(line)
+        at = text.find(one) if one else -1
+        if at < 0:
+            continue
+        if CODE_LINE.search(line):
+            covered[at:at + len(one)] = b"\1" * len(one)
+        for pat in NOT_A_CLAIM:
+            for m in re.finditer(pat, one):
+                covered[at + m.start():at + m.end()] = b"\1" * (m.end() - m.start())
+    return [f"{m.group()!r} in …{text[max(0, m.start() - 60):m.end() + 30]}…"
+            for m in NUMBER.finditer(text) if not covered[m.start()]]
+
+
+@pytest.mark.parametrize("seed", sorted(p.name for p in SEEDS.glob("*.txt")))
+def test_every_number_in_a_seed_sentence_has_a_line(seed):
+    claims = [lc.claim for lc in load_inventory().claims.values()]
+    missing = uncovered(seed, claims, NOT_CLAIMS)
+    assert not missing, f"{len(missing)} number(s) in {seed} with no inventory line:\n" + "\n".join(missing)
+
+
+def test_a_number_without_a_line_is_found():
+    # the same walk over the real seed with one line taken away must name its number
+    claims = [lc.claim for lc in load_inventory().claims.values() if lc.claim.id != "s000.walk.k1-ppl-2277"]
+    missing = uncovered("000_4a91008eeaefec79.txt", claims, NOT_CLAIMS)
+    assert any("'2277'" in m for m in missing), missing
