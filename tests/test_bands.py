@@ -186,3 +186,15 @@ def test_check_refuses_a_shipped_too_narrow_band(cli_env, tmp_path: Path):
     (pkg / "anchors" / "a.toml").write_text(textwrap.dedent(ANCHOR.format(band="{ rel = 0.15 }")))
     p = run_cli(["check"], dict(cli_env, PYTHONPATH=f"{site}:{cli_env.get('PYTHONPATH', '')}"), tmp_path)
     assert "bandsbox.decode" not in p.stderr, p.stderr
+
+
+def test_a_print_limited_verdict_carries_its_reason_into_every_report():
+    from lawbench.core.evaluate import _note_print_limited
+    from lawbench.core.models import Result, Verdict
+
+    a = anchor("t.p", {"rel": 0.5}, kind="measurement", unit="%", value=35.9, noise="acceptance",
+               resolution="print-limited", resolution_reason="the register publishes no prompt")
+    r = _note_print_limited(a, Result(anchor_id=a.id, law="law4", kind=a.kind, profile="box", quantity="q",
+                                      unit="%", verdict=Verdict.PASS))
+    assert r.reason == "print-limited band: the register publishes no prompt"
+    assert r.detail["print_limited"] == "the register publishes no prompt"
