@@ -186,6 +186,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     from lawbench.core.stakes import load_stakes
     from lawbench.core.loading import load_all
     from lawbench.core.registry import get_registry
+    from lawbench.core.resolution import basis_summary, check_resolution
     from lawbench.core.store.catalog import load_catalog
 
     reg = get_registry()
@@ -193,20 +194,22 @@ def cmd_check(args: argparse.Namespace) -> int:
     cat = load_catalog()  # before the anchors: an anchor naming a model reads it
     anchors = load_all(reg, profiles=profiles.keys())  # each anchor checked by its own law
     coverage, problems = check_inventory(load_inventory(), anchors, reg)
+    too_narrow = check_resolution(anchors.anchors, profiles)  # docs/bands.md
     stakes = load_stakes(anchors=anchors.by_id().keys())  # edited after staking: refused here
     active = sum(1 for a in anchors.anchors if a.anchor.runs)
     summary = (f"{len(reg.laws)} laws, {len(profiles)} profiles, {len(anchors.anchors)} anchors "
                f"({active} active), {len(cat.model)} real + {len(cat.synthetic)} synthetic models; "
                f"{coverage.summary()}; {len(stakes)} locked stake(s)")
-    for problem in problems:
+    for problem in problems + too_narrow:
         _err(str(problem))
     if reg.broken:
         _report_plugin_problems(reg)
-    if problems or reg.broken:
-        _err(f"{len(reg.broken)} plugin problem(s), {len(problems)} claims-inventory problem(s) above; "
-             f"checked the rest: {summary}")
+    if problems or too_narrow or reg.broken:
+        _err(f"{len(reg.broken)} plugin problem(s), {len(problems)} claims-inventory problem(s), "
+             f"{len(too_narrow)} band problem(s) (docs/bands.md) above; checked the rest: {summary}")
         return EXIT_USAGE
     print(f"ok: {summary}")
+    print(basis_summary(anchors.anchors))
     return EXIT_OK
 
 

@@ -91,7 +91,17 @@ def evaluate(anchor: Anchor, law: Law, policy: RunPolicy, resources: Any = None,
                         reason=f"{type(exc).__name__} in law {law.name!r}: {exc!r} (a bug in the law plugin, "
                                "or a case field its case_model does not check)", detail={"traceback": tb})
     result.duration_s = round(time.monotonic() - started, 3)
-    return _apply_finding(anchor, result)
+    return _note_print_limited(anchor, _apply_finding(anchor, result))
+
+
+def _note_print_limited(anchor: Anchor, result: Result) -> Result:
+    """A print-limited band is the nearest basis the source gives, not its own: every report shows
+    that beside the verdict, with the reason (docs/bands.md)."""
+    if anchor.resolution and not result.detail.get("history"):
+        result.detail["print_limited"] = anchor.resolution_reason
+        note = f"print-limited band: {anchor.resolution_reason}"
+        result.reason = f"{result.reason}; {note}" if result.reason else note
+    return result
 
 
 def _apply_finding(anchor: Anchor, result: Result) -> Result:

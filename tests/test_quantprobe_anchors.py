@@ -95,17 +95,26 @@ def test_each_anchor_is_a_measurement_on_the_desktop_citing_its_lines(anchor):
         assert f"{anchor.value:g}" in INVENTORY.claims[cid].claim.quote, (cid, anchor.value)
 
 
-def test_each_band_is_the_tolerance_its_source_publishes():
-    bands = {a.id: (a.band.rel, a.band.abs) for a in ANCHORS}
-    assert bands["law4.gtx1060.qp.meas.30b-hybrid.smoke-19.30"] == (0.30, None)
-    assert bands["law4.gtx1060.qp.meas.30b-experts-cpu.smoke-18.35"] == (0.30, None)
-    assert bands["law4.gtx1060.qp.meas.glm-air-110b-sata.smoke-0.19"] == (0.60, None)
-    assert bands["law4.gtx1060.qp.meas.laguna-118b-sata.smoke-0.38"] == (0.60, None)
-    assert bands["law4.gtx1060.qp.meas.30b-hybrid.plan-19.30"] == (None, 0.88)
+def test_each_band_is_the_reproduction_figure_of_its_regime():
+    """docs/bands.md: quantprobe's row tolerance (0.30, 0.60) is its planner's, not a re-measurement's
+    (issue 23); a decode figure re-measured on this box carries C-02's drift, one streamed from SATA
+    the spread the register's raw log of that regime prints."""
+    by_id = {a.id: a for a in ANCHORS}
+    for aid in ("law4.gtx1060.qp.meas.30b-hybrid.smoke-19.30", "law4.gtx1060.qp.meas.30b-experts-cpu.smoke-18.35",
+                "law4.gtx1060.qp.meas.30b-hybrid.plan-19.30"):
+        a = by_id[aid]
+        assert (a.band.rel, a.band.abs, a.band_basis) == (0.14, None, "reproduction"), aid
+        assert "Between-session drift is 10-13% on decode" in a.provenance.band_rationale
+    for aid in ("law4.gtx1060.qp.meas.glm-air-110b-sata.smoke-0.19", "law4.gtx1060.qp.meas.laguna-118b-sata.smoke-0.38",
+                "law4.gtx1060.qp.meas.laguna-117b-sata.readme-0.476"):
+        a = by_id[aid]
+        assert (a.band.rel, a.noise, a.band_basis) == (0.5, "stream", "reproduction"), aid
+        assert "disktier_20260731_1857_run.log" in a.provenance.band_rationale
+        assert "planner" not in a.claim or "±60 %" in a.claim  # the claim stays as published
     vram = [a for a in ANCHORS if ".vram." in a.id]
     assert len(vram) == 7
-    for a in vram + [next(a for a in ANCHORS if a.id.endswith("readme-0.476"))]:
-        assert (a.band.rel, a.band.abs) == (0.13, None), a.id  # C-02's between-session drift
+    for a in vram:
+        assert (a.band.rel, a.band.abs) == (0.14, None), a.id  # C-02's between-session drift + 1 %
         assert "Between-session drift is 10-13% on decode" in a.provenance.band_rationale
 
 

@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal, Optional
 
 from pydantic import Field, model_validator
 
-from lawbench.core.models.base import FiniteFloat, Id, Strict
+from lawbench.core.models.base import FiniteFloat, Id, NoiseKind, Strict
 
 
 class Band(Strict):
@@ -178,9 +178,24 @@ class Anchor(Strict):
     # An open finding: the law does not reproduce this published number, and we say so. Its FAIL
     # is reported and recorded but does not fail the build; a PASS does (the finding has closed).
     finding: Optional[str] = None
+    # Where the band comes from (docs/bands.md): a "published" ± or interval, the source's
+    # "reproduction" figure for such a number on that box, or the "law"'s accuracy.
+    band_basis: Optional[Literal["published", "reproduction", "law"]] = None
+    # Which row of the profile's noise table this figure's spread is read from, where the unit does
+    # not say it (lawbench.core.resolution.noise_kind); a print-limited anchor names its nearest basis.
+    noise: Optional[NoiseKind] = None
+    # "print-limited": the source gives no basis at all for how far this figure moves; the band is
+    # the nearest basis it does give, and reports show the reason beside the verdict.
+    resolution: Optional[Literal["print-limited"]] = None
+    resolution_reason: Optional[str] = None
 
     @model_validator(mode="after")
     def _kind_needs(self) -> "Anchor":
+        if self.resolution and not (self.resolution_reason or "").strip():
+            raise ValueError(f"resolution_reason: resolution = {self.resolution!r} needs a reason: say which "
+                             "basis the source lacks and which nearer one the band borrows")
+        if self.resolution_reason and not self.resolution:
+            raise ValueError('resolution_reason: only an anchor with resolution = "print-limited" gives one')
         if self.kind in ("prediction", "measurement", "ratio") and self.value is None \
                 and (self.band is None or self.band.lo is None and self.band.hi is None):
             raise ValueError(f"value: a {self.kind} anchor needs a value (or a [lo, hi] band)")

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
@@ -26,3 +26,10 @@ FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
 class Strict(BaseModel):
     # Half-open bands hold ±inf; "strings" keeps them readable in JSON instead of turning into null.
     model_config = ConfigDict(extra="forbid", ser_json_inf_nan="strings")
+
+
+# What kind of figure a measured anchor reads, for the noise it carries (docs/bands.md): a profile's
+# `noise` table says, per kind, how far such a figure moves on that box; an anchor names its kind
+# (`noise`) where its unit does not say it (lawbench.core.resolution.noise_kind). "deterministic":
+# counts, bytes of a file, arithmetic — nothing to resolve, so no band is refused for it.
+NoiseKind = Literal["decode", "prefill", "stream", "ratio", "memory", "acceptance", "perplexity", "deterministic"]

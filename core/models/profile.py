@@ -7,7 +7,7 @@ from typing import Annotated, Any, Callable, Literal, Optional, Union
 
 from pydantic import AfterValidator, Field, ValidationError, WrapValidator, model_validator
 
-from lawbench.core.models.base import FiniteFloat, Id, Strict
+from lawbench.core.models.base import FiniteFloat, Id, NoiseKind, Strict
 
 
 class Fact(Strict):
@@ -50,6 +50,29 @@ class Tier(Strict):
         if fact is None:
             raise ValueError(f"tier {self.name!r} has no bandwidth")
         return fact.value
+
+
+class Noise(Strict):
+    """How far one kind of figure moves on this box when measured again, with its source: what
+    `lawbench check` compares a band with (lawbench.core.resolution; docs/bands.md).
+
+    ``within`` is the relative spread of one sample (one engine visit, one interleaved round): it
+    shrinks with the samples an anchor may take. ``between`` is the relative drift from one session
+    to the next: no number of samples in one session shrinks it (interleaved arms cancel it, so a
+    ratio's is 0). ``floor`` is what the reading itself cannot resolve, in ``floor_unit``.
+    """
+
+    within: FiniteFloat = Field(ge=0, le=1)
+    between: FiniteFloat = Field(default=0.0, ge=0, le=1)
+    floor: Optional[FiniteFloat] = Field(default=None, gt=0)
+    floor_unit: Optional[str] = None
+    source: str = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _floor_has_unit(self) -> "Noise":
+        if (self.floor is None) != (self.floor_unit is None):
+            raise ValueError("floor_unit: a floor and its unit come together (floor = 3.0, floor_unit = \"MiB\")")
+        return self
 
 
 def _check_compute_capability(v: str) -> str:
@@ -116,6 +139,8 @@ class HardwareProfile(Strict):
     threads: Optional[Annotated[Union[Annotated[int, Field(ge=1, le=4096)], Literal["all-but-one"]],
                                 WrapValidator(_one_threads_error)]] = None
     notes: list[str] = Field(default_factory=list)
+    # Per kind of figure, how far it moves on this box when measured again (docs/bands.md).
+    noise: dict[NoiseKind, Noise] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _eta_refers_to_tiers(self) -> "HardwareProfile":
