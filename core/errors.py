@@ -34,6 +34,12 @@ class NotThisEngine(NotApplicable):
     engine, so it stays a SKIP even on its own runner and under --strict."""
 
 
+class EngineOfRecordMissing(NotThisEngine):
+    """The anchor re-checks a figure published on the profile's engine of record, and the engine
+    installed here is another build. A runner job (--strict) must provide the engine of record:
+    there this is a FAIL naming it and how to provide it; elsewhere a SKIP with that reason."""
+
+
 class EngineError(LawbenchError):
     """The engine is missing, crashed, was killed or timed out: an ERROR verdict.
 
