@@ -30,7 +30,8 @@ def add_ab_parser(sub: argparse._SubParsersAction) -> None:
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--a", default=default_a, metavar="ENGINE",
                    help=f"the baseline engine (default {default_a}); ENGINE is llama.cpp[@VERSION], "
-                        "llama-cpp-python@VERSION or dir:PATH, then optionally +args=OPTIONS, +env=NAME=VALUE")
+                        "llama-cpp-python@VERSION, dir:PATH or record (the profile's engine of record), "
+                        "then optionally +args=OPTIONS, +env=NAME=VALUE")
     p.add_argument("--b", required=True, metavar="ENGINE", help="the engine compared with A")
     p.add_argument("--profile", default="detect", help="profile id, or 'detect' (default) for this machine's")
     p.add_argument("-k", default=None, metavar="EXPR", help="select anchors by id / law / kind (pytest -k)")
@@ -82,7 +83,7 @@ def _ab(args: argparse.Namespace, state: dict[str, Any]) -> int:
         new_record,
         select_anchors,
     )
-    from lawbench.core.engines.specs import describe, parse_engine, resolve_engine
+    from lawbench.core.engines.specs import describe, parse_engine, resolve_engine, with_record
     from lawbench.core.errors import EngineInterrupted, UsageError
     from lawbench.core.paths import writable_dir
     from lawbench.core.reports import utc_now
@@ -92,6 +93,7 @@ def _ab(args: argparse.Namespace, state: dict[str, Any]) -> int:
     specs = {"a": parse_engine(args.a, "--a", default_version), "b": parse_engine(args.b, "--b", default_version)}
     ctx = RunContext(args.profile, laws=tuple(args.law or ()))
     profile = ctx.policy.profile
+    specs = {side: with_record(spec, profile, f"--{side}") for side, spec in specs.items()}
     if not ctx.policy.on_own_runner:
         raise UsageError(f"--profile {profile.id}: this machine does not match it (detected: {ctx.detected}); "
                          "an A/B measures on the profile's own hardware")

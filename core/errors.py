@@ -44,6 +44,12 @@ class OutOfScope(NotApplicable):
         self.detail = dict(detail or {})
 
 
+class EngineOfRecordMissing(NotThisEngine):
+    """The anchor re-checks a figure published on the profile's engine of record, and the engine
+    installed here is another build. A runner job (--strict) must provide the engine of record:
+    there this is a FAIL naming it and how to provide it; elsewhere a SKIP with that reason."""
+
+
 class EngineError(LawbenchError):
     """The engine is missing, crashed, was killed or timed out: an ERROR verdict.
 

@@ -12,7 +12,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from lawbench.core.errors import DataError, NotThisEngine, OutOfScope
+from lawbench.core.errors import DataError, EngineOfRecordMissing, NotThisEngine, OutOfScope
 from lawbench.core.law import EngineError, Law, LawbenchError, NotApplicable
 from lawbench.core.models import Anchor, HardwareProfile, Measurement, Result, Verdict
 from lawbench.core.verdicts import classify, decide_sequential, looks, median, relative_spread
@@ -70,6 +70,9 @@ def evaluate(anchor: Anchor, law: Law, policy: RunPolicy, resources: Any = None,
     profile = _prediction_profile(anchor, policy) if anchor.kind == "prediction" else policy.profile
     try:
         result = _evaluate(anchor, law, profile, policy, resources)
+    except EngineOfRecordMissing as exc:  # a runner job must bring the engine of record
+        result = _skip(anchor, policy, str(exc), profile.id) if policy.strict else \
+            Result(**_base(anchor, profile.id), verdict=Verdict.SKIP, reason=str(exc))
     except NotThisEngine as exc:  # not about this engine build: a plain SKIP, on any runner
         result = Result(**_base(anchor, profile.id), verdict=Verdict.SKIP, reason=str(exc))
     except OutOfScope as exc:  # the law's own measured scope rule: a plain SKIP, on any runner

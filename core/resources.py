@@ -24,6 +24,7 @@ class Resources:
         self._llama: Any = None
         self._llama_error: Optional[LawbenchError] = None
         self._store: Any = None
+        self.llama_chosen_by = "--llama-dir"  # else set when the build is chosen (engines.record)
 
     def lock(self) -> None:
         """One job per box: held from the first engine or model use to the end of the run."""
@@ -50,7 +51,8 @@ class Resources:
         return arch_of(cc) if cc else "90"
 
     def llama(self) -> Any:
-        """The llama.cpp to measure with: a runner's own build by path, else the pinned build."""
+        """The llama.cpp to measure with: a runner's own build by path, else the profile's engine of
+        record, else the pinned build (lawbench.core.engines.record)."""
         if self._llama is not None:
             return self._llama
         if self._llama_error is not None:  # do not rebuild for every anchor after a failure
@@ -64,7 +66,9 @@ class Resources:
             if self.llama_dir:
                 self._llama = locate_llamacpp(self.llama_dir)
             else:
-                version = os.environ.get(LLAMA_VERSION_ENV, DEFAULT_LLAMA_VERSION)
+                from lawbench.core.engines.record import llama_version
+
+                version, self.llama_chosen_by = llama_version(self.profile)
                 backend = self.backend()
                 self._llama = build_llamacpp(version, backend=backend, progress=report,
                                              **({"cuda_arch": self.cuda_arch()} if backend == "cuda" else {}))
@@ -91,9 +95,13 @@ class Resources:
     def engine_info(self) -> Optional[dict]:
         if self._llama is None:
             return None
+        from lawbench.core.engines.record import record_status
+
         ll = self._llama
+        record = record_status(self.profile, ll.build_info.get("build_number"))
         return {"name": "llama.cpp", "version": ll.version, "backend": ll.backend,
-                "bin_dir": str(ll.bin_dir), **{k: v for k, v in ll.build_info.items() if k != "bin_dir"}}
+                "bin_dir": str(ll.bin_dir), **{k: v for k, v in ll.build_info.items() if k != "bin_dir"},
+                "chosen_by": self.llama_chosen_by, **({"engine_of_record": record} if record else {})}
 
     def close(self) -> None:
         self._stack.close()

