@@ -61,8 +61,8 @@ class Baseline:
     def anchor_base(self, anchor_id: str) -> Optional[Result]:
         """The anchor's result in the newest accepted night where it was not acknowledged."""
         for rec in reversed(self.accepted):
-            if rec.gate is not None and anchor_id in rec.gate.acknowledged:
-                continue
+            if rec.gate is not None and (anchor_id in rec.gate.acknowledged or anchor_id in rec.gate.held):
+                continue  # its state that night was not accepted: an acknowledged red, a first VOID
             hit = next((r for r in rec.results if r.anchor_id == anchor_id), None)
             if hit is not None and hit.verdict is not Verdict.SKIP:
                 return hit
@@ -150,7 +150,7 @@ def _drift_news(record: Any, baseline: Baseline, alpha: float) -> list[GateNews]
             for rec in baseline.accepted:
                 before.append(rec)
                 with_tonight.append(rec)
-            with_tonight.append(record)
+            with_tonight.append(record.model_copy(update={"exit_code": -1}))  # judged before its exit code exists
             old = {d.anchor_id for d in find_drifts(before, profile=record.profile, alpha=alpha)}
             found = [d for d in find_drifts(with_tonight, profile=record.profile, alpha=alpha)
                      if d.anchor_id not in old]
@@ -200,7 +200,8 @@ def judge(record: Any, history: Any, acks: Optional[AcknowledgedFile] = None, *,
                        fingerprint=machine_fingerprint(record.machine), engine=engine_key(record.engine),
                        baseline_run_id=baseline.accepted[-1].run_id if baseline.accepted else None,
                        baseline_runs=len(baseline.accepted), new_baseline=baseline.new_baseline, alpha=alpha,
-                       news=news, acknowledged=sorted(set(acknowledged)), expired=expired)
+                       news=news, acknowledged=sorted(set(acknowledged)), expired=expired,
+                       held=sorted(n.anchor_id for n in news if n.kind == "void-once"))
 
 
 # --------------------------------------------------------------------------- where the inputs live

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+from pathlib import Path
 from typing import Any, Optional
 
 from lawbench.core.errors import UsageError
@@ -94,7 +95,8 @@ def cmd_propose(args: argparse.Namespace) -> int:
     return 0
 
 
-def acknowledged_problems(anchors: Any, profiles: dict[str, Any], today: Optional[dt.date] = None) -> list[str]:
+def acknowledged_problems(anchors: Any, profiles: dict[str, Any], today: Optional[dt.date] = None,
+                          folder: Any = None) -> list[str]:
     """What `lawbench check` refuses in hardware_profiles/acknowledged/*.toml: a file that does not
     parse, names an unknown profile, acknowledges an anchor that no longer exists (or does not run
     on that profile), quotes a claim other than the anchor's, is past its date, or still says TO REVIEW."""
@@ -103,7 +105,7 @@ def acknowledged_problems(anchors: Any, profiles: dict[str, Any], today: Optiona
 
     day = today or _today()
     by_id = anchors.by_id()
-    folder = acknowledged_path("x").parent
+    folder = folder if folder is not None else acknowledged_path("x").parent
     problems = []
     if not folder.is_dir():
         return problems
@@ -116,7 +118,7 @@ def acknowledged_problems(anchors: Any, profiles: dict[str, Any], today: Optiona
             problems.append(f"{name}: no profile {pid!r}; known: {', '.join(sorted(profiles))}")
             continue
         try:
-            ack = load_acknowledged(pid)
+            ack = load_acknowledged(pid, str(entry) if isinstance(entry, Path) else None)
         except DataError as exc:
             problems.append(str(exc))
             continue

@@ -49,6 +49,7 @@ class GateVerdict(Strict):
     alpha: float  # the drift test's false-alarm level per series and night
     news: list[GateNews] = Field(default_factory=list)
     acknowledged: list[str] = Field(default_factory=list)  # anchors whose red news a person accepted
+    held: list[str] = Field(default_factory=list)  # anchors whose baseline did not move tonight (a first VOID)
     expired: list[str] = Field(default_factory=list)  # "anchor until DATE": acknowledgements past their date
     weekly: list[str] = Field(default_factory=list)  # this profile's anchors queued for the weekly run
 
