@@ -26,6 +26,21 @@ def add_gate_parsers(sub: Any) -> None:
     prop.add_argument("--who", required=True, help="who accepts them (the reviewer's name or handle)")
     prop.add_argument("--until", default=None, metavar="YYYY-MM-DD", help="until when (default: 30 days from today)")
     prop.set_defaults(func=cmd_propose)
+    show = bsub.add_parser("show", help="the morning view of run records: gate verdict, what turned, acknowledged reds")
+    show.add_argument("records", nargs="+", metavar="RUN.json")
+    show.set_defaults(func=cmd_show)
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    """Markdown, one section per record (the collect step's summary leads with it)."""
+    from lawbench.core.gate_view import gate_markdown
+    from lawbench.core.reports import headline, read_json
+
+    for path in args.records:
+        record = read_json(path)
+        view = gate_markdown(record)
+        print(view if view else f"### {record.profile}: absolute run, {headline(record)}\n")
+    return 0
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
