@@ -5,6 +5,7 @@ made up here because the rules under test are arithmetic on verdicts and interva
 from __future__ import annotations
 
 import datetime as dt
+import json
 import math
 
 import numpy as np
@@ -197,3 +198,75 @@ def test_acknowledged_file_is_strict_and_names_the_field(tmp_path):
     f.write_text('profile = "q"\n')
     with pytest.raises(DataError, match="field profile: acknowledges profile 'q', not 'p'"):
         load_acknowledged("p", str(f))
+
+
+# --------------------------------------------------------------------------- check, plan, propose, deadline
+
+
+def test_check_refuses_a_stale_or_unreviewed_acknowledgement(tmp_path):
+    from lawbench.core.gate_cli import acknowledged_problems
+    from lawbench.core.hardware.profiles import plugin_profiles
+    from lawbench.core.loading import load_all
+    from lawbench.core.registry import get_registry
+
+    reg = get_registry()
+    profiles = plugin_profiles(reg)
+    anchors = load_all(reg, profiles=profiles.keys())
+    claim = anchors.by_id()["law4.cpu.census.q4_0-repack"].anchor.claim
+    entry = 'profile = "cpu"\n' + "".join(
+        f'[[acknowledged]]\nanchor = "{a}"\nwhy = "{w}"\nclaim = {json.dumps(c)}\naccepted_by = "m"\nuntil = {u}\n'
+        for a, w, c, u in [("law4.cpu.census.q4_0-repack", "accepted", claim, "2027-01-01"),
+                           ("law4.cpu.gone", "accepted", "x", "2027-01-01"),
+                           ("law4.cpu.census.q4_0-repack", "accepted", claim, "2026-11-30"),
+                           ("law4.cpu.census.q4_0-repack", "accepted", "reworded", "2027-01-01"),
+                           ("law4.cpu.census.q4_0-repack", "TO REVIEW: turned", claim, "2027-01-01")])
+    (tmp_path / "cpu.toml").write_text(entry)
+    (tmp_path / "nosuch.toml").write_text('profile = "nosuch"\n')
+    problems = acknowledged_problems(anchors, profiles, today=dt.date(2026, 12, 2), folder=tmp_path)
+    text = "\n".join(problems)
+    assert len(problems) == 5, text
+    assert "acknowledged/nosuch.toml: no profile 'nosuch'" in text
+    assert "anchor law4.cpu.gone: field acknowledged[1].anchor: no active anchor" in text
+    assert "field acknowledged[2].until: 2026-11-30 has passed" in text
+    assert "field acknowledged[3].claim: not the anchor's claim word for word" in text
+    assert "field acknowledged[4].why: still the proposal's text" in text
+
+
+def test_check_refuses_a_nightly_worst_case_above_its_window():
+    from lawbench.core.hardware.profiles import plugin_profiles
+    from lawbench.core.loading import load_all
+    from lawbench.core.plan import plan, window_problems
+    from lawbench.core.registry import get_registry
+
+    reg = get_registry()
+    profiles = plugin_profiles(reg)
+    anchors = load_all(reg, profiles=profiles.keys())
+    assert window_problems(profiles, anchors) == []  # the shipped profiles fit
+    for pid, p in profiles.items():
+        pl = plan(p, anchors, p.nightly.cadence)
+        assert pl.worst_min <= p.nightly.window_min <= 180, (pid, pl.worst_min)
+    gtx = profiles["gtx1060"]
+    narrow = {**profiles, "gtx1060": gtx.model_copy(update={"nightly": gtx.nightly.model_copy(update={"window_min": 30})})}
+    [problem] = window_problems(narrow, anchors)
+    assert problem.startswith("hardware_profiles/gtx1060.toml: field nightly.window_min: the nightly worst case is 140 min")
+    wide = {**profiles, "gtx1060": gtx.model_copy(update={"nightly": gtx.nightly.model_copy(update={"window_min": 180})})}
+    [box] = window_problems(wide, anchors)
+    assert "box 'ref-desktop' runs cpu-ddr4, gtx1060 in one job: their windows add up to 240 min" in box
+
+
+def test_a_run_near_its_deadline_writes_an_honest_partial_record(tmp_path):
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    lawbench = Path(sys.executable).with_name("lawbench")
+    done = subprocess.run([str(lawbench), "run", "--profile", "cpu", "-k", "census.q4_0-repack or law4.l33",
+                           "--deadline", "0.5", "--out", str(tmp_path / "out"), "--no-history"],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    record = json.loads((tmp_path / "out" / "run.json").read_text())
+    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
+    # the census's worst case (its 600 s budget) no longer fits half a minute: not started, named
+    assert "law4.cpu.census.q4_0-repack" in record["not_reached"]
+    assert "law4.cpu.census.q4_0-repack" not in {r["anchor_id"] for r in record["results"]}
+    assert "not reached before the deadline" in done.stdout
