@@ -58,6 +58,9 @@ def _run(args: argparse.Namespace, stop) -> int:
     cadence = args.cadence or ("full" if args.k or args.law else None)
     ctx = RunContext(args.profile, laws=tuple(args.law or ()), strict=args.strict, llama_dir=args.llama_dir,
                      cadence=cadence, deadline_min=args.deadline)
+    if args.gate != "baseline" and (args.baseline or args.acknowledged):
+        from lawbench.core.errors import UsageError
+        raise UsageError("--baseline and --acknowledged judge a night against its history: give --gate baseline too")
     if args.gate == "baseline":  # opened and validated before anything runs
         from lawbench.core.gate import gate_setup
         ctx.gate = gate_setup(ctx.policy.profile.id, args.baseline, args.acknowledged,

@@ -12,7 +12,10 @@ if [ $# -ne 2 ]; then echo "usage: $0 DATA MESSAGE" >&2; exit 2; fi
 cd "$1" || exit 2
 git add runs
 if git diff --cached --quiet; then echo "nightly_push: no new run records"; exit 0; fi
-git -c user.name="lawbench nightly" -c user.email="lawbench-nightly@users.noreply.github.com" commit -q -m "$2"
+# the commit and, after a moved branch, the rebase both write commits under this name
+export GIT_AUTHOR_NAME="lawbench nightly" GIT_COMMITTER_NAME="lawbench nightly"
+export GIT_AUTHOR_EMAIL="lawbench-nightly@users.noreply.github.com" GIT_COMMITTER_EMAIL="lawbench-nightly@users.noreply.github.com"
+git commit -q -m "$2"
 for attempt in 1 2 3 4 5; do
   if git push -q origin HEAD:lawbench-history; then
     echo "nightly_push: pushed (attempt $attempt)"
