@@ -270,3 +270,26 @@ def test_a_run_near_its_deadline_writes_an_honest_partial_record(tmp_path):
     assert "law4.cpu.census.q4_0-repack" in record["not_reached"]
     assert "law4.cpu.census.q4_0-repack" not in {r["anchor_id"] for r in record["results"]}
     assert "not reached before the deadline" in done.stdout
+
+
+def test_plan_prices_a_selection_by_budget_and_by_history(history):
+    from lawbench.core.hardware.profiles import plugin_profiles
+    from lawbench.core.loading import load_all
+    from lawbench.core.plan import plan
+    from lawbench.core.registry import get_registry
+
+    reg = get_registry()
+    profiles = plugin_profiles(reg)
+    anchors = load_all(reg, profiles=profiles.keys())
+    census = "law4.cpu.census.q4_0-repack"
+    for day, seconds in ((1, 4.0), (2, 6.0), (3, 50.0)):
+        r = result(census, kind="census", counts={"repacked_tensors": 70})
+        r.duration_s = seconds
+        rec = RunRecord.new("cpu", profile_matches=True, machine=MACHINE, engine=ENGINE,
+                            started=f"2026-11-{day:02d}T02:17:00+00:00")
+        history.append(rec.finish([r]))
+    pl = plan(profiles["cpu"], anchors, "quick", history)
+    row = next(r for r in pl.rows if r.anchor_id == census)
+    assert row.worst_s == anchors.by_id()[census].anchor.budget.timeout_s and row.typical_s == 6.0  # the median
+    assert all(r.worst_s == 0 for r in pl.rows if r.kind == "prediction")
+    assert pl.window_min == 30 and pl.fits and pl.typical_min == pytest.approx(0.1)
