@@ -76,6 +76,11 @@ def test_the_nightly_takes_its_matrix_from_the_profiles_and_runs_strict_through_
     assert anchors["runs-on"] == "${{ matrix.runs-on }}"
     assert anchors["concurrency"]["group"] == "lawbench-box-${{ matrix.box }}"  # per box, never workflow-wide
     assert "concurrency" not in nightly
+    # the weekly is the nightly's second schedule: its plan step asks for the weekly matrix
+    crons = [c["cron"] for c in nightly["on"]["schedule"]]
+    [step] = [s for s in _steps(plan) if "lawbench profiles runners" in s.get("run", "")]
+    assert len(crons) == 2 and crons[1] in step["env"]["WEEKLY"] and "--weekly" in step["run"]
+    assert anchors["timeout-minutes"] == "${{ matrix.timeout }}"
     [verify] = [s for s in _steps(anchors) if "nightly_runner.sh" in s.get("run", "")]
     assert verify["env"]["PLAN"] == "${{ matrix.plan }}"
     script = (ROOT / "scripts" / "nightly_runner.sh").read_text()
