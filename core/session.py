@@ -87,10 +87,13 @@ class RunContext:
                    if la.anchor.runs and full.selected(la) and not self.selected(la))
 
     def weekly_anchors(self) -> list[str]:
-        """This profile's runnable anchors a nightly leaves for the weekly run (the morning view)."""
+        """This profile's runnable anchors the weekly run takes and this run does not (the morning view)."""
+        from lawbench.core.plan import weekly_cadence
+
         weekly = RunContext.__new__(RunContext)
-        weekly.__dict__.update(self.__dict__, cadence="weekly")
-        return sorted(la.anchor.id for la in self.anchor_set.anchors if la.anchor.runs and weekly.selected(la))
+        weekly.__dict__.update(self.__dict__, cadence=weekly_cadence(self.policy.profile))
+        return sorted(la.anchor.id for la in self.anchor_set.anchors
+                      if la.anchor.runs and weekly.selected(la) and not self.selected(la))
 
     def selected(self, loaded: LoadedAnchor) -> bool:
         a = loaded.anchor
