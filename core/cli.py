@@ -57,7 +57,14 @@ def _run(args: argparse.Namespace, stop) -> int:
     # Anchors named with -k or --law run whatever their cadence; otherwise the profile's default.
     cadence = args.cadence or ("full" if args.k or args.law else None)
     ctx = RunContext(args.profile, laws=tuple(args.law or ()), strict=args.strict, llama_dir=args.llama_dir,
-                     cadence=cadence)
+                     cadence=cadence, deadline_min=args.deadline)
+    if args.gate != "baseline" and (args.baseline or args.acknowledged):
+        from lawbench.core.errors import UsageError
+        raise UsageError("--baseline and --acknowledged judge a night against its history: give --gate baseline too")
+    if args.gate == "baseline":  # opened and validated before anything runs
+        from lawbench.core.gate import gate_setup
+        ctx.gate = gate_setup(ctx.policy.profile.id, args.baseline, args.acknowledged,
+                              weekly=ctx.weekly_anchors() if ctx.cadence in ("quick", "nightly") else [])
     _report_plugin_problems(ctx.registry)
     files = ctx.files()
     if not files:
@@ -158,8 +165,10 @@ def _run_exit_code(rc: int, session, stop) -> int:
     from lawbench.core.reports import interrupt_exit_code
 
     record = getattr(session, "record", None)
-    if record is not None and record.interrupted:
-        return record.exit_code
+    if record is not None and (record.interrupted or record.gate is not None or record.not_reached):
+        # the record decided it (RunRecord.finish): the gate's colour, not pytest's absolute one
+        code = record.exit_code
+        return max(code, EXIT_BAD) if getattr(session, "output_errors", None) else code
     if rc == pytest.ExitCode.INTERRUPTED:  # stopped before the session could write a record
         return interrupt_exit_code(getattr(session, "stop", stop).received or stop.received or "SIGINT")
     if rc == pytest.ExitCode.NO_TESTS_COLLECTED:
@@ -200,6 +209,10 @@ def cmd_check(args: argparse.Namespace) -> int:
     summary = (f"{len(reg.laws)} laws, {len(profiles)} profiles, {len(anchors.anchors)} anchors "
                f"({active} active), {len(cat.model)} real + {len(cat.synthetic)} synthetic models; "
                f"{coverage.summary()}; {len(stakes)} locked stake(s)")
+    from lawbench.core.gate_cli import acknowledged_problems
+    from lawbench.core.plan import window_problems
+
+    problems = [*problems, *window_problems(profiles, anchors), *acknowledged_problems(anchors, profiles)]
     for problem in problems + too_narrow:
         _err(str(problem))
     if reg.broken:
@@ -322,6 +335,19 @@ def build_parser(registry: Any = None) -> argparse.ArgumentParser:
     run.add_argument("--junit", default=None, help="JUnit XML path (default: OUT/junit.xml)")
     run.add_argument("--llama-dir", default=None, help="use this llama.cpp build (its bin folder)")
     run.add_argument("--no-history", action="store_true", help="do not append to the history store")
+    run.add_argument("--gate", choices=("absolute", "baseline"), default="absolute",
+                     help="absolute (default): exit 1 on any FAIL / ERROR / VOID; baseline (the nightly): exit 1 only "
+                          "on news against this runner's last accepted night in --baseline (every verdict stays "
+                          "in the record either way)")
+    run.add_argument("--baseline", default=None, metavar="HISTORY",
+                     help="with --gate baseline: the history to judge against (history.sqlite, or a folder of run "
+                          "records such as the data branch's runs/<profile>)")
+    run.add_argument("--acknowledged", default=None, metavar="FILE",
+                     help="with --gate baseline: the reviewed standing reds (default: "
+                          "hardware_profiles/acknowledged/<profile>.toml)")
+    run.add_argument("--deadline", type=float, default=None, metavar="MINUTES",
+                     help="stop taking new anchors whose worst case no longer fits in MINUTES from the start; "
+                          "the record names the anchors not reached")
     run.add_argument("--contribute", default=None, metavar="PATH",
                      help="also write a contribution bundle (fingerprint, profile, measured machine terms, run record)")
     run.add_argument("-v", "--verbose", action="store_true")
@@ -344,6 +370,8 @@ def build_parser(registry: Any = None) -> argparse.ArgumentParser:
     add_stakes_parser(sub)
     add_register_parser(sub)
     add_record_parser(sub)
+    from lawbench.core.gate_cli import add_gate_parsers
+    add_gate_parsers(sub)  # plan, baseline propose (the nightly gate: core/gate.py)
     groups = {"census": add_census_parser(sub)}  # laws' "census <action>" commands join it below
     # Commands the laws bring (lawbench_commands): core names none of them.
     for name, command in sorted((registry.commands if registry is not None else {}).items()):

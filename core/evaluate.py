@@ -117,6 +117,7 @@ def _apply_finding(anchor: Anchor, result: Result) -> Result:
         result.reason = f"open finding (expected FAIL, does not fail the build): {result.reason}"
     elif result.verdict is Verdict.PASS:
         result.verdict = Verdict.FAIL
+        result.detail["finding_closed"] = anchor.finding  # news for the nightly gate (core/gate.py)
         result.reason = ("the open finding no longer reproduces: the law now lands in the published band; "
                          "close it (remove `finding` from the anchor)")
     return result

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from lawbench.core.errors import DataError
 from lawbench.core.models import Result, Verdict
+from lawbench.core.models.gate import GateVerdict
 from lawbench.core.paths import cache_root
 
 SCHEMA_VERSION = 2  # 2 added `interrupted`; records of version 1 are still read
@@ -118,6 +119,11 @@ class RunRecord(BaseModel):
     counts: dict[str, int] = Field(default_factory=dict)
     exit_code: Optional[int] = None  # None until finish()
     interrupted: Optional[str] = None  # the signal that stopped the run: SIGINT, SIGTERM
+    # Anchors selected but not started because the run's --deadline was near (an honest partial record)
+    not_reached: list[str] = Field(default_factory=list)
+    # `--gate baseline`: the night judged against its runner's last accepted state (core/gate.py);
+    # None for an absolute run. Only the exit code follows it: every verdict above stays as measured.
+    gate: Optional[GateVerdict] = None
 
     @field_validator("run_id", "profile")
     @classmethod
@@ -158,28 +164,38 @@ class RunRecord(BaseModel):
                    engine=None if engine is None else dict(engine), git_commit=git_commit(),
                    **({"started": started} if started else {}))
 
-    def finish(self, results: Iterable[Result], interrupted: Optional[str] = None) -> "RunRecord":
-        """Attach the results, count them per verdict and set the exit code (1 on FAIL/ERROR/VOID;
-        128 + the signal's number when ``interrupted`` names the signal that stopped the run).
+    def finish(self, results: Iterable[Result], interrupted: Optional[str] = None,
+               not_reached: Iterable[str] = (), gate: Any = None) -> "RunRecord":
+        """Attach the results, count them per verdict and set the exit code (1 on FAIL/ERROR/VOID
+        or an anchor not reached; 128 + the signal's number when ``interrupted`` names the signal
+        that stopped the run). With ``gate`` (a function of this record returning its GateVerdict:
+        `--gate baseline`), the exit code is the gate's instead: 1 when it is red.
 
         History anchors (superseded/refuted/retired) are counted apart, under "history".
 
         SKIP is not bad here: the runner already turned skips into failures where policy says so.
         """
         self.results = list(results)
+        self.not_reached = list(not_reached)
         self.counts = {v.value: 0 for v in Verdict}
         self.counts["history"] = 0  # carried for the record only: not a SKIP of a live anchor
         for r in self.results:
             self.counts["history" if is_history(r) else r.verdict.value] += 1
         self.interrupted = interrupted
+        self.finished = utc_now()
+        if gate is not None and not interrupted:
+            self.gate = gate(self)
         if interrupted:
             self.exit_code = interrupt_exit_code(interrupted)
         else:
             # A --strict job on a machine that is not its profile's fails even when nothing it
             # selected measures (-k prediction): it ran on the wrong runner (core.session).
             wrong_runner = self.strict and not self.profile_matches
-            self.exit_code = 1 if wrong_runner or any(r.blocking for r in self.results) else 0
-        self.finished = utc_now()
+            if self.gate is not None:
+                bad = self.gate.verdict == "red"
+            else:
+                bad = any(r.blocking for r in self.results) or bool(self.not_reached)
+            self.exit_code = 1 if wrong_runner or bad else 0
         return self
 
     @property

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import sqlite3
 import sys
+import time
 from pathlib import Path
 from typing import Any, Optional
 
@@ -28,7 +29,8 @@ class RunContext:
     session: Optional["AnchorSession"] = None
 
     def __init__(self, profile_id: str, *, laws: tuple[str, ...] = (), strict: bool = False,
-                 llama_dir: Optional[str] = None, cadence: Optional[str] = "full"):
+                 llama_dir: Optional[str] = None, cadence: Optional[str] = "full",
+                 gate: Any = None, deadline_min: Optional[float] = None):
         from lawbench.core.hardware.detect import fingerprint_machine, match_profile, profile_matches
         from lawbench.core.hardware.profiles import get_profile, plugin_profiles
         from lawbench.core.registry import get_registry
@@ -55,6 +57,9 @@ class RunContext:
         unselected = [law for law in self.registry.laws if laws and law not in laws]
         self.anchor_set = load_all(self.registry, profiles=self.profiles.keys(), lenient=unselected)
         self.llama_dir = llama_dir
+        self.gate = gate  # lawbench.core.gate.GateSetup for `--gate baseline`; None: absolute
+        # --deadline: from now, the run stops taking anchors whose worst case no longer fits
+        self.deadline = None if deadline_min is None else time.monotonic() + 60 * deadline_min
 
     def bound_elsewhere(self) -> dict[str, int]:
         """Other profiles this machine matches, with how many measured anchors bind to them and
@@ -80,6 +85,15 @@ class RunContext:
         full.__dict__.update(self.__dict__, cadence="full")
         return sum(1 for la in self.anchor_set.anchors
                    if la.anchor.runs and full.selected(la) and not self.selected(la))
+
+    def weekly_anchors(self) -> list[str]:
+        """This profile's runnable anchors the weekly run takes and this run does not (the morning view)."""
+        from lawbench.core.plan import weekly_cadence
+
+        weekly = RunContext.__new__(RunContext)
+        weekly.__dict__.update(self.__dict__, cadence=weekly_cadence(self.policy.profile))
+        return sorted(la.anchor.id for la in self.anchor_set.anchors
+                      if la.anchor.runs and weekly.selected(la) and not self.selected(la))
 
     def selected(self, loaded: LoadedAnchor) -> bool:
         a = loaded.anchor
@@ -178,6 +192,20 @@ class AnchorSession:
         self.record_path: Optional[Path] = None
         self.fallback_path: Optional[Path] = None  # the copy kept when an output in out_dir failed
         self.output_errors: list[str] = []  # outputs that could not be written, for people
+        self.not_reached: list[str] = []  # anchors left when the --deadline came near
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: Optional[pytest.Item]) -> Optional[bool]:
+        """Near the --deadline, an anchor whose worst case no longer fits is not started: the run
+        ends with an honest partial record naming it, instead of a job killed with no record."""
+        from lawbench.core.plan import worst_case_s
+
+        if self.ctx.deadline is None or not isinstance(item, AnchorItem):
+            return None
+        if self.not_reached or time.monotonic() + worst_case_s(item.anchor) > self.ctx.deadline:
+            self.not_reached.append(item.anchor.id)
+            return True  # handled: pytest neither runs nor reports it
+        return None
 
     def anchors_in(self, path: Path) -> list[LoadedAnchor]:
         return self._by_file.get(Path(path).resolve(), [])
@@ -254,7 +282,8 @@ class AnchorSession:
             argv=sys.argv,
             machine=self.ctx.machine.model_dump(mode="json"), environment=self.environment,
             engine=self.resources.engine_info(), started=self.started)
-        record.finish(self.results + history_results(self), interrupted=interrupted)
+        record.finish(self.results + history_results(self), interrupted=interrupted, not_reached=self.not_reached,
+                      gate=self.ctx.gate.judge if self.ctx.gate is not None else None)
         if exitstatus == pytest.ExitCode.INTERNAL_ERROR and record.exit_code == 0:
             record.exit_code = 1  # the run broke down: never record it as a success
         self.record = record
@@ -316,6 +345,10 @@ class AnchorSession:
         from lawbench.core.summaries import print_table
 
         print_table(self.record)  # its first line is the headline
+        from lawbench.core.gate_view import gate_text
+
+        for line in gate_text(self.record):  # the gate's colour decides the exit status: said last
+            terminalreporter.write_line(line)
         if self.record.interrupted:
             terminalreporter.write_line(f"run interrupted by {self.record.interrupted}: the anchors "
                                         f"finished so far and the one that was running are recorded")

@@ -36,11 +36,13 @@ def parse_time(text: str, what: str = "--now") -> datetime:
 
 
 def runner_profiles() -> list[str]:
-    """Every loaded profile that names runner labels: the ones a nightly job runs on."""
+    """Every deployed profile ([nightly] deployed = true) with runner labels: the ones a nightly
+    job runs on. A profile with no runner is never called stale."""
     from lawbench.core.hardware.profiles import plugin_profiles
     from lawbench.core.registry import get_registry
 
-    return sorted(p.id for p in plugin_profiles(get_registry()).values() if p.runner_labels)
+    return sorted(p.id for p in plugin_profiles(get_registry()).values()
+                  if p.runner_labels and p.nightly is not None and p.nightly.deployed)
 
 
 def check_stale(history: Optional[History], profiles: Sequence[str], hours: float = 36.0,

@@ -25,7 +25,9 @@ def markdown_summary(record: RunRecord) -> str:
     """A GitHub-flavoured summary: headline, one table row per live anchor, then history."""
     live = [r for r in record.results if not is_history(r)]
     past = [r for r in record.results if is_history(r)]
-    lines = [f"### {headline(record)}", "",
+    from lawbench.core.gate_view import gate_markdown
+
+    lines = [*filter(None, [gate_markdown(record)]), f"### {headline(record)}", "",
              f"run `{record.run_id}` · lawbench {record.lawbench_version}"
              f"{f' @ `{record.git_commit[:12]}`' if record.git_commit else ''}"
              f" · started {record.started}" + (" · strict" if record.strict else ""), ""]

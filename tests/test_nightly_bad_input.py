@@ -94,8 +94,10 @@ def test_the_report_reads_a_contribution_bundle(record, tmp_path):
 def test_runner_matrix_refuses_an_empty_selection_and_shared_labels(tmp_path):
     done = lawbench("profiles", "runners", "--only", ",", cwd=tmp_path)
     assert done.returncode == 2 and "names no profile" in done.stderr
-    both = lawbench("profiles", "runners", "--only", "h200", "--only", "gb10", cwd=tmp_path)
-    assert [j["profile"] for j in json.loads(both.stdout)["include"]] == ["gb10", "h200"]
+    both = lawbench("profiles", "runners", "--only", "gtx1060", "--only", "cpu", cwd=tmp_path)
+    assert [j["profile"] for j in json.loads(both.stdout)["include"]] == ["cpu", "gtx1060"]
+    absent = lawbench("profiles", "runners", "--only", "h200", cwd=tmp_path)
+    assert absent.returncode == 2 and "profile 'h200' is not deployed" in absent.stderr
     extra = tmp_path / "profiles"
     extra.mkdir()
     (extra / "twin.toml").write_text((ROOT / "hardware_profiles" / "cpu.toml").read_text()
@@ -117,7 +119,8 @@ def test_the_first_night_collects_nothing_and_still_builds_the_report(tmp_path):
     missing = subprocess.run(["bash", str(ROOT / "scripts" / "nightly_collect.sh"), str(tmp_path / "data"),
                               str(tmp_path / "nope"), str(tmp_path / "site")], capture_output=True, text=True,
                              env=env, timeout=300)
-    assert missing.returncode == 2 and "no folder" in missing.stderr
+    # download-artifact makes no folder on a night with no artifacts: that night is reported, not an error
+    assert missing.returncode == 0 and "no folder" in missing.stdout, missing.stdout + missing.stderr
 
 
 def test_ab_refuses_options_that_pick_the_model(tmp_path):

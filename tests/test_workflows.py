@@ -45,31 +45,87 @@ def test_there_are_workflows():
 # --------------------------------------------------------------------------- matrix = profiles
 
 
-def test_every_profile_with_runner_labels_gets_a_nightly_job_and_no_job_lacks_a_profile():
+def test_every_deployed_profile_gets_one_job_per_box_and_no_job_lacks_a_profile():
     profiles = load_profiles()
     matrix = runner_matrix(profiles)["include"]
-    with_labels = {pid for pid, p in profiles.items() if p.runner_labels}
-    assert {job["profile"] for job in matrix} == with_labels
-    assert "cpu" in with_labels  # the generic profile has its runner job too
+    deployed = {pid for pid, p in profiles.items() if p.runner_labels and p.nightly and p.nightly.deployed}
+    assert {pid for job in matrix for pid in job["profile"].split()} == deployed
+    assert {"cpu", "cpu-ddr4", "gtx1060"} <= deployed and not {"h200", "gb10"} & deployed  # no runner: no job
     for job in matrix:
-        labels = job["runs-on"]
-        assert labels == profiles[job["profile"]].runner_labels
-        # A runner must only pick up its own profile's job: one label names the profile alone.
-        assert "self-hosted" in labels and f"lawbench-{job['profile']}" in labels
+        members = job["profile"].split()
+        # the box's runner carries every member's labels; its plan runs them one after the other
+        assert set(job["runs-on"]) == {label for pid in members for label in profiles[pid].runner_labels}
+        assert "self-hosted" in job["runs-on"] and all(f"lawbench-{pid}" in job["runs-on"] for pid in members)
+        assert [e.split(":")[0] for e in job["plan"].split()] == members
+        for entry in job["plan"].split():
+            pid, cadence, minutes = entry.split(":")
+            assert cadence == profiles[pid].nightly.cadence and int(minutes) == profiles[pid].nightly.window_min
+    [box] = [job for job in matrix if job["box"] == "ref-desktop"]
+    assert box["profile"] == "cpu-ddr4 gtx1060"  # RUNNERS.md: one box, one job, one lock
     label_sets = [tuple(sorted(job["runs-on"])) for job in matrix]
     assert len(set(label_sets)) == len(label_sets)
+    weekly = runner_matrix(profiles, weekly=True)["include"]
+    assert all(int(e.split(":")[2]) * len(j["plan"].split()) <= j["timeout"] for j in weekly for e in j["plan"].split())
 
 
-def test_the_nightly_takes_its_matrix_from_the_profiles_and_runs_strict():
+def test_the_nightly_takes_its_matrix_from_the_profiles_and_runs_strict_through_the_runner_script():
     nightly = _load(ROOT / ".github" / "workflows" / "nightly.yml")
     plan, anchors = nightly["jobs"]["plan"], nightly["jobs"]["anchors"]
     assert any("lawbench profiles runners" in s.get("run", "") for s in _steps(plan))
     assert anchors["strategy"]["matrix"] == "${{ fromJSON(needs.plan.outputs.matrix) }}"
     assert anchors["runs-on"] == "${{ matrix.runs-on }}"
-    [verify] = [s for s in _steps(anchors) if "nox" in s.get("run", "") and "anchors" in s.get("run", "")]
-    command = " ".join(verify["run"].split())
-    assert re.search(r'-s anchors -- --profile "\$PROFILE" --strict', command), command
-    assert verify["env"]["PROFILE"] == "${{ matrix.profile }}"
+    assert anchors["concurrency"]["group"] == "lawbench-box-${{ matrix.box }}"  # per box, never workflow-wide
+    assert "concurrency" not in nightly
+    # the weekly is the nightly's second schedule: its plan step asks for the weekly matrix
+    crons = [c["cron"] for c in nightly["on"]["schedule"]]
+    [step] = [s for s in _steps(plan) if "lawbench profiles runners" in s.get("run", "")]
+    assert len(crons) == 2 and crons[1] in step["env"]["WEEKLY"] and "--weekly" in step["run"]
+    assert anchors["timeout-minutes"] == "${{ matrix.timeout }}"
+    [verify] = [s for s in _steps(anchors) if "nightly_runner.sh" in s.get("run", "")]
+    assert verify["env"]["PLAN"] == "${{ matrix.plan }}"
+    script = (ROOT / "scripts" / "nightly_runner.sh").read_text()
+    command = " ".join(script.split())
+    assert re.search(r'"\$nox" -s anchors -- --profile "\$profile" --strict --cadence "\$cadence" --gate baseline',
+                     command), command
+
+
+# --------------------------------------------------------------------------- who writes
+
+
+def _writes(job: dict) -> bool:
+    perms = job.get("permissions") or {}
+    return perms.get("contents") == "write" or perms.get("pages") == "write"
+
+
+def test_a_dispatched_ref_can_measure_but_never_reaches_the_push_or_pages():
+    """The measuring workflow has no job that can write; the writing workflow takes no ref, runs
+    only on the default branch, and files only the artifacts of scheduled runs."""
+    nightly = _load(ROOT / ".github" / "workflows" / "nightly.yml")
+    assert "ref" in nightly["on"]["workflow_dispatch"]["inputs"]  # a maintainer may measure a ref …
+    assert not any(_writes(job) for job in nightly["jobs"].values())  # … which writes nothing
+    collect = _load(ROOT / ".github" / "workflows" / "collect.yml")
+    assert not (collect["on"].get("workflow_dispatch") or {}).get("inputs")  # no ref to give
+    default_only = "github.ref == format('refs/heads/{0}', github.event.repository.default_branch)"
+    for name, job in collect["jobs"].items():
+        assert _writes(job), name
+        assert default_only in job["if"], f"collect.yml:{name} must run on the default branch only"
+        for step in _steps(job):
+            assert "inputs." not in json.dumps(step) and "ref:" not in json.dumps(step.get("with", {}))
+    push = [s for s in _steps(collect["jobs"]["collect"]) if "nightly_push.sh" in s.get("run", "")]
+    fetch = [s for s in _steps(collect["jobs"]["collect"]) if "nightly_fetch.sh" in s.get("run", "")]
+    assert push and fetch
+    assert "event=schedule" in (ROOT / "scripts" / "nightly_fetch.sh").read_text()  # never a dispatched run's
+    for path in WORKFLOWS:  # and no other workflow writes the data branch or Pages
+        if path.name != "collect.yml":
+            doc = _load(path)
+            assert "lawbench-history" not in json.dumps(doc) or path.name in ("nightly.yml", "watchdog.yml")
+            assert not any((job.get("permissions") or {}).get("pages") == "write" for job in doc["jobs"].values())
+
+
+def test_collect_waits_for_no_runner_job():
+    collect = _load(ROOT / ".github" / "workflows" / "collect.yml")
+    assert "schedule" in collect["on"]
+    assert all("needs" not in job or job["needs"] == "collect" for job in collect["jobs"].values())
 
 
 def test_the_anchors_session_installs_the_gpu_extra():
@@ -155,7 +211,7 @@ def test_actionlint_can_fail(tmp_path):
 
 def _nightly_verify_step() -> dict:
     nightly = _load(ROOT / ".github" / "workflows" / "nightly.yml")
-    [step] = [s for s in _steps(nightly["jobs"]["anchors"]) if "-s anchors" in s.get("run", "")]
+    [step] = [s for s in _steps(nightly["jobs"]["anchors"]) if "nightly_runner.sh" in s.get("run", "")]
     return step
 
 
@@ -179,7 +235,8 @@ def test_the_nightly_job_on_a_machine_that_is_not_its_profile_fails_not_skips(tm
         f'"{bindir}/lawbench" check && exec "{bindir}/lawbench" run "${{@:4}}"\n')
     (nox_bin / "nox").chmod(0o755)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LAWBENCH_", "GITHUB_"))}
-    env.update(PROFILE=profile, RUNNER_TEMP=str(tmp_path / "runner-temp"), LAWBENCH_GPU_DETECT="nvidia-smi",
+    (tmp_path / "scripts").symlink_to(ROOT / "scripts")  # the step runs in the checkout's root
+    env.update(PLAN=f"{profile}:nightly:150", RUNNER_TEMP=str(tmp_path / "runner-temp"), LAWBENCH_GPU_DETECT="nvidia-smi",
                PATH=f"{bindir}:/usr/bin:/bin", GITHUB_STEP_SUMMARY=str(tmp_path / "summary.md"))
     done = subprocess.run(["bash", "-e", "-c", _nightly_verify_step()["run"]], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=600)
@@ -188,3 +245,4 @@ def test_the_nightly_job_on_a_machine_that_is_not_its_profile_fails_not_skips(tm
     assert f"this machine does not match profile {profile!r}" in done.stderr
     assert "found: no GPU" in done.stderr
     assert "runner refused" in (tmp_path / "summary.md").read_text()
+    assert (tmp_path / "lawbench-out" / profile / "run.json").is_file()  # the record is kept for the collect

@@ -43,11 +43,13 @@ def add_profiles_parser(subparsers: Any) -> argparse.ArgumentParser:
                      help="exit 1 unless this machine matches profile ID (refuse a wrong runner)")
     det.set_defaults(profiles_action="detect")
 
-    run = actions.add_parser("runners", help="the nightly's job matrix: one job per profile with runner labels")
+    run = actions.add_parser("runners", help="the nightly's job matrix: one job per box of deployed profiles")
     run.add_argument("--only", metavar="IDS", action="append", default=None,
                      help="comma-separated profile ids (repeatable), or 'all' (default)")
     run.add_argument("--github-output", action="store_true",
                      help="print `matrix=<json>` for $GITHUB_OUTPUT instead of the JSON alone")
+    run.add_argument("--weekly", action="store_true",
+                     help="the weekly job's plan: the rest of each profile's nightly, with the weekly deadline")
     run.set_defaults(profiles_action="runners")
 
     mea = actions.add_parser("measure", help="measure RAM bandwidth and write a profile")
@@ -106,10 +108,20 @@ def _list(profiles: dict[str, HardwareProfile], console: Console) -> int:
     return 0
 
 
-def runner_matrix(profiles: dict[str, HardwareProfile], only: str = "all") -> dict[str, Any]:
-    """The nightly's matrix, from the profiles: every profile with runner labels is one job, so a
-    new profile gets its nightly by carrying labels, and a job can never name a missing profile."""
+# A runner job's limit (timeout-minutes): a night's windows must fit it (lawbench check), a weekly
+# job's profiles share its deadline.
+JOB_LIMIT_MIN = 240
+WEEKLY_JOB_MIN = 1440
+WEEKLY_DEADLINE_MIN = WEEKLY_JOB_MIN - 40
+
+
+def runner_matrix(profiles: dict[str, HardwareProfile], only: str = "all", weekly: bool = False) -> dict[str, Any]:
+    """The nightly's (or the weekly's) matrix, from the profiles: one job per box of deployed
+    profiles ([nightly] deployed = true). Profiles that share a box ([nightly] box) run in one job,
+    one after the other under one lock, on the runner that carries all their labels. Each job's
+    `plan` is "profile:cadence:deadline-minutes …" for scripts/nightly_runner.sh."""
     from lawbench.core.errors import UsageError
+    from lawbench.core.plan import weekly_cadence
 
     wanted = [x.strip() for x in only.split(",") if x.strip()] if only.strip() != "all" else None
     if wanted == []:
@@ -118,23 +130,38 @@ def runner_matrix(profiles: dict[str, HardwareProfile], only: str = "all") -> di
         get_profile(pid, profiles)  # unknown id: one line listing the known ones
         if not profiles[pid].runner_labels:
             raise UsageError(f"profile {pid!r} has no runner_labels, so no runner job; add them to its file")
-    jobs = [{"profile": p.id, "runs-on": list(p.runner_labels)}
-            for p in sorted(profiles.values(), key=lambda p: p.id)
-            if p.runner_labels and (wanted is None or p.id in wanted)]
-    if not jobs:
-        raise UsageError("no profile has runner_labels: the nightly would have no job")
+        if profiles[pid].nightly is None or not profiles[pid].nightly.deployed:
+            raise UsageError(f"profile {pid!r} is not deployed (hardware_profiles/{pid}.toml: [nightly] deployed = "
+                             "true once its runner is registered), so it has no runner job")
+    chosen = [p for p in sorted(profiles.values(), key=lambda p: p.id)
+              if p.runner_labels and p.nightly is not None and p.nightly.deployed
+              and (wanted is None or p.id in wanted)]
+    if not chosen:
+        raise UsageError("no deployed profile with runner_labels: the nightly would have no job")
+    boxes: dict[str, list[HardwareProfile]] = {}
+    for p in chosen:
+        boxes.setdefault(p.nightly.box or p.id, []).append(p)
+    jobs = []
+    for box, members in sorted(boxes.items()):
+        labels = list(dict.fromkeys(label for p in members for label in p.runner_labels))
+        share = WEEKLY_DEADLINE_MIN // len(members)
+        plan = " ".join(f"{p.id}:{weekly_cadence(p) if weekly else p.nightly.cadence}:"
+                        f"{share if weekly else p.nightly.window_min}" for p in members)
+        jobs.append({"box": box, "profile": " ".join(p.id for p in members), "runs-on": labels, "plan": plan,
+                     "timeout": WEEKLY_JOB_MIN if weekly else JOB_LIMIT_MIN})
     seen: dict[tuple[str, ...], str] = {}
-    for job in jobs:  # a runner must pick up one profile's job only
-        labels = tuple(sorted(job["runs-on"]))
-        if labels in seen:
-            raise UsageError(f"profiles {seen[labels]!r} and {job['profile']!r} carry the same runner labels "
-                             f"{list(labels)}: a runner would take either job; give each its own label")
-        seen[labels] = job["profile"]
+    for job in jobs:  # a runner must pick up one box's job only
+        key = tuple(sorted(job["runs-on"]))
+        if key in seen:
+            raise UsageError(f"profiles {seen[key]!r} and {job['profile']!r} carry the same runner labels "
+                             f"{list(key)}: a runner would take either job; give each its own label")
+        seen[key] = job["profile"]
     return {"include": jobs}
 
 
 def _runners(args: argparse.Namespace, profiles: dict[str, HardwareProfile]) -> int:
-    matrix = json.dumps(runner_matrix(profiles, ",".join(args.only or ["all"])), separators=(",", ":"))
+    matrix = json.dumps(runner_matrix(profiles, ",".join(args.only or ["all"]), weekly=args.weekly),
+                        separators=(",", ":"))
     print(f"matrix={matrix}" if args.github_output else matrix)
     return 0
 

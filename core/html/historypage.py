@@ -5,6 +5,7 @@ from typing import Any, Optional
 
 from lawbench.core.history import History
 from lawbench.core.html.figures import plotting
+from lawbench.core.html.gatepage import morning_section
 from lawbench.core.html.history_plots import MARKER, counts_over_time, series_figures
 from lawbench.core.html.page import (Markup, counts_line, definition_list, document, esc, image, join, table, tag,
                                      verdict_badge)
@@ -30,7 +31,7 @@ def history_page(history: History, profile: Optional[str] = None, limit: Optiona
     scope = f" on profile {profile}" if profile else ""
     with plotting():
         body = [tag("h1", f"lawbench history{scope}: {len(view.runs)} runs"),
-                _summary(history, view, limit), _drift_section(drifts, view)]
+                morning_section(history), _summary(history, view, limit), _drift_section(drifts, view)]
         if view.runs:
             body += [tag("h2", "Verdicts over time"),
                      image(counts_over_time(view.runs), "stacked bars of verdict counts per run"),

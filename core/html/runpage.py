@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from lawbench.core.history import engine_key
 from lawbench.core.html.figures import plotting
+from lawbench.core.html.gatepage import gate_section
 from lawbench.core.html.page import (
     Markup,
     counts_line,
@@ -38,6 +39,7 @@ def run_page(record: RunRecord) -> str:
     with plotting():
         body = [tag("h1", f"lawbench run {record.run_id[:12]} on profile {record.profile}"),
                 tag("p", headline(record)),
+                gate_section(record),  # the gate's verdict leads (docs/gate.md)
                 _header(record),
                 tag("h2", "Verdicts"), counts_line(record.counts),
                 image(counts_figure(record.counts), "bar chart of the verdict counts"),

@@ -186,6 +186,18 @@ class EngineOfRecord(Strict):
         return f"minfer {self.published} ({where} at commit {self.commit})"
 
 
+class Nightly(Strict):
+    """How the profile's nightly runs: whether a runner is registered (only a deployed profile
+    gets a job), the minutes its nightly cadence may take (`lawbench check` refuses a worst case
+    above them), and the box it shares with other profiles (one job runs them one after another)."""
+
+    deployed: bool = False
+    window_min: int = Field(ge=1, le=180)
+    box: Optional[Id] = None
+    # The cadence its nightly job runs; the weekly job runs what this leaves (core/plan.py weekly_cadence).
+    cadence: Literal["quick", "nightly"] = "nightly"
+
+
 class HardwareProfile(Strict):
     id: Id
     description: str
@@ -202,6 +214,7 @@ class HardwareProfile(Strict):
     threads: Optional[Annotated[Union[Annotated[int, Field(ge=1, le=4096)], Literal["all-but-one"]],
                                 WrapValidator(_one_threads_error)]] = None
     notes: list[str] = Field(default_factory=list)
+    nightly: Optional[Nightly] = None  # None: no nightly job, no window (lawbench plan still prices it)
     # Per kind of figure, how far it moves on this box when measured again (docs/bands.md).
     noise: dict[NoiseKind, Noise] = Field(default_factory=dict)
     # The engine builds this profile's published figures were measured with, one per engine.

@@ -1,0 +1,74 @@
+"""The morning view of a night: the gate's verdict per runner, what turned and why, the standing
+reds a person accepted (with their dates), and what waits for the weekly run. A view of the run
+record (its `gate`, `not_reached`), led with in the step summary, the terminal and the report."""
+from __future__ import annotations
+
+from typing import Any
+
+
+def _cell(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\r", "").replace("\n", "<br>")
+
+
+def gate_headline(record: Any) -> str:
+    g = record.gate
+    if g is None:
+        return ""
+    red = g.red_news
+    against = (f"{g.baseline_runs} accepted night(s), newest {g.baseline_run_id[:12]}" if g.baseline_run_id
+               else "no accepted night")
+    what = f"{len(red)} red" if red else "nothing turned"
+    ack = f", {len(g.acknowledged)} acknowledged red(s)" if g.acknowledged else ""
+    return f"gate {g.verdict.upper()} on {g.profile}: {what}{ack} (against {against})"
+
+
+def gate_markdown(record: Any) -> str:
+    """The morning view in Markdown; "" for an absolute run with every anchor reached."""
+    g = record.gate
+    lines: list[str] = []
+    if g is not None:
+        lines += [f"### {'🔴' if g.verdict == 'red' else '🟢'} {gate_headline(record)}", "",
+                  f"machine `{g.fingerprint}` · engine `{g.engine}` · drift α = {g.alpha:g} per series and night", ""]
+        if g.new_baseline:
+            lines += [f"**New baseline:** {g.new_baseline}", ""]
+        shown = [n for n in g.news if n.kind != "not-run"]
+        if shown:
+            lines += ["| gate | anchor | news | before | tonight | why |", "|---|---|---|---|---|---|"]
+            for n in sorted(shown, key=lambda n: (not n.red, n.acknowledged_until is None, n.anchor_id)):
+                state = "red" if n.red else (f"acknowledged until {n.acknowledged_until} ({n.acknowledged_by})"
+                                             if n.acknowledged_until else "note")
+                lines.append("| " + " | ".join(_cell(c) for c in (state, f"`{n.anchor_id}`", n.kind, n.before or "-",
+                                                                   n.after or "-", n.why)) + " |")
+            lines.append("")
+        for e in g.expired:
+            lines.append(f"- acknowledgement expired: {e} (no longer applied; `lawbench check` refuses it)")
+        if g.weekly:
+            lines.append(f"- queued for the weekly run: {len(g.weekly)} anchor(s): "
+                         + ", ".join(f"`{a}`" for a in g.weekly[:12]) + (" …" if len(g.weekly) > 12 else ""))
+        not_run = [n.anchor_id for n in g.news if n.kind == "not-run"]
+        if not_run:
+            lines.append(f"- in the last accepted night but not selected tonight: {len(not_run)}")
+    if record.not_reached:
+        lines.append(f"- **not reached before the deadline ({len(record.not_reached)}):** "
+                     + ", ".join(f"`{a}`" for a in record.not_reached))
+    return "\n".join(lines).rstrip() + "\n" if lines else ""
+
+
+def gate_text(record: Any) -> list[str]:
+    """The same for a terminal: one line per red or acknowledged news."""
+    g = record.gate
+    out = []
+    if g is not None:
+        out.append(gate_headline(record) + (f"; {g.new_baseline}" if g.new_baseline else ""))
+        for n in g.news:
+            if n.red:
+                out.append(f"  RED  {n.anchor_id}: {n.kind}: {n.why}")
+            elif n.acknowledged_until:
+                out.append(f"  ACK  {n.anchor_id}: {n.kind} (acknowledged by {n.acknowledged_by} until "
+                           f"{n.acknowledged_until}): {n.why}")
+        out += [f"  acknowledgement expired: {e}" for e in g.expired]
+        if g.weekly:
+            out.append(f"  queued for the weekly run: {len(g.weekly)} anchor(s)")
+    if record.not_reached:
+        out.append(f"not reached before the deadline: {', '.join(record.not_reached)}")
+    return out

@@ -1,0 +1,49 @@
+"""The morning view in HTML: each runner's newest night as the gate judged it (core/gate.py),
+first on the history page and on a run's page. A view of the records' `gate` and `not_reached`."""
+from __future__ import annotations
+
+from typing import Any
+
+from lawbench.core.html.page import Markup, esc, join, table, tag
+
+
+def gate_section(record: Any) -> Markup:
+    """One runner's night: the gate's verdict and against what, what turned and why (reds first,
+    then acknowledged reds with their dates, then notes), and what waits for the weekly run."""
+    from lawbench.core.gate_view import gate_headline
+
+    g = record.gate
+    parts: list[Any] = []
+    if g is not None:
+        colour = "#b00020" if g.verdict == "red" else "#1b7f3b"
+        parts.append(tag("p", tag("strong", esc(gate_headline(record))), style=f"color:{colour}"))
+        if g.new_baseline:
+            parts.append(tag("p", f"New baseline: {g.new_baseline}"))
+        shown = sorted((n for n in g.news if n.kind != "not-run"),
+                       key=lambda n: (not n.red, n.acknowledged_until is None, n.anchor_id))
+        if shown:
+            parts.append(table(["gate", "anchor", "news", "before", "tonight", "why"], [
+                ["red" if n.red else (f"acknowledged until {n.acknowledged_until} ({n.acknowledged_by})"
+                                      if n.acknowledged_until else "note"),
+                 n.anchor_id, n.kind, n.before or "-", n.after or "-", n.why] for n in shown]))
+        for e in g.expired:
+            parts.append(tag("p", f"acknowledgement expired: {e}"))
+        if g.weekly:
+            parts.append(tag("p", f"queued for the weekly run: {len(g.weekly)} anchor(s): {', '.join(g.weekly)}"))
+    if record.not_reached:
+        parts.append(tag("p", f"not reached before the deadline: {', '.join(record.not_reached)}"))
+    return join(parts)
+
+
+def morning_section(history: Any) -> Markup:
+    """Per profile, its newest run's gate: the first thing the history page shows."""
+    newest: dict[str, Any] = {}
+    for run in history.runs(limit=None):  # newest first
+        newest.setdefault(run.profile, run.run_id)
+    records = [history.record(rid) for _, rid in sorted(newest.items())]
+    gated = [r for r in records if r.gate is not None or r.not_reached]
+    if not gated:
+        return join([])
+    return join([tag("h2", "This morning, per runner"),
+                 *[join([tag("h3", f"{r.profile}: run {r.run_id[:12]} ({r.started})"), gate_section(r)])
+                   for r in gated]])

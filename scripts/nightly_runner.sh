@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# A runner job of the nightly (and of the weekly): every profile of one box, one after the other,
+# each judged against its own runner's last accepted night.
+#
+#   scripts/nightly_runner.sh PLAN DATA OUT [RUN ARGS…]
+#
+# PLAN  "profile:cadence:deadline-minutes …": the job's `plan` from `lawbench profiles runners`
+# DATA  a read-only checkout of the data branch `lawbench-history` (empty on the first night);
+#       runs/<profile>/ is what each profile is judged against (`--gate baseline`)
+# OUT   each profile's outputs go to OUT/<profile>/: run.json, junit.xml, report.html, bundle.json
+# RUN ARGS  passed to every `lawbench run` (tests use -k and --llama-dir)
+#
+# Each profile runs through nox's anchors session (NOX, default `nox`), as a developer would.
+# `--deadline` is the profile's window: a run near it stops taking anchors and records which it
+# did not reach, instead of the job being killed with no record. One profile's failure never
+# stops the next; the exit status is the worst of them. The box lock (lawbench.core.lock) and the
+# job's concurrency group keep any other job from measuring beside this one.
+set -uo pipefail
+if [ $# -lt 3 ]; then echo "usage: $0 PLAN DATA OUT [RUN ARGS…]" >&2; exit 2; fi
+plan=$1 data=$2 out=$3
+shift 3
+nox=${NOX:-nox}
+worst=0
+for entry in $plan; do
+  IFS=: read -r profile cadence deadline <<< "$entry"
+  if ! [[ $profile =~ ^[a-z0-9][a-z0-9._-]*$ && $cadence =~ ^(quick|nightly|weekly|full)$ && $deadline =~ ^[0-9]+$ ]]; then
+    echo "nightly_runner: bad plan entry '$entry' (profile:cadence:minutes)" >&2
+    worst=2
+    continue
+  fi
+  base="$data/runs/$profile"
+  if [ ! -d "$base" ]; then
+    base=$(mktemp -d)  # no history of this profile yet: tonight starts its baseline
+    echo "nightly_runner: $profile has no run records on the data branch yet: tonight starts its baseline"
+  fi
+  echo "::group::$profile ($cadence, deadline $deadline min)"
+  "$nox" -s anchors -- --profile "$profile" --strict --cadence "$cadence" --gate baseline --baseline "$base" \
+    --deadline "$deadline" --out "$out/$profile" --contribute "$out/$profile/bundle.json" "$@"
+  rc=$?
+  echo "::endgroup::"
+  echo "nightly_runner: $profile exit $rc"
+  if [ "$rc" -gt "$worst" ]; then worst=$rc; fi
+done
+exit "$worst"

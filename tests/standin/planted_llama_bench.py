@@ -1,0 +1,73 @@
+"""A --llama-dir stand-in that plants faults into a real llama-bench: it runs the real binary (its
+path in REAL_LLAMA_BENCH beside this script's wrapper) with the same arguments and rewrites what it
+printed, as told by `planted.json` in the wrapper's folder (absent: a faithful pass-through):
+
+  {"slow": {"Q4_0": 0.6}}      every test of a model whose type names Q4_0 ran at 0.6 x its speed
+                               (avg_ts / samples_ts scaled, avg_ns / samples_ns divided): a 40 % slowdown
+  {"drop": ["repack"]}         stderr lines containing "repack" are not printed: a load-log label is lost
+
+make_wrapper(folder, real_bin) builds such a --llama-dir: every real tool and library linked, and
+llama-bench replaced by a shell script that runs this file with the real llama-bench.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+
+def _scale(rec: dict, slow: dict) -> dict:
+    kind = str(rec.get("model_type", ""))
+    for fmt, factor in slow.items():
+        if fmt.lower() in kind.lower():
+            for key in ("avg_ts", "stddev_ts"):
+                if isinstance(rec.get(key), (int, float)):
+                    rec[key] = rec[key] * factor
+            if isinstance(rec.get("samples_ts"), list):
+                rec["samples_ts"] = [v * factor for v in rec["samples_ts"]]
+            for key in ("avg_ns", "stddev_ns"):
+                if isinstance(rec.get(key), (int, float)):
+                    rec[key] = int(rec[key] / factor)
+            if isinstance(rec.get("samples_ns"), list):
+                rec["samples_ns"] = [int(v / factor) for v in rec["samples_ns"]]
+    return rec
+
+
+def main() -> int:
+    real, args = sys.argv[1], sys.argv[2:]
+    plan_file = Path(os.environ.get("PLANTED_DIR", Path(real).parent)) / "planted.json"
+    plan = json.loads(plan_file.read_text()) if plan_file.is_file() else {}
+    proc = subprocess.Popen([real, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = proc.communicate()
+    drop = plan.get("drop") or []
+    sys.stderr.write("".join(line for line in err.splitlines(keepends=True)
+                             if not any(d.lower() in line.lower() for d in drop)))
+    slow = plan.get("slow") or {}
+    if slow and out.strip():
+        text = out.strip()
+        if text.startswith("["):
+            out = json.dumps([_scale(r, slow) for r in json.loads(text)]) + "\n"
+        else:
+            out = "".join(json.dumps(_scale(json.loads(line), slow)) + "\n" if line.strip().startswith("{") else line + "\n"
+                          for line in text.splitlines())
+    sys.stdout.write(out)
+    return proc.returncode
+
+
+def make_wrapper(folder: Path, real_bin: Path) -> Path:
+    """A --llama-dir whose llama-bench plants what folder/planted.json says; returns the folder."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for tool in real_bin.iterdir():
+        if tool.name != "llama-bench" and not (folder / tool.name).exists():
+            (folder / tool.name).symlink_to(tool)
+    script = folder / "llama-bench"
+    script.write_text(f'#!/bin/sh\nPLANTED_DIR="{folder}" exec "{sys.executable}" "{Path(__file__).resolve()}" '
+                      f'"{real_bin / "llama-bench"}" "$@"\n')
+    script.chmod(0o755)
+    return folder
+
+
+if __name__ == "__main__":
+    sys.exit(main())
