@@ -4,7 +4,9 @@ printed, as told by `planted.json` in the wrapper's folder (absent: a faithful p
 
   {"slow": {"Q4_0": 0.6}}      every test of a model whose type names Q4_0 ran at 0.6 x its speed
                                (avg_ts / samples_ts scaled, avg_ns / samples_ns divided): a 40 % slowdown
+  {"slow_files": {"NAME": 0.6}}  the same for a model whose file name contains NAME (one model, not a format)
   {"drop": ["repack"]}         stderr lines containing "repack" are not printed: a load-log label is lost
+  {"args": ["--repack", "0"]}  appended to the real llama-bench's arguments (an engine switch turned)
 
 make_wrapper(folder, real_bin) builds such a --llama-dir: every real tool and library linked, and
 llama-bench replaced by a shell script that runs this file with the real llama-bench.
@@ -18,20 +20,21 @@ import sys
 from pathlib import Path
 
 
-def _scale(rec: dict, slow: dict) -> dict:
-    kind = str(rec.get("model_type", ""))
-    for fmt, factor in slow.items():
-        if fmt.lower() in kind.lower():
-            for key in ("avg_ts", "stddev_ts"):
-                if isinstance(rec.get(key), (int, float)):
-                    rec[key] = rec[key] * factor
-            if isinstance(rec.get("samples_ts"), list):
-                rec["samples_ts"] = [v * factor for v in rec["samples_ts"]]
-            for key in ("avg_ns", "stddev_ns"):
-                if isinstance(rec.get(key), (int, float)):
-                    rec[key] = int(rec[key] / factor)
-            if isinstance(rec.get("samples_ns"), list):
-                rec["samples_ns"] = [int(v / factor) for v in rec["samples_ns"]]
+def _scale(rec: dict, slow: dict, slow_files: dict) -> dict:
+    kind, name = str(rec.get("model_type", "")), str(rec.get("model_filename", ""))
+    factors = [f for fmt, f in slow.items() if fmt.lower() in kind.lower()] + \
+        [f for part, f in slow_files.items() if part in name]
+    for factor in factors:
+        for key in ("avg_ts", "stddev_ts"):
+            if isinstance(rec.get(key), (int, float)):
+                rec[key] = rec[key] * factor
+        if isinstance(rec.get("samples_ts"), list):
+            rec["samples_ts"] = [v * factor for v in rec["samples_ts"]]
+        for key in ("avg_ns", "stddev_ns"):
+            if isinstance(rec.get(key), (int, float)):
+                rec[key] = int(rec[key] / factor)
+        if isinstance(rec.get("samples_ns"), list):
+            rec["samples_ns"] = [int(v / factor) for v in rec["samples_ns"]]
     return rec
 
 
@@ -39,19 +42,20 @@ def main() -> int:
     real, args = sys.argv[1], sys.argv[2:]
     plan_file = Path(os.environ.get("PLANTED_DIR", Path(real).parent)) / "planted.json"
     plan = json.loads(plan_file.read_text()) if plan_file.is_file() else {}
+    args = [*args, *(str(a) for a in plan.get("args") or [])]
     proc = subprocess.Popen([real, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     out, err = proc.communicate()
     drop = plan.get("drop") or []
     sys.stderr.write("".join(line for line in err.splitlines(keepends=True)
                              if not any(d.lower() in line.lower() for d in drop)))
-    slow = plan.get("slow") or {}
-    if slow and out.strip():
+    slow, slow_files = plan.get("slow") or {}, plan.get("slow_files") or {}
+    if (slow or slow_files) and out.strip():
         text = out.strip()
         if text.startswith("["):
-            out = json.dumps([_scale(r, slow) for r in json.loads(text)]) + "\n"
+            out = json.dumps([_scale(r, slow, slow_files) for r in json.loads(text)]) + "\n"
         else:
-            out = "".join(json.dumps(_scale(json.loads(line), slow)) + "\n" if line.strip().startswith("{") else line + "\n"
-                          for line in text.splitlines())
+            out = "".join(json.dumps(_scale(json.loads(line), slow, slow_files)) + "\n"
+                          if line.strip().startswith("{") else line + "\n" for line in text.splitlines())
     sys.stdout.write(out)
     return proc.returncode
 
