@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from lawbench.core.errors import EngineError, OutOfScope
+from lawbench.core.errors import EngineError, LawbenchError, OutOfScope
 from lawbench.core.store.synthetic import SyntheticSpec, build_synthetic
 from lawbench.plugins.law4 import scope
 
@@ -44,9 +44,25 @@ def test_skeleton_keeps_layers_and_format_and_drops_the_bytes(models):
     from lawbench.core.gguf_header import read_header
 
     spec = scope.skeleton_spec(read_header(models["big"]))
-    assert (spec.n_layer, spec.weight_type, spec.n_embd, spec.n_vocab) == (6, "F16", 256, 384)
+    assert (spec.n_layer, spec.weight_type, spec.n_embd, spec.n_vocab) == (6, "F16", 64, 384)
     assert spec.n_params() < 0.1 * SyntheticSpec(id="b", n_layer=6, n_embd=768, n_ff=1536, n_head=12, n_head_kv=4,
                                                   n_vocab=4096).n_params()
+
+
+def test_a_k_quant_skeleton_keeps_whole_256_wide_rows():
+    header = SimpleNamespace(path="m.gguf", metadata={"general.file_type": 15},  # MOSTLY_Q4_K_M
+                             arch=lambda key: {"block_count": 30}[key])
+    spec = scope.skeleton_spec(header)
+    assert (spec.n_layer, spec.weight_type, spec.n_embd, spec.n_ff) == (30, "Q4_K_M", 256, 256)
+
+
+def test_a_file_type_without_a_skeleton_is_named():
+    header = SimpleNamespace(path="m.gguf", metadata={"general.file_type": 9999}, arch=lambda key: 30)
+    with pytest.raises(LawbenchError, match="m.gguf: its file type 9999 has no synthetic skeleton") as exc:
+        scope.skeleton_spec(header)
+    assert not isinstance(exc.value, OutOfScope)  # undecided is an ERROR, never a silent SKIP
+    with pytest.raises(LawbenchError):
+        scope.skeleton_spec(header)
 
 
 def _visits(ms_per_token: dict[str, float]):

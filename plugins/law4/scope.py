@@ -8,10 +8,13 @@ a CPU something else, and each is checked on every arm of the anchor:
    from the RAM tier the law prices. Rule: weight bytes per token ≤ the machine's last-level cache
    (read from sysfs) → out of scope.
 2. **Per-op cost dominates.** The law has no per-operation term. A *skeleton* of the arm's graph —
-   the same layer count and weight format, rows 256 wide, a 384-token vocabulary, so its bytes are
-   a few MiB — decodes at (at least) the arm's fixed per-token cost. Rule: skeleton token time over
-   the arm's own token time (one visit each, the anchor's own engine settings, fastest repetition)
-   above 25 % → out of scope: a term that size can by itself move a ratio outside L-01's ±25 %.
+   the same layer count and weight format, rows as narrow as the format allows (64, or 256 for
+   K-quants and IQ formats), a 384-token vocabulary, so its bytes are at most a few MiB — decodes at
+   (at least) the arm's fixed per-token cost. Rule: skeleton token time over the arm's own token
+   time above 25 % → out of scope: a term that size can by itself move a ratio outside L-01's
+   ±25 %. Both are measured in PROBE_ROUNDS interleaved rounds (skeleton, arm, skeleton, arm …),
+   the anchor's own engine settings, and each takes its fastest repetition over all rounds: a busy
+   neighbour only ever slows a repetition, and per-op cost is what it slows most.
 
 Out of scope is a SKIP with the measured figures (``OutOfScope``), on any runner: not a missing
 resource and not a finding about the law.
@@ -21,13 +24,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from lawbench.core.errors import EngineError, OutOfScope
+from lawbench.core.errors import EngineError, LawbenchError, OutOfScope
 
 # L-01's published accuracy for the law: a fixed cost above this share of a token can alone move
 # a priced ratio outside the band (the rule's threshold, not fitted to any run).
 MAX_FIXED_SHARE = 0.25
-SKELETON_WIDTH = 256  # the smallest row every K-quant accepts whole
+SKELETON_MIN_WIDTH = 64  # rows as narrow as a format allows, but never below 64 (4 heads of 16)
 SKELETON_VOCAB = 384
+PROBE_ROUNDS = 3
 
 
 def last_level_cache_bytes(sysfs: Path = Path("/sys/devices/system/cpu/cpu0/cache")) -> Optional[int]:
@@ -68,8 +72,9 @@ def weight_type_of(header: Any) -> str:
     ftype = header.metadata.get("general.file_type")
     names = {int(getattr(gguf.LlamaFileType, v[1])): k for k, v in WEIGHT_TYPES.items()}
     if ftype is None or int(ftype) not in names:
-        raise OutOfScope(f"{Path(header.path).name}: its file type {ftype} has no synthetic skeleton, so "
-                         f"the per-op rule cannot be measured for it")
+        # the rule cannot be decided: an ERROR that says so, never a silent SKIP
+        raise LawbenchError(f"{Path(header.path).name}: its file type {ftype} has no synthetic skeleton, so "
+                            f"Law 4's per-op scope rule cannot be measured for it")
     return names[int(ftype)]
 
 
@@ -77,10 +82,13 @@ def skeleton_spec(header: Any) -> Any:
     """The synthetic skeleton of a model's graph: its layer count and format, negligible bytes."""
     from lawbench.core.store.synthetic import SyntheticSpec
 
+    from lawbench.core.store.synthetic import WEIGHT_TYPES
+
     n_layer = int(header.arch("block_count"))
     fmt = weight_type_of(header)
-    return SyntheticSpec(id=f"skeleton-{n_layer}l-{fmt.lower()}", n_layer=n_layer, n_embd=SKELETON_WIDTH,
-                         n_ff=SKELETON_WIDTH, n_head=4, n_head_kv=4, n_vocab=SKELETON_VOCAB, weight_type=fmt)
+    width = max(SKELETON_MIN_WIDTH, WEIGHT_TYPES[fmt][0])  # K-quant and IQ rows are whole at 256
+    return SyntheticSpec(id=f"skeleton-{n_layer}l-{fmt.lower()}", n_layer=n_layer, n_embd=width,
+                         n_ff=width, n_head=4, n_head_kv=4, n_vocab=SKELETON_VOCAB, weight_type=fmt)
 
 
 def check_scope(arms: dict[str, Path], visit_of: Callable[[str, Path], Callable[[int], Any]],
@@ -108,11 +116,14 @@ def check_scope(arms: dict[str, Path], visit_of: Callable[[str, Path], Callable[
     for arm, model in arms.items():
         row = out[arm]
         skeleton = build(skeleton_spec(read_header(model)))
-        t_skel = _token_seconds(visit_of(arm, skeleton)(reps))
-        t_model = _token_seconds(visit_of(arm, model)(reps))
+        readings: dict[str, list[float]] = {"skeleton": [], "model": []}
+        for _ in range(PROBE_ROUNDS):
+            readings["skeleton"] += visit_of(arm, skeleton)(reps).values
+            readings["model"] += visit_of(arm, model)(reps).values
+        t_skel, t_model = _token_seconds(readings["skeleton"]), _token_seconds(readings["model"])
         share = t_skel / t_model
         row.update(skeleton=skeleton.name, skeleton_ms_per_token=round(t_skel * 1e3, 3),
-                   ms_per_token=round(t_model * 1e3, 3), fixed_share=round(share, 4))
+                   ms_per_token=round(t_model * 1e3, 3), fixed_share=round(share, 4), probe_rounds=PROBE_ROUNDS)
         if share > MAX_FIXED_SHARE:
             raise OutOfScope(f"arm {arm} ({model.name}) is outside Law 4's scope on this CPU: a skeleton of "
                              f"its graph ({skeleton_spec(read_header(model)).n_layer} layers, same format, "
@@ -122,9 +133,9 @@ def check_scope(arms: dict[str, Path], visit_of: Callable[[str, Path], Callable[
     return out
 
 
-def _token_seconds(visit: Any) -> float:
-    """Seconds per token of a visit's fastest repetition (a neighbour only ever slows one down)."""
-    values = [v for v in visit.values if v and v > 0]
+def _token_seconds(readings: list[float]) -> float:
+    """Seconds per token of the fastest repetition (a neighbour only ever slows one down)."""
+    values = [v for v in readings if v and v > 0]
     if not values:
         raise EngineError("the scope probe's visit gave no reading, so the per-op rule cannot be decided")
     return 1.0 / max(values)
