@@ -212,8 +212,9 @@ def locate_llamacpp(llama_dir: Optional[os.PathLike | str] = None) -> LlamaCpp:
     tools = _tools_in(bin_dir, where)
     try:
         info = probe_version(tools["llama_bench"])
-    except EngineError:  # an older llama-bench without --version: llama-perplexity answers it
-        info = probe_common_version(tools["llama_perplexity"])
+    except EngineError as exc:  # an older llama-bench without --version: llama-perplexity answers it
+        refused = "invalid parameter for argument: --version" in exc.log
+        info = probe_common_version(tools["llama_perplexity"]) if refused else None
         if info is None:
             raise
     for tool in ("llama_perplexity", "llama_quantize"):
