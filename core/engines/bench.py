@@ -164,7 +164,24 @@ def bench_command(llama: LlamaCpp, model: Path, *, n_prompt: Value = 0, n_gen: V
         cmd.append("--no-warmup")
     if verbose:
         cmd.append("-v")
-    return cmd + [str(a) for a in extra_args]
+    return cmd + _load_mode_dialect(llama, [str(a) for a in extra_args])
+
+
+# An older llama-bench (b10103, the register's b10098) says how to load the weights with -mmp and
+# -dio, not -lm: the same three ways (mmap, read into memory, direct I/O).
+_OLD_LOAD_MODES = {"none": ["-mmp", "0"], "mmap": ["-mmp", "1"], "dio": ["-dio", "1"], "auto": []}
+
+
+def _load_mode_dialect(llama: LlamaCpp, args: list[str]) -> list[str]:
+    """``-lm MODE`` as this llama-bench spells it; an EngineError for a mode it cannot express."""
+    if "-lm" not in args[:-1] or supports(llama, "--load-mode"):
+        return args
+    i = args.index("-lm")
+    mode = args[i + 1]
+    if mode not in _OLD_LOAD_MODES or not all(supports(llama, f) for f in ("--mmap", "--direct-io")):
+        raise EngineError(f"llama-bench {llama.version} at {llama.bin_dir} has no -lm option and no way to "
+                          f"load the weights as -lm {mode} asks; use a newer llama.cpp")
+    return args[:i] + _OLD_LOAD_MODES[mode] + args[i + 2:]
 
 
 # --------------------------------------------------------------------------- running

