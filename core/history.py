@@ -399,14 +399,23 @@ class History:
                 raise self._error(f"no run {ref!r} in the history ({len(runs)} runs"
                                   f"{' on profile ' + profile if profile else ''})")
             return runs[int(back)].run_id
-        escaped = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        hits = [r[0] for r in self._query("SELECT run_id FROM runs WHERE run_id LIKE ? ESCAPE '\\'"
-                                          " LIMIT 2", (escaped + "%",))]
+        if self._query("SELECT 1 FROM runs WHERE run_id = ?", (ref,)):
+            return ref  # a whole run id is never ambiguous, whatever else starts with it
+        # a prefix, exactly as written: SQLite's LIKE ignores case, and a run id does not
+        hits = [r[0] for r in self._query("SELECT run_id FROM runs WHERE substr(run_id, 1, length(?)) = ?"
+                                          " LIMIT 2", (ref, ref))]
         if not hits:
             raise self._error(f"no run {ref!r} in the history; `lawbench history` lists the runs")
         if len(hits) > 1:
             raise self._error(f"run reference {ref!r} is ambiguous; give more of the run id")
         return hits[0]
+
+    def run_ids_like(self, run_id: str) -> list[str]:
+        """Run ids a person could take for this one: equal but for case, or a prefix of it or it of
+        them (what `lawbench history import` refuses, so no run's reference becomes ambiguous)."""
+        return [r[0] for r in self._query(
+            "SELECT run_id FROM runs WHERE lower(substr(run_id, 1, length(?))) = lower(?) "
+            "OR lower(substr(?, 1, length(run_id))) = lower(run_id)", (run_id, run_id, run_id))]
 
     def __iter__(self) -> Iterator[RunRow]:
         return iter(self.runs(limit=None))
