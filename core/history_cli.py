@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lawbench.core.console import console as make_console
+from lawbench.core.console import console as make_console, printable, text
 from lawbench.core.commands import number_between, whole_number
 from lawbench.core.compare import comparability, compare_runs, print_comparison
 from lawbench.core.errors import LawbenchError, UsageError
@@ -103,7 +103,7 @@ def history_command(args: argparse.Namespace, console: Any = None) -> int:
                 return _anchor(history, args, console)
             return _runs(history, args, console)
     except LawbenchError as exc:
-        print(f"lawbench history: error: {exc}", file=sys.stderr)
+        print(printable(f"lawbench history: error: {exc}"), file=sys.stderr)
         return 2
 
 
@@ -127,7 +127,7 @@ def _print_rows(console: Any, title: str, columns: dict[str, list[Any]],
     console = _console(console)
     if console.width < 120:
         columns = {k: v for k, v in columns.items() if k not in narrow_drop}
-    table = Table(title=title, title_justify="left")
+    table = Table(title=text(title), title_justify="left")
     for name, cells in columns.items():
         if name == "reason":
             table.add_column(name, overflow="fold")
@@ -135,7 +135,7 @@ def _print_rows(console: Any, title: str, columns: dict[str, list[Any]],
         words = [w for c in cells for w in str(c).split()] + name.split()
         table.add_column(name, min_width=min(30, max(map(len, words))))
     for row in zip(*columns.values()):
-        table.add_row(*row)
+        table.add_row(*map(text, row))  # a record's strings: never markup, never escapes
     console.print(table)
 
 
@@ -222,8 +222,8 @@ def _anchor(history: History, args: argparse.Namespace, console: Any) -> int:
         for r in rows:
             if r.reason:
                 style = VERDICT_STYLE.get(r.verdict, "")
-                console.print(Text(f"  {r.run_id[:12]} ") + Text(r.verdict, style=style)
-                              + Text(f": {r.reason}"))
+                console.print(Text(f"  {r.run_id[:12]} ") + text(r.verdict, style=style)
+                              + text(f": {r.reason}"))
     return 0
 
 
@@ -261,10 +261,10 @@ def _import(history: History, args: argparse.Namespace) -> int:
     else:
         for o in outcomes:
             if o.status == "refused":
-                print(f"refused   {o.message}", file=sys.stderr)
+                print(printable(f"refused   {o.message}"), file=sys.stderr)
             else:
-                print(f"{'imported' if o.status == 'imported' else 'already '}  {o.source}: "
-                      f"{o.message}")
+                print(printable(f"{'imported' if o.status == 'imported' else 'already '}  {o.source}: "
+                                f"{o.message}"))
         if not outcomes:
             print(f"no .json files under {', '.join(args.paths)}: nothing to import")
         imported = sum(o.status == "imported" for o in outcomes)
@@ -285,7 +285,7 @@ def _export(history: History, args: argparse.Namespace) -> int:
         _print_json(outcomes)
     else:
         for o in refused:
-            print(f"refused   {o.message}", file=sys.stderr)
+            print(printable(f"refused   {o.message}"), file=sys.stderr)
         written = sum(o.status == "imported" for o in outcomes)
         print(f"{written} written, {len(outcomes) - written - len(refused)} already there, "
               f"{len(refused)} refused, into {folder}")
@@ -343,7 +343,7 @@ def _stale(args: argparse.Namespace, console: Any) -> int:
             age = "no completed run" if r.run_id is None else \
                 f"newest completed run {r.run_id[:12]} finished {_when(r.finished or '')} UTC, " \
                 f"{r.age_hours:.1f} h ago"
-            print(f"{'STALE' if r.stale else 'ok   '}  {r.profile}: {age}")
+            print(printable(f"{'STALE' if r.stale else 'ok   '}  {r.profile}: {age}"))
         if stale:
             print(f"{len(stale)} profile(s) without a completed run in the last {args.hours:g} h: "
                   f"{', '.join(r.profile for r in stale)}")

@@ -39,8 +39,14 @@ def check_shape(raw: bytes, source: str) -> None:
     if len(raw) > MAX_RECORD_BYTES:
         raise DataError(source, f"is {len(raw) / 2**20:.0f} MiB; a run record or bundle is at most "
                         f"{MAX_RECORD_BYTES // 2**20} MiB (no night writes one this large)")
+    bare = _STRING.sub(b'""', raw)
+    # every result carries one "verdict": counted here, a record of 10**6 results is refused
+    # before pydantic builds it (importing one took 4.6 GB)
+    verdicts = raw.count(b'"verdict"')
+    if verdicts > MAX_RESULTS:
+        raise DataError(source, f"holds about {verdicts} results; a run holds at most {MAX_RESULTS}")
     depth = deepest = 0
-    for m in _BRACKET.finditer(_STRING.sub(b'""', raw)):
+    for m in _BRACKET.finditer(bare):
         depth += 1 if m.group() in b"[{" else -1
         if depth > deepest:
             deepest = depth
