@@ -27,7 +27,7 @@ from lawbench.core.commands import number_between, whole_number
 from lawbench.core.compare import comparability, compare_runs, print_comparison
 from lawbench.core.errors import LawbenchError, UsageError
 from lawbench.core.history import History, ResultRow, RunRow
-from lawbench.core.history_import import export_runs, import_paths
+from lawbench.core.history_import import export_runs, file_records, import_paths, quarantine
 from lawbench.core.models import Verdict
 from lawbench.core.reports import VERDICT_STYLE, fmt_band_edges, fmt_num, fmt_pair, jsonable
 
@@ -64,6 +64,15 @@ def add_history_parser(subparsers: Any) -> argparse.ArgumentParser:
                            help="add run records and contribution bundles (idempotent)")
     i.add_argument("paths", nargs="+", metavar="PATH",
                    help="a run.json, a contribution bundle, or a folder (every *.json below it)")
+    i.add_argument("--contribution", action="store_true",
+                   help="mark every run of this import a contribution (a bundle always is one): "
+                        "shown, never counted for a runner's drift, staleness or latest")
+    i.add_argument("--quarantine", metavar="DIR",
+                   help="copy each refused file into DIR with a .reason.txt, and exit 0 when every "
+                        "refused file is kept there (the others go in either way)")
+    i.add_argument("--file-into", metavar="DATA",
+                   help="file each record that is in the history under DATA/runs/<profile>/<run_id>.json "
+                        "(a contribution under DATA/contributions/...), never overwriting one")
     e = actions.add_parser("export", parents=[_common(True)],
                            help="write every run as FOLDER/<profile>/<run_id>.json (a data branch)")
     e.add_argument("folder", metavar="FOLDER", help="where the run records go")
@@ -157,6 +166,7 @@ def _runs(history: History, args: argparse.Namespace, console: Any) -> int:
         "run": [r.run_id[:12] for r in rows],
         "started (UTC)": [_when(r.started) for r in rows],
         "profile": [r.profile for r in rows],
+        "from": ["contribution" if r.source == "contribution" else "runner" for r in rows],
         "detected": [r.detected_profile or "-" for r in rows],
         "commit": [(r.commit or "-")[:10] for r in rows],
         "exit": [Text(str(r.exit_code), style="green" if r.exit_code == 0 else "red")
@@ -254,10 +264,15 @@ def _import(history: History, args: argparse.Namespace) -> int:
     if any(not p.strip() for p in args.paths):  # "" would import the current folder, recursively
         raise UsageError("history import: an empty PATH (an unset shell variable?); give run.json files, "
                          "bundles or folders")
-    outcomes = import_paths(history, args.paths)
+    outcomes = import_paths(history, args.paths, contribution=args.contribution)
     refused = sum(o.status == "refused" for o in outcomes)
+    kept_aside = quarantine(outcomes, Path(args.quarantine)) if args.quarantine and refused else None
+    filed = file_records(outcomes, Path(args.file_into)) if args.file_into else []
+    unfiled = [o for o in filed if o.status == "refused"]
     if args.json:
-        _print_json(outcomes)
+        _print_json(outcomes + filed)  # the filed records follow, each with its place on DATA
+        for problem in kept_aside or []:
+            print(printable(f"lawbench history: error: {problem}"), file=sys.stderr)
     else:
         for o in outcomes:
             if o.status == "refused":
@@ -268,11 +283,19 @@ def _import(history: History, args: argparse.Namespace) -> int:
         if not outcomes:
             print(f"no .json files under {', '.join(args.paths)}: nothing to import")
         imported = sum(o.status == "imported" for o in outcomes)
+        for o in filed:
+            print(printable(f"{'filed   ' if o.status == 'imported' else 'refused ' if o.status == 'refused' else 'already '}"
+                            f"  {o.message}"), file=sys.stderr if o.status == "refused" else sys.stdout)
+        for problem in kept_aside or []:
+            print(printable(f"lawbench history: error: {problem}"), file=sys.stderr)
         print(f"{imported} imported, {len(outcomes) - imported - refused} already in the history, "
               f"{refused} refused, into {history.path}"
-              + ("; fix or drop the refused files" + (" (the others are in)" if refused < len(outcomes) else "")
+              + (f"; the refused files are quarantined in {args.quarantine}" if kept_aside == [] else
+                 "; fix or drop the refused files" + (" (the others are in)" if refused < len(outcomes) else "")
                  if refused else ""))
-    return 2 if refused else 0
+    if unfiled or kept_aside:
+        return 2
+    return 2 if refused and kept_aside is None else 0
 
 
 def _export(history: History, args: argparse.Namespace) -> int:

@@ -32,6 +32,7 @@ class ImportOutcome:
     message: str  # one line: what was imported, or why not
     run_id: Optional[str] = None
     kind: Optional[str] = None  # "run" or "contribution"
+    profile: Optional[str] = None  # of an imported run: where `--file-into` files it
 
 
 def expand(paths: Sequence[str]) -> list[Path]:
@@ -181,13 +182,65 @@ def _add(history: History, record: RunRecord, provenance: Provenance) -> ImportO
         if stored.rstrip("\n") == mine.rstrip("\n") or \
                 _same(_canonical(RunRecord.model_validate_json(stored)), mine):
             return ImportOutcome(source, "already", f"run {run_id} is already in the history",
-                                 run_id, kind)
+                                 run_id, kind, record.profile)
         return ImportOutcome(source, "refused", f"{source}: run {run_id} is already in the history "
                              "with different content; a run is recorded once and the one there stays "
                              "(is this file edited, or a copy of another run?)", run_id, kind)
     history.append(record, provenance)
     return ImportOutcome(source, "imported", f"run {run_id} ({kind}, profile {record.profile}, "
-                         f"{engine_key(record.engine)}, started {record.started})", run_id, kind)
+                         f"{engine_key(record.engine)}, started {record.started})", run_id, kind,
+                         record.profile)
+
+
+def quarantine(outcomes: Sequence[ImportOutcome], folder: Path) -> list[str]:
+    """Copy every refused file into ``folder`` beside a ``.reason.txt`` that holds its one-line
+    reason, so a night goes on without it and a person can read both later. Returns problems
+    (a file that could not be kept), one line each."""
+    import shutil
+
+    problems = []
+    for n, o in enumerate(x for x in outcomes if x.status == "refused"):
+        # a flat, numbered name: refused files may share a base name (run.json) or name no file
+        name = f"{n + 1:03d}-" + "".join(c if c.isalnum() or c in "._-" else "_" for c in o.source)[-120:]
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / f"{name}.reason.txt").write_text(o.message + "\n", encoding="utf-8")
+            if Path(o.source).is_file():
+                shutil.copyfile(o.source, folder / name)
+        except OSError as exc:
+            problems.append(f"{o.source}: cannot quarantine into {folder}: {exc.strerror or exc}")
+    return problems
+
+
+def file_records(outcomes: Sequence[ImportOutcome], data: Path) -> list[ImportOutcome]:
+    """File every record that is in the history as it was given: a runner's under
+    ``data/runs/<profile>/<run_id>.json``, a contribution's under ``data/contributions/<profile>/``
+    (import that folder with --contribution: a plain run.json there is still someone else's).
+    A file already there with the same bytes is left; one with other bytes is never overwritten."""
+    filed = []
+    for o in outcomes:
+        if o.status == "refused" or not (o.run_id and o.profile and o.kind):
+            continue
+        dest = data / ("contributions" if o.kind == "contribution" else "runs") / o.profile / f"{o.run_id}.json"
+        try:
+            raw = Path(o.source).read_bytes()
+            if dest.exists():
+                same = dest.read_bytes() == raw
+                filed.append(ImportOutcome(str(dest), "already" if same else "refused",
+                                           f"{dest}: already filed" if same else
+                                           f"{dest}: holds other content; a filed record is never overwritten",
+                                           o.run_id, o.kind, o.profile))
+                continue
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            tmp = dest.with_name(f".{dest.name}.tmp")
+            tmp.write_bytes(raw)
+            tmp.replace(dest)
+        except OSError as exc:
+            filed.append(ImportOutcome(str(dest), "refused", f"{dest}: cannot file {o.source}: "
+                                       f"{exc.strerror or exc}", o.run_id, o.kind, o.profile))
+            continue
+        filed.append(ImportOutcome(str(dest), "imported", f"{o.source} -> {dest}", o.run_id, o.kind, o.profile))
+    return filed
 
 
 def import_paths(history: History, paths: Sequence[str], contribution: bool = False) -> list[ImportOutcome]:
