@@ -400,7 +400,7 @@ def run_bench(llama: LlamaCpp, model: Union[Path, str], *, timeout_s: float = 60
     cmd, env = apply_engine_options(llama, cmd, env)  # an A/B engine's +args= / +env= opt-out
     p = run_process(cmd, timeout_s, env, monitor)
     records, samples_ts, bad = [], [], None
-    for record in parse_records(p.stdout):
+    for record in parse_records(p.stdout) if not p.flooded else []:  # a flood is not read as records
         try:
             samples_ts.append(record_speeds(record))
             records.append(record)
