@@ -152,8 +152,10 @@ def _run_logged(cmd: list[str], log, progress, stage: str, deadline: Optional[fl
     last = -1
     # Its own process group, ended on an interrupt: a compiler left running would load the box
     # after lawbench has released its lock.
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            errors="replace", env=env, start_new_session=True)
+    from lawbench.core.procgroup import group_ended, popen_group
+
+    proc = popen_group(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                       errors="replace", env=env)  # ended by the supervisor if lawbench dies
     assert proc.stdout is not None
     expired = threading.Event()
 
@@ -184,6 +186,7 @@ def _run_logged(cmd: list[str], log, progress, stage: str, deadline: Optional[fl
         from lawbench.core.engines.bench import end_group
 
         end_group(proc)
+        group_ended(proc)
         raise
     finally:
         if timer is not None:
@@ -193,6 +196,7 @@ def _run_logged(cmd: list[str], log, progress, stage: str, deadline: Optional[fl
 
         end_group(proc)  # waits until the whole group is gone, not only cmake
     proc.wait()
+    group_ended(proc)
     log.flush()
     return proc.returncode, tail, expired.is_set()
 
