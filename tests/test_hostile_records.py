@@ -382,3 +382,13 @@ def test_collect_step_files_the_genuine_quarantines_the_rest_and_keeps_the_watch
                 env, tmp_path)
     view = {r["profile"]: r["stale"] for r in json.loads(p.stdout)}
     assert p.returncode == 1 and view == {"h200": True, "cpu": False}
+
+
+@pytest.mark.parametrize("look_alike", ["l4.x\n", "l4.x\r", " l4.x", "l4.X", "l4.x\u200b"])
+def test_an_id_matches_the_grammar_as_a_whole_string(look_alike):
+    """`$` also matches before a final newline: "l4.x\\n" used to pass as a second anchor beside "l4.x"."""
+    from lawbench.core.models.base import _check_id
+
+    assert _check_id("l4.x") == "l4.x"
+    with pytest.raises(ValueError, match="an id must be"):
+        _check_id(look_alike)
