@@ -30,8 +30,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     # SIGTERM (a cancelled CI job) stops the run as Ctrl-C does; the anchor session installs its
     # own handler for the measuring part, which records the signal in the run record.
+    from lawbench.core.streams import SteadyStdout
+
     stop = StopSignals()
     stop.install()
+    real_stdout = sys.stdout
+    sys.stdout = SteadyStdout(real_stdout)  # `| head -1` must not end the run without a record
     try:
         return _run(args, stop)
     except KeyboardInterrupt as exc:
@@ -40,6 +44,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return interrupt_exit_code(name)
     finally:
         stop.restore()
+        sys.stdout = real_stdout
 
 
 def _run(args: argparse.Namespace, stop) -> int:
@@ -403,6 +408,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     from lawbench.core.registry import PluginError, get_registry
     from lawbench.core.signals import StopSignals
 
+    from lawbench.core.streams import guard_std_fds
+
+    guard_std_fds()  # a closed stdout's fd 1 must not become the history file's
     # Every command stops on SIGTERM (a cancelled CI job) as on Ctrl-C: its engine's process group
     # ended, 128 + the signal's number. `run` and `ab` install their own, which write a record first.
     stop = StopSignals()

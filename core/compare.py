@@ -127,6 +127,8 @@ def print_comparison(rows: list[ComparisonRow], run_a: str = "A", run_b: str = "
     from rich.table import Table
     from rich.text import Text
 
+    from lawbench.core.console import text
+
     def verdict(v: Optional[str]) -> Text:
         return Text(v or "-", style=VERDICT_STYLE.get(v or "", "dim"))
 
@@ -139,8 +141,8 @@ def print_comparison(rows: list[ComparisonRow], run_a: str = "A", run_b: str = "
     # an anchor new in B and bad there is a regression of the build, but it did not turn: said apart
     turned = sum(r.worse and r.verdict_a is not None for r in rows)
     new_bad = sum(r.worse and r.verdict_a is None for r in rows)
-    table = Table(title=f"compare {run_a[:12]} (A) -> {run_b[:12]} (B): {len(rows)} anchors, "
-                        f"{turned} turned bad" + (f", {new_bad} new and bad" if new_bad else ""),
+    table = Table(title=text(f"compare {run_a[:12]} (A) -> {run_b[:12]} (B): {len(rows)} anchors, "
+                             f"{turned} turned bad" + (f", {new_bad} new and bad" if new_bad else "")),
                   title_justify="left")
     table.add_column("anchor", overflow="fold")
     if wide:
@@ -157,13 +159,13 @@ def print_comparison(rows: list[ComparisonRow], run_a: str = "A", run_b: str = "
                   value(r.measured_b, r.predicted_b),
                   "-" if r.ratio is None else f"{'' if r.comparable else '≠ '}{r.ratio:.3f}",
                   Text(r.change, style="bold red" if r.worse else "bold")]
-        table.add_row(*cells)
+        table.add_row(*map(text, cells))  # a record's strings: never markup, never escapes
     console.print(table)
     if verdict_of is not None:
         for reason in verdict_of.reasons:
-            console.print(Text(f"not comparable: {reason}", style="bold yellow"))
+            console.print(text(f"not comparable: {reason}", style="bold yellow"))
         if verdict_of.reasons:
             console.print(Text("rows marked ≠ join runs that are not comparable: read their B/A as "
                                "a difference of set-ups, not of code", style="yellow"))
         for note in verdict_of.notes:
-            console.print(Text(f"note: {note}", style="dim"))
+            console.print(text(f"note: {note}", style="dim"))

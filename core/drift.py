@@ -4,7 +4,7 @@ the band.
 A series is one anchor on one profile with one engine build (the join keys of core/history.py),
 oldest run first, made of the runs' `measured` statistic and its recorded confidence interval.
 Only runs whose machine matched the profile count (a mismatched machine is not evidence for the
-profile), and SKIP / ERROR rows and rows without a positive measured value are left out.
+profile), never a contribution (someone else's machine, whatever its record claims), and SKIP / ERROR rows and rows without a positive measured value are left out.
 
 The method (STEP_METHOD), in the spirit of asv's step detection but with each run's own uncertainty:
 on log values, each run's standard error is its interval's half-width over the quantile that made
@@ -119,8 +119,9 @@ def series(history: History, profile: Optional[str] = None) -> dict[tuple[str, s
     levels = history.interval_levels()
     out: dict[tuple[str, str, str], list[Point]] = {}
     for r in history.measured_results(profile=profile):
-        if not keys[r.run_id].profile_matches or r.ci_lo is None or r.ci_hi is None:
-            continue
+        k = keys[r.run_id]
+        if not k.profile_matches or k.contribution or r.ci_lo is None or r.ci_hi is None:
+            continue  # a contribution is someone else's machine: never a point of a runner's series
         assert r.measured is not None  # measured_results() selects measured rows
         se = standard_error(r.measured, r.ci_lo, r.ci_hi, *levels.get((r.run_id, r.anchor_id),
                                                                       (None, None)))

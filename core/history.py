@@ -77,6 +77,7 @@ class RunRow:
     version: Optional[str]
     exit_code: Optional[int]
     counts: dict[str, int] = field(default_factory=dict)
+    source: str = "run"  # "contribution" when imported as one (imports.kind), else "run"
 
 
 @dataclass(frozen=True)
@@ -203,6 +204,8 @@ class History:
     def _prepare(self) -> None:
         con = self._connection
         version = con.execute("PRAGMA user_version").fetchone()[0]  # "not a database" shows here
+        if version:
+            self._check_integrity()
         if version == 0:
             foreign = [r[0] for r in con.execute(
                 "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")]
@@ -233,6 +236,16 @@ class History:
         else:
             con.execute("PRAGMA journal_mode = WAL")
         con.execute("PRAGMA foreign_keys = ON")
+
+    def _check_integrity(self) -> None:
+        """A damaged file answers some queries and fails others, and SQLite appends to it happily:
+        refuse it on open, before anything is read from or written to it (quick_check reads every
+        page, about 0.1 s per 10 MB)."""
+        problems = [r[0] for r in self._connection.execute("PRAGMA quick_check(3)")]
+        if problems != ["ok"]:
+            raise self._error(f"is damaged (SQLite's integrity check: {problems[0]}); nothing is read from "
+                              "or appended to a damaged history: move it aside and rebuild it from the run "
+                              "records with `lawbench history import`")
 
     @property
     def _connection(self) -> sqlite3.Connection:
@@ -297,18 +310,26 @@ class History:
 
     # ------------------------------------------------------------------ reading
 
-    def runs(self, profile: Optional[str] = None, limit: Optional[int] = 20) -> list[RunRow]:
-        """The newest runs first, each with the record's counts per verdict."""
-        sql = ('SELECT run_id, started, finished, profile, detected_profile, "commit", version, '
-               "exit_code, json_extract(record_json, '$.counts') AS counts FROM runs")
-        params: tuple = ()
+    def runs(self, profile: Optional[str] = None, limit: Optional[int] = 20,
+             contributions: bool = True) -> list[RunRow]:
+        """The newest runs first, each with the record's counts per verdict and where it came from;
+        ``contributions=False`` keeps only runners' runs."""
+        sql = ('SELECT u.run_id, started, finished, profile, detected_profile, "commit", version, '
+               "exit_code, json_extract(record_json, '$.counts') AS counts, "
+               "COALESCE(i.kind, 'run') AS source FROM runs u LEFT JOIN imports i USING (run_id)")
+        where, params = [], ()  # type: list[str], tuple
         if profile is not None:
-            sql, params = sql + " WHERE profile = ?", (profile,)
-        sql += " ORDER BY started DESC, rowid DESC"
+            where, params = ["profile = ?"], (profile,)
+        if not contributions:
+            where.append("COALESCE(i.kind, 'run') != 'contribution'")
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY started DESC, u.rowid DESC"
         if limit is not None:
             sql, params = sql + " LIMIT ?", params + (int(limit),)
         rows = self._query(sql, params)
-        return [RunRow(*tuple(r)[:-1], counts=json.loads(r["counts"] or "{}")) for r in rows]
+        return [RunRow(*tuple(r)[:-2], counts=json.loads(r["counts"] or "{}"), source=r["source"])
+                for r in rows]
 
     def results(self, run_id: str) -> list[ResultRow]:
         """Every anchor's result in one run, by anchor id."""
@@ -326,13 +347,14 @@ class History:
         Read once per open history (one pass over the runs) and kept until the next append.
         """
         if self._keys is None:
-            rows = self._query("SELECT run_id, profile, json_extract(record_json, '$.engine'), "
+            rows = self._query("SELECT u.run_id, profile, json_extract(record_json, '$.engine'), "
                                "json_extract(record_json, '$.profile_matches'), "
-                               "json_extract(record_json, '$.interrupted'), finished FROM runs")
+                               "json_extract(record_json, '$.interrupted'), finished, "
+                               "i.kind = 'contribution' FROM runs u LEFT JOIN imports i USING (run_id)")
             self._keys = {r[0]: RunKeys(profile=r[1], engine=engine_key(json.loads(r[2]) if r[2]
                                                                          else None),
                                         profile_matches=bool(r[3]), interrupted=r[4],
-                                        finished=r[5]) for r in rows}
+                                        finished=r[5], contribution=bool(r[6])) for r in rows}
         return self._keys
 
     def stored_json(self, run_id: str) -> Optional[str]:
@@ -389,24 +411,35 @@ class History:
 
     def resolve(self, ref: str, profile: Optional[str] = None) -> str:
         """A run id from a unique prefix, `latest`, or `latest~N` (N runs before the latest;
-        `latest~` alone is `latest~1`, as git reads `HEAD~`)."""
+        `latest~` alone is `latest~1`, as git reads `HEAD~`). `latest` counts runners' runs only:
+        a contribution is named by its id, never becomes the runner's latest."""
         if ref == "latest" or ref.startswith("latest~"):
             back = ref.partition("~")[2] or ("1" if ref.endswith("~") else "0")
             if not back.isdigit():
                 raise self._error(f"cannot read run reference {ref!r}: use latest or latest~N")
-            runs = self.runs(profile=profile, limit=int(back) + 1)
+            runs = self.runs(profile=profile, limit=int(back) + 1, contributions=False)
             if len(runs) <= int(back):
-                raise self._error(f"no run {ref!r} in the history ({len(runs)} runs"
-                                  f"{' on profile ' + profile if profile else ''})")
+                raise self._error(f"no run {ref!r} in the history ({len(runs)} runners' runs"
+                                  f"{' on profile ' + profile if profile else ''}; contributions "
+                                  "are named by their run id)")
             return runs[int(back)].run_id
-        escaped = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        hits = [r[0] for r in self._query("SELECT run_id FROM runs WHERE run_id LIKE ? ESCAPE '\\'"
-                                          " LIMIT 2", (escaped + "%",))]
+        if self._query("SELECT 1 FROM runs WHERE run_id = ?", (ref,)):
+            return ref  # a whole run id is never ambiguous, whatever else starts with it
+        # a prefix, exactly as written: SQLite's LIKE ignores case, and a run id does not
+        hits = [r[0] for r in self._query("SELECT run_id FROM runs WHERE substr(run_id, 1, length(?)) = ?"
+                                          " LIMIT 2", (ref, ref))]
         if not hits:
             raise self._error(f"no run {ref!r} in the history; `lawbench history` lists the runs")
         if len(hits) > 1:
             raise self._error(f"run reference {ref!r} is ambiguous; give more of the run id")
         return hits[0]
+
+    def run_ids_like(self, run_id: str) -> list[str]:
+        """Run ids a person could take for this one: equal but for case, or a prefix of it or it of
+        them (what `lawbench history import` refuses, so no run's reference becomes ambiguous)."""
+        return [r[0] for r in self._query(
+            "SELECT run_id FROM runs WHERE lower(substr(run_id, 1, length(?))) = lower(?) "
+            "OR lower(substr(?, 1, length(run_id))) = lower(run_id)", (run_id, run_id, run_id))]
 
     def __iter__(self) -> Iterator[RunRow]:
         return iter(self.runs(limit=None))

@@ -22,12 +22,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lawbench.core.console import console as make_console
+from lawbench.core.console import console as make_console, printable, text
 from lawbench.core.commands import number_between, whole_number
 from lawbench.core.compare import comparability, compare_runs, print_comparison
 from lawbench.core.errors import LawbenchError, UsageError
 from lawbench.core.history import History, ResultRow, RunRow
-from lawbench.core.history_import import export_runs, import_paths
+from lawbench.core.history_import import export_runs, file_records, import_paths, quarantine
 from lawbench.core.models import Verdict
 from lawbench.core.reports import VERDICT_STYLE, fmt_band_edges, fmt_num, fmt_pair, jsonable
 
@@ -64,6 +64,15 @@ def add_history_parser(subparsers: Any) -> argparse.ArgumentParser:
                            help="add run records and contribution bundles (idempotent)")
     i.add_argument("paths", nargs="+", metavar="PATH",
                    help="a run.json, a contribution bundle, or a folder (every *.json below it)")
+    i.add_argument("--contribution", action="store_true",
+                   help="mark every run of this import a contribution (a bundle always is one): "
+                        "shown, never counted for a runner's drift, staleness or latest")
+    i.add_argument("--quarantine", metavar="DIR",
+                   help="copy each refused file into DIR with a .reason.txt, and exit 0 when every "
+                        "refused file is kept there (the others go in either way)")
+    i.add_argument("--file-into", metavar="DATA",
+                   help="file each record that is in the history under DATA/runs/<profile>/<run_id>.json "
+                        "(a contribution under DATA/contributions/...), never overwriting one")
     e = actions.add_parser("export", parents=[_common(True)],
                            help="write every run as FOLDER/<profile>/<run_id>.json (a data branch)")
     e.add_argument("folder", metavar="FOLDER", help="where the run records go")
@@ -103,7 +112,7 @@ def history_command(args: argparse.Namespace, console: Any = None) -> int:
                 return _anchor(history, args, console)
             return _runs(history, args, console)
     except LawbenchError as exc:
-        print(f"lawbench history: error: {exc}", file=sys.stderr)
+        print(printable(f"lawbench history: error: {exc}"), file=sys.stderr)
         return 2
 
 
@@ -127,7 +136,7 @@ def _print_rows(console: Any, title: str, columns: dict[str, list[Any]],
     console = _console(console)
     if console.width < 120:
         columns = {k: v for k, v in columns.items() if k not in narrow_drop}
-    table = Table(title=title, title_justify="left")
+    table = Table(title=text(title), title_justify="left")
     for name, cells in columns.items():
         if name == "reason":
             table.add_column(name, overflow="fold")
@@ -135,7 +144,7 @@ def _print_rows(console: Any, title: str, columns: dict[str, list[Any]],
         words = [w for c in cells for w in str(c).split()] + name.split()
         table.add_column(name, min_width=min(30, max(map(len, words))))
     for row in zip(*columns.values()):
-        table.add_row(*row)
+        table.add_row(*map(text, row))  # a record's strings: never markup, never escapes
     console.print(table)
 
 
@@ -157,6 +166,7 @@ def _runs(history: History, args: argparse.Namespace, console: Any) -> int:
         "run": [r.run_id[:12] for r in rows],
         "started (UTC)": [_when(r.started) for r in rows],
         "profile": [r.profile for r in rows],
+        "from": ["contribution" if r.source == "contribution" else "runner" for r in rows],
         "detected": [r.detected_profile or "-" for r in rows],
         "commit": [(r.commit or "-")[:10] for r in rows],
         "exit": [Text(str(r.exit_code), style="green" if r.exit_code == 0 else "red")
@@ -222,8 +232,8 @@ def _anchor(history: History, args: argparse.Namespace, console: Any) -> int:
         for r in rows:
             if r.reason:
                 style = VERDICT_STYLE.get(r.verdict, "")
-                console.print(Text(f"  {r.run_id[:12]} ") + Text(r.verdict, style=style)
-                              + Text(f": {r.reason}"))
+                console.print(Text(f"  {r.run_id[:12]} ") + text(r.verdict, style=style)
+                              + text(f": {r.reason}"))
     return 0
 
 
@@ -254,25 +264,38 @@ def _import(history: History, args: argparse.Namespace) -> int:
     if any(not p.strip() for p in args.paths):  # "" would import the current folder, recursively
         raise UsageError("history import: an empty PATH (an unset shell variable?); give run.json files, "
                          "bundles or folders")
-    outcomes = import_paths(history, args.paths)
+    outcomes = import_paths(history, args.paths, contribution=args.contribution)
     refused = sum(o.status == "refused" for o in outcomes)
+    kept_aside = quarantine(outcomes, Path(args.quarantine)) if args.quarantine and refused else None
+    filed = file_records(outcomes, Path(args.file_into)) if args.file_into else []
+    unfiled = [o for o in filed if o.status == "refused"]
     if args.json:
-        _print_json(outcomes)
+        _print_json(outcomes + filed)  # the filed records follow, each with its place on DATA
+        for problem in kept_aside or []:
+            print(printable(f"lawbench history: error: {problem}"), file=sys.stderr)
     else:
         for o in outcomes:
             if o.status == "refused":
-                print(f"refused   {o.message}", file=sys.stderr)
+                print(printable(f"refused   {o.message}"), file=sys.stderr)
             else:
-                print(f"{'imported' if o.status == 'imported' else 'already '}  {o.source}: "
-                      f"{o.message}")
+                print(printable(f"{'imported' if o.status == 'imported' else 'already '}  {o.source}: "
+                                f"{o.message}"))
         if not outcomes:
             print(f"no .json files under {', '.join(args.paths)}: nothing to import")
         imported = sum(o.status == "imported" for o in outcomes)
+        for o in filed:
+            print(printable(f"{'filed   ' if o.status == 'imported' else 'refused ' if o.status == 'refused' else 'already '}"
+                            f"  {o.message}"), file=sys.stderr if o.status == "refused" else sys.stdout)
+        for problem in kept_aside or []:
+            print(printable(f"lawbench history: error: {problem}"), file=sys.stderr)
         print(f"{imported} imported, {len(outcomes) - imported - refused} already in the history, "
               f"{refused} refused, into {history.path}"
-              + ("; fix or drop the refused files" + (" (the others are in)" if refused < len(outcomes) else "")
+              + (f"; the refused files are quarantined in {args.quarantine}" if kept_aside == [] else
+                 "; fix or drop the refused files" + (" (the others are in)" if refused < len(outcomes) else "")
                  if refused else ""))
-    return 2 if refused else 0
+    if unfiled or kept_aside:
+        return 2
+    return 2 if refused and kept_aside is None else 0
 
 
 def _export(history: History, args: argparse.Namespace) -> int:
@@ -285,7 +308,7 @@ def _export(history: History, args: argparse.Namespace) -> int:
         _print_json(outcomes)
     else:
         for o in refused:
-            print(f"refused   {o.message}", file=sys.stderr)
+            print(printable(f"refused   {o.message}"), file=sys.stderr)
         written = sum(o.status == "imported" for o in outcomes)
         print(f"{written} written, {len(outcomes) - written - len(refused)} already there, "
               f"{len(refused)} refused, into {folder}")
@@ -343,7 +366,7 @@ def _stale(args: argparse.Namespace, console: Any) -> int:
             age = "no completed run" if r.run_id is None else \
                 f"newest completed run {r.run_id[:12]} finished {_when(r.finished or '')} UTC, " \
                 f"{r.age_hours:.1f} h ago"
-            print(f"{'STALE' if r.stale else 'ok   '}  {r.profile}: {age}")
+            print(printable(f"{'STALE' if r.stale else 'ok   '}  {r.profile}: {age}"))
         if stale:
             print(f"{len(stale)} profile(s) without a completed run in the last {args.hours:g} h: "
                   f"{', '.join(r.profile for r in stale)}")

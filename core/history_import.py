@@ -19,7 +19,8 @@ from typing import Literal, Optional, Sequence
 from lawbench.core.contribute import is_bundle, read_bundle
 from lawbench.core.errors import DataError
 from lawbench.core.history import History, Provenance, engine_key
-from lawbench.core.reports import RunRecord, parse_record_time, read_json, to_json, utc_now, write_json
+from lawbench.core.record_checks import MAX_RECORD_BYTES, check_record, check_shape
+from lawbench.core.reports import RunRecord, parse_record, parse_record_time, to_json, utc_now, write_json
 
 Status = Literal["imported", "already", "refused"]
 
@@ -31,6 +32,7 @@ class ImportOutcome:
     message: str  # one line: what was imported, or why not
     run_id: Optional[str] = None
     kind: Optional[str] = None  # "run" or "contribution"
+    profile: Optional[str] = None  # of an imported run: where `--file-into` files it
 
 
 def expand(paths: Sequence[str]) -> list[Path]:
@@ -65,16 +67,33 @@ def _not_from_the_future(record: RunRecord, source: str) -> None:
                         "night from the stale check; fix the runner's clock", field="finished")
 
 
-def import_file(history: History, path: Path) -> ImportOutcome:
-    """Import one run record or contribution bundle; never raises for a bad file."""
+@dataclass(frozen=True)
+class _Candidate:
+    """A file that passed every check of its own, waiting for the identity checks of the batch."""
+
+    record: RunRecord
+    provenance: Provenance
+
+
+def read_candidate(path: Path, contribution: bool = False) -> "ImportOutcome | _Candidate":
+    """Read and check one run record or contribution bundle; never raises for a bad file.
+
+    :param contribution: mark it a contribution whatever it says (a bundle always is one).
+    """
     source = str(path)
     try:
+        if path.is_file() and path.stat().st_size > MAX_RECORD_BYTES:  # before reading it into memory
+            raise DataError(source, f"is {path.stat().st_size / 2**20:.0f} MiB; a run record or bundle is "
+                            f"at most {MAX_RECORD_BYTES // 2**20} MiB")
         raw = path.read_bytes()
+        check_shape(raw, source)
+    except DataError as exc:
+        return ImportOutcome(source, "refused", str(exc))
     except OSError as exc:
         return ImportOutcome(source, "refused", f"{source}: cannot read: {exc.strerror or exc}")
     try:
         data = json.loads(raw)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         return ImportOutcome(source, "refused", f"{source}: not JSON ({exc}); give a run.json or a "
                              "contribution bundle")
     sha = hashlib.sha256(raw).hexdigest()
@@ -82,6 +101,7 @@ def import_file(history: History, path: Path) -> ImportOutcome:
         if is_bundle(data):
             bundle = read_bundle(raw, source)
             record = bundle.record
+            check_record(record, source, prefix="record.")
             provenance = Provenance(kind="contribution", source=source, sha256=sha,
                                     imported_at=utc_now(), contributor=bundle.contributor,
                                     bundle_created=bundle.created,
@@ -93,20 +113,67 @@ def import_file(history: History, path: Path) -> ImportOutcome:
                 raise DataError(source, "not a run record or a contribution bundle (no run_id "
                                 "and started at its top level); give a run.json that `lawbench "
                                 "run` wrote, or a bundle from `lawbench run --contribute`")
-            record = read_json(path)
+            record = parse_record(raw, source)  # the bytes checked above, not a second read
             if record.finished is None or record.exit_code is None:
                 raise DataError(source, f"run {record.run_id} is unfinished (finished is null): "
                                 "a run still in progress, or one that died before writing its "
                                 "end; import the record its run finished", field="finished")
-            provenance = Provenance(kind="run", source=source, sha256=sha, imported_at=utc_now())
+            check_record(record, source)
+            provenance = Provenance(kind="contribution" if contribution else "run", source=source,
+                                    sha256=sha, imported_at=utc_now())
         _not_from_the_future(record, source)
-        return _add(history, record, provenance)
+        return _Candidate(record, provenance)
     except DataError as exc:
         return ImportOutcome(source, "refused", str(exc))
 
 
+def import_file(history: History, path: Path, contribution: bool = False) -> ImportOutcome:
+    """Import one run record or contribution bundle; never raises for a bad file."""
+    return import_files(history, [path], contribution)[0]
+
+
+def _shadows(a: str, b: str) -> bool:
+    """Two run ids a person could not tell apart by reference: equal but for case, or one a prefix
+    of the other (runs are looked up by prefix, so the shorter would become ambiguous)."""
+    a, b = a.casefold(), b.casefold()
+    return a.startswith(b) or b.startswith(a)
+
+
+def import_files(history: History, files: Sequence[Path], contribution: bool = False) -> list[ImportOutcome]:
+    """Import files as one batch, so that which of two records with one run id goes in never
+    depends on the order they come in: a run already in the history stays; of two new ones, a
+    runner's record goes before a contribution, and two of one kind that differ are both refused."""
+    read = [read_candidate(f, contribution) for f in files]
+    cands = [c for c in read if isinstance(c, _Candidate)]
+    rank = {"run": 0, "contribution": 1}
+    order = sorted(range(len(cands)), key=lambda i: rank.get(cands[i].provenance.kind, 2))
+    texts = [_canonical(c.record) for c in cands]
+    outcomes: dict[int, ImportOutcome] = {}
+    for i in order:
+        c = cands[i]
+        rivals = [j for j in order if j != i and cands[j].provenance.kind == c.provenance.kind
+                  and _shadows(cands[j].record.run_id, c.record.run_id) and texts[j] != texts[i]]
+        if rivals:
+            others = ", ".join(cands[j].provenance.source for j in rivals)
+            outcomes[i] = ImportOutcome(c.provenance.source, "refused", f"{c.provenance.source}: run "
+                                        f"{c.record.run_id} is also claimed, with other content, by {others}; "
+                                        "none of them is taken, since which one the runner wrote cannot be "
+                                        "told here (import the runner's own artifact alone)", c.record.run_id,
+                                        c.provenance.kind)
+            continue
+        outcomes[i] = _add(history, c.record, c.provenance)
+    done = iter(outcomes[i] for i in range(len(cands)))
+    return [next(done) if isinstance(c, _Candidate) else c for c in read]
+
+
 def _add(history: History, record: RunRecord, provenance: Provenance) -> ImportOutcome:
     source, kind, run_id = provenance.source, provenance.kind, record.run_id
+    shadowed = [other for other in history.run_ids_like(run_id) if other != run_id]
+    if shadowed:
+        return ImportOutcome(source, "refused", f"{source}: run id {run_id} shadows run {shadowed[0]} "
+                             "already in the history (equal but for case, or one a prefix of the other), "
+                             "which would make that run's references ambiguous; a run id is a whole, "
+                             "exact name", run_id, kind)
     stored = history.stored_json(run_id)
     if stored is not None:
         mine = _canonical(record)
@@ -115,20 +182,72 @@ def _add(history: History, record: RunRecord, provenance: Provenance) -> ImportO
         if stored.rstrip("\n") == mine.rstrip("\n") or \
                 _same(_canonical(RunRecord.model_validate_json(stored)), mine):
             return ImportOutcome(source, "already", f"run {run_id} is already in the history",
-                                 run_id, kind)
+                                 run_id, kind, record.profile)
         return ImportOutcome(source, "refused", f"{source}: run {run_id} is already in the history "
-                             "with different content; a run is recorded once (is this file edited, "
-                             "or a copy of another run?)", run_id, kind)
+                             "with different content; a run is recorded once and the one there stays "
+                             "(is this file edited, or a copy of another run?)", run_id, kind)
     history.append(record, provenance)
     return ImportOutcome(source, "imported", f"run {run_id} ({kind}, profile {record.profile}, "
-                         f"{engine_key(record.engine)}, started {record.started})", run_id, kind)
+                         f"{engine_key(record.engine)}, started {record.started})", run_id, kind,
+                         record.profile)
 
 
-def import_paths(history: History, paths: Sequence[str]) -> list[ImportOutcome]:
+def quarantine(outcomes: Sequence[ImportOutcome], folder: Path) -> list[str]:
+    """Copy every refused file into ``folder`` beside a ``.reason.txt`` that holds its one-line
+    reason, so a night goes on without it and a person can read both later. Returns problems
+    (a file that could not be kept), one line each."""
+    import shutil
+
+    problems = []
+    for n, o in enumerate(x for x in outcomes if x.status == "refused"):
+        # a flat, numbered name: refused files may share a base name (run.json) or name no file
+        name = f"{n + 1:03d}-" + "".join(c if c.isalnum() or c in "._-" else "_" for c in o.source)[-120:]
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / f"{name}.reason.txt").write_text(o.message + "\n", encoding="utf-8")
+            if Path(o.source).is_file():
+                shutil.copyfile(o.source, folder / name)
+        except OSError as exc:
+            problems.append(f"{o.source}: cannot quarantine into {folder}: {exc.strerror or exc}")
+    return problems
+
+
+def file_records(outcomes: Sequence[ImportOutcome], data: Path) -> list[ImportOutcome]:
+    """File every record that is in the history as it was given: a runner's under
+    ``data/runs/<profile>/<run_id>.json``, a contribution's under ``data/contributions/<profile>/``
+    (import that folder with --contribution: a plain run.json there is still someone else's).
+    A file already there with the same bytes is left; one with other bytes is never overwritten."""
+    filed = []
+    for o in outcomes:
+        if o.status == "refused" or not (o.run_id and o.profile and o.kind):
+            continue
+        dest = data / ("contributions" if o.kind == "contribution" else "runs") / o.profile / f"{o.run_id}.json"
+        try:
+            raw = Path(o.source).read_bytes()
+            if dest.exists():
+                same = dest.read_bytes() == raw
+                filed.append(ImportOutcome(str(dest), "already" if same else "refused",
+                                           f"{dest}: already filed" if same else
+                                           f"{dest}: holds other content; a filed record is never overwritten",
+                                           o.run_id, o.kind, o.profile))
+                continue
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            tmp = dest.with_name(f".{dest.name}.tmp")
+            tmp.write_bytes(raw)
+            tmp.replace(dest)
+        except OSError as exc:
+            filed.append(ImportOutcome(str(dest), "refused", f"{dest}: cannot file {o.source}: "
+                                       f"{exc.strerror or exc}", o.run_id, o.kind, o.profile))
+            continue
+        filed.append(ImportOutcome(str(dest), "imported", f"{o.source} -> {dest}", o.run_id, o.kind, o.profile))
+    return filed
+
+
+def import_paths(history: History, paths: Sequence[str], contribution: bool = False) -> list[ImportOutcome]:
     """Import every file (folders expanded); the good ones go in even when others are refused.
     An existing folder without records gives nothing (a data branch's first night); a path that
-    does not exist is refused."""
-    return [import_file(history, f) for f in expand(paths)]
+    does not exist is refused. With ``contribution`` every run is marked a contribution."""
+    return import_files(history, expand(paths), contribution)
 
 
 def export_runs(history: History, folder: Path, profile: Optional[str] = None) -> list[ImportOutcome]:

@@ -71,6 +71,14 @@ def box_lock(name: str = "lawbench", timeout: float = 0, cache_dir: Optional[Pat
         raise BoxBusy(f"another lawbench job holds the box lock {lock_file}: {_describe(holder)}; "
                       "wait for it to finish (one job per box keeps timings honest)",
                       holder) from None
+    from lawbench.core.procgroup import hold_fd, release_fd
+
+    # Every engine group started while the lock is held inherits its fd: the kernel keeps a flock
+    # while any process holds the file open, so a `kill -9` of lawbench never frees the box while
+    # its engine still runs (core.procgroup ends that engine).
+    fd = getattr(getattr(lock, "_context", None), "lock_file_fd", None)
+    if isinstance(fd, int):
+        hold_fd(fd)
     try:
         record = {"pid": os.getpid(), "cmd": " ".join(sys.argv)[:200] or "python",
                   "since": time.time()}
@@ -84,4 +92,6 @@ def box_lock(name: str = "lawbench", timeout: float = 0, cache_dir: Optional[Pat
                 holder_file.unlink()
         except OSError:
             pass
+        if isinstance(fd, int):
+            release_fd(fd)
         lock.release()

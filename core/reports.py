@@ -43,15 +43,20 @@ def utc_now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+# The one form utc_now() writes. Runs order as text in the history (`ORDER BY started`), so a
+# week date ("2026-W48-3"), another offset or a missing zone would sort wrongly for ever.
+RECORD_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?\+00:00")
+
+
 def parse_record_time(text: str) -> datetime:
-    """A record's time: ISO-8601 with its UTC offset, as utc_now() writes it."""
+    """A record's time: ISO-8601 in UTC, as utc_now() writes it (2026-12-01T02:17:00+00:00)."""
+    if not isinstance(text, str) or not RECORD_TIME.fullmatch(text):
+        raise ValueError(f"{text!r} is not a time in the record's one form, UTC as "
+                         "2026-12-01T02:17:00+00:00")
     try:
-        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except (TypeError, ValueError):
-        raise ValueError(f"{text!r} is not an ISO-8601 time (e.g. 2026-12-01T02:17:00+00:00)") from None
-    if when.tzinfo is None:
-        raise ValueError(f"{text!r} has no UTC offset (e.g. 2026-12-01T02:17:00+00:00)")
-    return when
+        return datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a calendar time (e.g. 2026-12-01T02:17:00+00:00)") from None
 
 
 def lawbench_version() -> str:
@@ -296,12 +301,17 @@ def read_json(path: Union[str, Path]) -> RunRecord:
     except UnicodeDecodeError:  # a history.sqlite, an archive: binary, not a JSON run record
         raise DataError(str(path), "not a run record: the file is not UTF-8 text (a history is read with "
                                    "`lawbench report --history --db FILE`)") from None
+    return parse_record(text, str(path))
+
+
+def parse_record(text: Union[str, bytes], source: str) -> RunRecord:
+    """A run record from its JSON text; an invalid one is a DataError naming the file and field."""
     try:
         return RunRecord.model_validate_json(text)
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"]) or None
-        raise DataError(str(path), f"not a valid run record: {err['msg']}", field=where) from None
+        raise DataError(source, f"not a valid run record: {err['msg']}", field=where) from None
 
 
 # --------------------------------------------------------------------------- formatting

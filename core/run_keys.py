@@ -18,6 +18,9 @@ class RunKeys:
     profile_matches: bool  # the machine matched the profile: its measurements speak for it
     interrupted: Optional[str]
     finished: Optional[str]
+    # Imported from a contribution bundle or with `history import --contribution`: someone else's
+    # machine, whatever its record says; never evidence for a runner (drift, stale, `latest`).
+    contribution: bool = False
 
 
 def engine_key(engine: Optional[dict[str, Any]]) -> str:

@@ -1,4 +1,6 @@
-"""SIGINT and SIGTERM stop any lawbench command the same way (core.cli.main, `lawbench run`, `ab`)."""
+"""SIGINT, SIGTERM and SIGHUP stop any lawbench command the same way (core.cli.main, `lawbench run`,
+`ab`). SIGHUP is what a closed terminal or a dropped ssh session sends: by default it killed the
+run with no record and left the engine running."""
 from __future__ import annotations
 
 import signal
@@ -11,7 +13,7 @@ class StopSignals:
     KeyboardInterrupt that names the signal, raised once. Once the record is being written
     (``closing``) a further signal is only noted, so the record is never cut in half."""
 
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
     def __init__(self) -> None:
         self.received: Optional[str] = None

@@ -4,7 +4,8 @@ opens an issue when it exits 1.
 
 A completed run is one that reached its end (finished, not interrupted) on a machine that matched
 its profile: a prediction-only run elsewhere with `--profile h200` says nothing about the h200
-runner. Its verdicts do not matter — a night of FAILs is a runner that works.
+runner. Its verdicts do not matter — a night of FAILs is a runner that works. A contribution
+(someone else's machine, imported as one) never counts, whatever profile and fingerprint it claims.
 """
 from __future__ import annotations
 
@@ -57,8 +58,8 @@ def check_stale(history: Optional[History], profiles: Sequence[str], hours: floa
     now = now or datetime.now(timezone.utc)
     newest: dict[str, tuple[datetime, str, str]] = {}
     for run_id, keys in (history.run_keys() if history is not None else {}).items():
-        if keys.finished is None or keys.interrupted or not keys.profile_matches:
-            continue
+        if keys.finished is None or keys.interrupted or not keys.profile_matches or keys.contribution:
+            continue  # a contribution says nothing about the runner, whatever its record claims
         when = parse_time(keys.finished, f"the finish time of run {run_id}")
         if keys.profile not in newest or when > newest[keys.profile][0]:
             newest[keys.profile] = (when, run_id, keys.finished)

@@ -80,6 +80,8 @@ def print_table(record: RunRecord, console: Any = None) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    from lawbench.core.console import text
+
     console = console or _console()
     wide = console.width >= 120
     live = [r for r in record.results if not is_history(r)]
@@ -93,7 +95,7 @@ def print_table(record: RunRecord, console: Any = None) -> None:
              "reason": [Text(r.reason or "") for r in live]}
     if not wide:
         del cells["quantity"], cells["reason"]
-    table = Table(title=headline(record), title_justify="left")
+    table = Table(title=text(headline(record)), title_justify="left")
     for name, column in cells.items():
         if name in ("anchor", "reason"):
             table.add_column(name, overflow="fold")
@@ -106,14 +108,14 @@ def print_table(record: RunRecord, console: Any = None) -> None:
             words = [w for c in column for w in str(c).split()] + name.split()
             table.add_column(name, justify="right", min_width=max(map(len, words)))
     for row in zip(*cells.values()):
-        table.add_row(*row)
+        table.add_row(*map(text, row))  # a record's strings: never markup, never escapes
     console.print(table)
     if not wide:
         for r in live:
             if r.reason:
                 line = Text(f"  {r.verdict.value} ", style=VERDICT_STYLE[r.verdict.value])
-                console.print(line + Text(f"{r.anchor_id}: {r.reason}"))
+                console.print(line + text(f"{r.anchor_id}: {r.reason}"))
     for r in record.results:
         if is_history(r):
-            console.print(Text(f"  history: {r.anchor_id} ({history_note(r)}), published "
+            console.print(text(f"  history: {r.anchor_id} ({history_note(r)}), published "
                                f"{fmt_num(r.published)} {r.unit}".rstrip(), style="dim"))

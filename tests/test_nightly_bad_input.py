@@ -49,8 +49,9 @@ def _write(folder: Path, name: str, record: dict, **changes) -> Path:
     ({"run_id": "../../etc/x"}, "field run_id"),
     ({"run_id": ""}, "field run_id"),
     ({"profile": "../cpu"}, "field profile"),
-    ({"finished": "garbage"}, "'garbage' is not an ISO-8601 time"),
-    ({"started": "2026-12-01 02:00"}, "has no UTC offset"),
+    ({"finished": "garbage"}, "'garbage' is not a time in the record's one form"),
+    ({"started": "2026-12-01 02:00"}, "'2026-12-01 02:00' is not a time in the record's one form"),
+    ({"started": "2026-W48-3T02:00:00+00:00"}, "is not a time in the record's one form"),
     ({"finished": "2020-01-01T00:00:00+00:00"}, "is before started"),
     ({"finished": "2099-01-01T00:00:00+00:00"}, "in the future of this clock"),
 ])

@@ -90,7 +90,16 @@ def record_speeds(record: dict[str, Any]) -> list[float]:
         if not ok:
             raise EngineError(f"llama-bench reported {name} = {v!r} for test {test}: tokens/s must be "
                               f"a finite number above 0 (an engine fault, not a sample)")
+        if not TOK_S_MIN <= v <= TOK_S_MAX:
+            raise EngineError(f"llama-bench reported {name} = {v!r} for test {test}: no machine runs "
+                              f"between {TOK_S_MIN:g} and {TOK_S_MAX:g} tok/s outside that range (an engine "
+                              "fault, not a sample)")
     return [float(v) for v in values]
+
+
+# What a machine can do: a token in under 12 days, and fewer than 10**9 a second (an H200 runs a
+# tiny model's prompt at about 10**5). A figure outside is a broken engine or timer, never a FAIL.
+TOK_S_MIN, TOK_S_MAX = 1e-6, 1e9
 
 
 # --------------------------------------------------------------------------- what this build takes
@@ -197,6 +206,7 @@ class _Proc:
     missing: str = ""
     interrupted: str = ""  # the signal that stopped lawbench while this ran (SIGINT, SIGTERM)
     lost_runs: int = 0  # earlier clean runs of the same command whose output came back short
+    flooded: str = ""  # the stream that passed MAX_OUTPUT_BYTES: the group was ended
 
 
 GROUP_EXIT_WAIT_S = 5.0
@@ -208,15 +218,23 @@ def end_group(proc: subprocess.Popen) -> tuple[str, str]:
     The group was made by us (start_new_session) and holds only the tool and its children; a
     child left running would keep timing the box after lawbench has released its lock.
     """
+    _kill_group(proc)
+    out, err = proc.communicate()
+    _wait_group_empty(proc)
+    return out or "", err or ""
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-    out, err = proc.communicate()
+
+
+def _wait_group_empty(proc: subprocess.Popen) -> None:
     deadline = time.monotonic() + GROUP_EXIT_WAIT_S
     while _group_alive(proc.pid) and time.monotonic() < deadline:
         time.sleep(0.02)  # grandchildren are not ours to wait for: watch the group empty
-    return out or "", err or ""
 
 
 def _group_alive(pgid: int) -> bool:
@@ -240,17 +258,19 @@ def run_process(cmd: list[str], timeout_s: float, env: Optional[dict] = None,
     printed. A KeyboardInterrupt (SIGINT, or SIGTERM through lawbench's handler) is returned as
     ``interrupted`` for the caller to raise as EngineInterrupted with the finished records.
     ``monitor(pid)`` starts watching the process (e.g. its GPU memory) and returns its stop."""
+    from lawbench.core.procgroup import group_ended, popen_group
+
     t0 = time.monotonic()
     try:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                errors="replace", start_new_session=True,
-                                env={**os.environ, **(env or {})})
+        proc = popen_group(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           env={**os.environ, **(env or {})})
     except OSError as exc:
         return _Proc(None, "", "", 0.0, missing=exc.strerror or str(exc))
     stop = monitor(proc.pid) if monitor else None
     try:
         return _wait(proc, timeout_s, t0)
     finally:
+        group_ended(proc)
         if stop:
             stop()
 
@@ -285,16 +305,31 @@ def run_logged(cmd: list[str], timeout_s: float, env: Optional[dict] = None, *,
 
 
 def _wait(proc: subprocess.Popen, timeout_s: float, t0: float) -> _Proc:
+    from lawbench.core.procgroup import Drain
+
+    drain = Drain(proc, GROUP_EXIT_WAIT_S)
+    deadline = t0 + timeout_s
+    timed_out, interrupted = False, ""
     try:
-        out, err = proc.communicate(timeout=timeout_s)
-        return _Proc(proc.returncode, out, err, time.monotonic() - t0)
-    except subprocess.TimeoutExpired:
-        out, err = end_group(proc)
-        return _Proc(proc.returncode, out, err, time.monotonic() - t0, timed_out=True)
+        while not drain.full.is_set():
+            if time.monotonic() >= deadline:
+                timed_out = True
+                break
+            try:
+                proc.wait(timeout=0.05)  # returns the moment the tool exits
+                break
+            except subprocess.TimeoutExpired:
+                continue
     except KeyboardInterrupt as exc:
-        out, err = end_group(proc)
-        return _Proc(proc.returncode, out, err, time.monotonic() - t0,
-                     interrupted=EngineInterrupted.signal_of(exc))
+        interrupted = EngineInterrupted.signal_of(exc)
+    if proc.poll() is None or _group_alive(proc.pid):
+        # a timeout, a signal, a flood, or a child the tool left running: the whole group ends
+        _kill_group(proc)
+        proc.wait()
+        _wait_group_empty(proc)
+    out, err = drain.text()
+    return _Proc(proc.returncode, out, err, time.monotonic() - t0, timed_out=timed_out,
+                 interrupted=interrupted, flooded=drain.flooded)
 
 
 def parse_records(text: str) -> list[dict[str, Any]]:
@@ -337,6 +372,11 @@ def _fault(p: _Proc, tool: str, subject: str, cmd: list[str], timeout_s: float) 
     if p.interrupted:
         return (f"{where} was interrupted by {p.interrupted}; its process group was ended; "
                 f"command: {command}")
+    if p.flooded:
+        from lawbench.core.procgroup import MAX_OUTPUT_BYTES
+
+        return (f"{where} printed more than {MAX_OUTPUT_BYTES // 2**20} MiB on {p.flooded} and was killed "
+                f"(an engine stuck printing); command: {command}")
     if p.timed_out:
         return f"{where} did not finish within {timeout_s:g} s and was killed; command: {command}"
     if p.returncode is not None and p.returncode < 0:
@@ -377,7 +417,7 @@ def run_bench(llama: LlamaCpp, model: Union[Path, str], *, timeout_s: float = 60
     cmd, env = apply_engine_options(llama, cmd, env)  # an A/B engine's +args= / +env= opt-out
     p = run_process(cmd, timeout_s, env, monitor)
     records, samples_ts, bad = [], [], None
-    for record in parse_records(p.stdout):
+    for record in parse_records(p.stdout) if not p.flooded else []:  # a flood is not read as records
         try:
             samples_ts.append(record_speeds(record))
             records.append(record)

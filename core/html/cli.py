@@ -68,14 +68,28 @@ def report_command(args: argparse.Namespace) -> int:
 
 
 def _record_or_bundle(path: str, read_json: Any) -> Any:
-    """A run.json, or the run record inside a contribution bundle (`lawbench run --contribute`)."""
+    """A run.json, or the run record inside a contribution bundle (`lawbench run --contribute`),
+    checked as `history import` checks it: a page is drawn only from a record that could be one
+    (a forged 1e308 or an "Infinity" interval would stop the plots, 10**6 results the page)."""
     import json
 
     from lawbench.core.contribute import is_bundle, read_bundle
+    from lawbench.core.errors import DataError
+    from lawbench.core.record_checks import MAX_RECORD_BYTES, check_record, check_shape
 
+    file = Path(path)
     try:
-        raw = Path(path).read_bytes()
+        if file.is_file() and file.stat().st_size > MAX_RECORD_BYTES:  # refused before it is read
+            raise DataError(path, f"is over {MAX_RECORD_BYTES // 2**20} MiB; a run record is at most that")
+        raw = file.read_bytes()
+    except OSError:
+        return read_json(path)  # its own one-line error names what is wrong with the path
+    check_shape(raw, path)
+    try:
         data = json.loads(raw)
-    except (OSError, ValueError):
+    except (ValueError, RecursionError):
         return read_json(path)  # its own one-line error names what is wrong with the file
-    return read_bundle(raw, path).record if is_bundle(data) else read_json(path)
+    bundle = is_bundle(data)
+    record = read_bundle(raw, path).record if bundle else read_json(path)
+    check_record(record, path, prefix="record." if bundle else "")
+    return record

@@ -77,9 +77,9 @@ def _drift_section(drifts: Optional[list[Any]], view: HistoryView) -> Markup:
 
 def _runs_table(view: HistoryView) -> Markup:
     rows = [[f"#{r.index}", Markup(f'<span class="id">{esc(r.run_id[:12])}</span>'), r.started,
-             r.profile, (r.commit or "-")[:10], r.engine, "-" if r.exit_code is None else str(r.exit_code),
-             counts_line(r.counts)] for r in reversed(view.runs)]
-    return table(["#", "run", "started (UTC)", "profile", "commit", "engine build", "exit", "verdicts"],
+             r.profile, "contribution" if r.contribution else "runner", (r.commit or "-")[:10], r.engine,
+             "-" if r.exit_code is None else str(r.exit_code), counts_line(r.counts)] for r in reversed(view.runs)]
+    return table(["#", "run", "started (UTC)", "profile", "from", "commit", "engine build", "exit", "verdicts"],
                  rows, class_="runs")
 
 

@@ -23,6 +23,7 @@ class RunInfo:
     exit_code: Optional[int]
     engine: str
     counts: dict[str, int]
+    contribution: bool = False  # someone else's machine: shown, and kept out of the runners' series
 
 
 @dataclass
@@ -54,8 +55,11 @@ def gather(history: History, profile: Optional[str] = None, limit: Optional[int]
     series: dict[tuple[str, str, str], Series] = {}
     for index, row in enumerate(rows):
         record = history.record(row.run_id)
+        contribution = row.source == "contribution"
+        # a contribution's points form series of their own: never a runner's line
+        engine = engine_key(record.engine) + (" · contribution" if contribution else "")
         info = RunInfo(index, row.run_id, row.started, row.profile, row.commit, row.exit_code,
-                       engine_key(record.engine), dict(record.counts))
+                       engine, dict(record.counts), contribution)
         runs.append(info)
         for r in record.results:
             if is_history(r):

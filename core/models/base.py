@@ -6,11 +6,12 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+ID_RE = re.compile(r"[a-z0-9][a-z0-9._-]*")
 
 
 def _check_id(v: str) -> str:
-    if not ID_RE.match(v):
+    # fullmatch: `$` also matches before a final newline, and "l4.x\n" would pass as a look-alike of "l4.x"
+    if not ID_RE.fullmatch(v):
         raise ValueError("an id must be lower-case letters, digits, '.', '_' or '-'")
     return v
 

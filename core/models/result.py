@@ -7,7 +7,7 @@ from typing import Any, Optional
 from pydantic import Field
 
 from lawbench.core.models.anchor import AnchorKind
-from lawbench.core.models.base import Strict
+from lawbench.core.models.base import Id, Strict
 
 
 class Verdict(str, enum.Enum):
@@ -41,10 +41,10 @@ class Measurement(Strict):
 class Result(Strict):
     """The outcome of one anchor in one run."""
 
-    anchor_id: str
+    anchor_id: Id
     law: str
     kind: AnchorKind
-    profile: str
+    profile: Id
     verdict: Verdict
     reason: str = ""
     quantity: str = ""
