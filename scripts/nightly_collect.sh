@@ -31,6 +31,11 @@ set -e
 if [ "$earlier" -ne 0 ]; then
   echo "nightly_collect: warning: some records already on the data branch were refused (above); the others are in the history"
 fi
+# Contributions a maintainer filed (docs/history.md): shown as such, never a runner's state.
+if [ -d "$data/contributions" ]; then
+  lawbench history import --db "$db" --contribution "$data/contributions" ||
+    echo "nightly_collect: warning: some filed contributions were refused (above)"
+fi
 records=() refused=()
 if [ -d "$tonight" ]; then
   mapfile -t found < <(find "$tonight" -name run.json -type f | sort)
