@@ -17,7 +17,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from _engine_fixtures import llama, synth_dir, tiny_f16  # noqa: F401  (fixtures)
+from _engine_fixtures import llama, synth_dir, tiny_f16, write_script  # noqa: F401  (fixtures)
 from test_bad_input_runtime import HERMETIC_PIP, Index
 from test_engine_build import CMAKE, TOOL_CPP
 
@@ -360,18 +360,31 @@ def test_real_ab_stopped_by_sigterm_keeps_its_pairs(tmp_path, env, llama):  # no
     import signal
     import time
 
-    proc = subprocess.Popen([sys.executable, "-m", "lawbench.core.cli", "ab", "--b", "llama.cpp", "-k", SMALL,
+    # B is the same build behind a llama-bench that notes each finished visit: the signal goes
+    # once B's warm-up and the first pair's B visit (which ends that pair: A B …) are done, not
+    # after a guess at how long that takes on a loaded box.
+    bdir, visits = tmp_path / "b-bin", tmp_path / "b-visits.txt"
+    bdir.mkdir()
+    for tool in ("llama-perplexity", "llama-quantize"):
+        (bdir / tool).symlink_to(llama.bin_dir / tool)
+    write_script(bdir / "llama-bench", f"""
+        "{llama.bin_dir / 'llama-bench'}" "$@"; rc=$?
+        case " $* " in *" -m "*) echo visit >> "{visits}";; esac
+        exit $rc
+    """)
+    proc = subprocess.Popen([sys.executable, "-m", "lawbench.core.cli", "ab", "--b", f"dir:{bdir}", "-k", SMALL,
                              "--pairs", "500", "--out", str(tmp_path)], env=env, cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.DEVNULL, stderr=(tmp_path / "err.txt").open("w"), text=True)
     try:
-        for line in proc.stderr:  # the engines are resolved: pairs start now
-            if line.startswith("  B = "):
-                break
-        time.sleep(4)
+        deadline = time.monotonic() + 300
+        while not (visits.is_file() and len(visits.read_text().split()) >= 2):
+            assert proc.poll() is None and time.monotonic() < deadline, "no pair finished"
+            time.sleep(0.05)
         proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=60)
+        proc.wait(timeout=60)
     finally:
         proc.kill()
+    err = (tmp_path / "err.txt").read_text()
     assert proc.returncode == 143 and "interrupted by SIGTERM" in err and "Traceback" not in err, err
     record = json.loads((tmp_path / "ab.json").read_text())
     assert record["interrupted"] == "SIGTERM" and record["exit_code"] == 143
