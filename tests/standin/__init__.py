@@ -16,6 +16,9 @@ FAULT_ENV = "MINFER_STANDIN_FAULT"
 REVISION_ENV = "MINFER_STANDIN_REVISION"
 HOLD_ENV = "MINFER_STANDIN_HOLD_S"
 PIDFILE_ENV = "MINFER_STANDIN_PIDFILE"
+RATES_ENV = "MINFER_STANDIN_RATES"  # "FAST,SLOW" tok/s of the test's own (default: the seed's)
+READ_MARK_ENV = "MINFER_STANDIN_READ_MARK"  # with HOLD_ENV: hold until the stand-in nvidia-smi read it
+MIB_ENV = "MINFER_STANDIN_MIB"  # "BASE,PLANE" MiB of the test's own (default: the seed's)
 
 
 def argv() -> list[str]:
