@@ -362,6 +362,7 @@ def _add_targets(key_dir: Path, missing: list[str], tools: dict[str, str], jobs:
                   "-j", str(jobs or os.cpu_count() or 1), "--target", *missing])
     stage = f"adding {', '.join(missing)} to the llama.cpp build in {key_dir.name}"
     _say(progress, stage)
+    started = time.monotonic()
     log_path = key_dir / "build.log"
     deadline = time.monotonic() + build_timeout()
     with open(log_path, "a") as log:
@@ -375,6 +376,7 @@ def _add_targets(key_dir: Path, missing: list[str], tools: dict[str, str], jobs:
         last = "\n".join(f"    {line}" for line in list(tail)[-15:])
         why = "ran past its timeout" if timed_out else f"exit {rc}" if rc else f"{', '.join(missing_now)} still missing"
         raise EngineError(f"{stage} failed ({why}); full log: {log_path}\n{last}", log="\n".join(tail))
+    _say(progress, f"added {', '.join(missing)} to the llama.cpp build in {time.monotonic() - started:.0f} s")
     record["targets"] = sorted(set(record.get("targets", TOOLS)) | set(missing))
     record.setdefault("added_targets", []).extend(missing)
     record["configure"] = [a for a in configure if a.split("=")[0] not in {f.split("=")[0] for f in flags}] + flags
