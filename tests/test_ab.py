@@ -17,7 +17,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from _engine_fixtures import llama, synth_dir, tiny_f16  # noqa: F401  (fixtures)
+from _engine_fixtures import llama, synth_dir, tiny_f16, write_script  # noqa: F401  (fixtures)
 from test_bad_input_runtime import HERMETIC_PIP, Index
 from test_engine_build import CMAKE, TOOL_CPP
 
@@ -328,7 +328,40 @@ def test_real_engine_options_reach_llama_bench(llama, tiny_f16):  # noqa: F811
     assert opt.records[0]["flash_attn"] != plain.records[0]["flash_attn"]
 
 
+def test_the_record_of_a_vendored_engine_says_its_commit_and_no_build_number(tmp_path):
+    """What the nightly two-source A/B checks in the record, on a tiny real vendored build."""
+    from lawbench.core.engines.specs import describe
+
+    commit = "0c1e57098bba43ac29e6e3b677cdceebdd22334f"
+    plant_vendored_sdist(tmp_path, "9.9.7", commit)
+    b = describe(parse_engine("llama-cpp-python@9.9.7"),
+                 build_llamacpp(source=VendoredSource("9.9.7"), cache_dir=tmp_path, jobs=2))
+    assert b["commit"] == b["build_info"]["source"]["vendored_commit"] == commit
+    assert b["build_number"] is None  # a vendored tree cannot count its commits: unknown, not 0
+    assert b["source"].startswith("llama-cpp-python 9.9.7") and b["version"] == "llama-cpp-python-9.9.7"
+
+
 @pytest.mark.integration
+def test_real_ab_of_two_engines_sharing_one_compile(tmp_path, env, llama):  # noqa: F811
+    """Two engines, one compile: B is a runner's own folder (dir:) holding the pinned build's
+    tools. The A/B runs them as two engines end to end — two bin_dirs, both probed, pairs
+    interleaved, a finite interval — without the minutes of a second llama.cpp build."""
+    own = tmp_path / "own-bin"
+    own.mkdir()
+    for tool in ("llama-bench", "llama-perplexity", "llama-quantize"):
+        (own / tool).symlink_to(llama.bin_dir / tool)
+    record = ab_record(tmp_path / "ab", env, ["--b", f"dir:{own}", "-k", SMALL, "--pairs", "3"], 0)
+    a, b = record["engines"]["a"], record["engines"]["b"]
+    assert a["bin_dir"] != b["bin_dir"] == str(own) and b["source"] == f"a runner's own build at {own}"
+    assert a["build_number"] == b["build_number"] == 11434
+    (r,) = record["results"]
+    assert r["status"] == "measured" and r["pairs"] == 3
+    lo, hi = r["interval"]
+    assert 0 < lo <= r["ratio"] <= hi and math.isfinite(hi)
+
+
+@pytest.mark.integration
+@pytest.mark.nightly  # a second llama.cpp build; in the default run: the two tests above
 def test_real_ab_of_two_llama_cpp_builds(tmp_path, env, llama):  # noqa: F811
     # B is built here once (the sdist from PyPI, about 7 min on 2 cores), then taken from the cache.
     build_llamacpp(source=VendoredSource(VENDORED), progress=None)
@@ -360,18 +393,30 @@ def test_real_ab_stopped_by_sigterm_keeps_its_pairs(tmp_path, env, llama):  # no
     import signal
     import time
 
-    proc = subprocess.Popen([sys.executable, "-m", "lawbench.core.cli", "ab", "--b", "llama.cpp", "-k", SMALL,
+    # B is the same build behind a llama-bench that notes each visit as it starts: the signal goes
+    # when B's third visit starts — the second pair's first (warm-ups A B, then A B, B A …), so the
+    # first pair is finished and recorded — not after a guess at how long that takes on a loaded box.
+    bdir, visits = tmp_path / "b-bin", tmp_path / "b-visits.txt"
+    bdir.mkdir()
+    for tool in ("llama-perplexity", "llama-quantize"):
+        (bdir / tool).symlink_to(llama.bin_dir / tool)
+    write_script(bdir / "llama-bench", f"""
+        case " $* " in *" -m "*) echo visit >> "{visits}";; esac
+        exec "{llama.bin_dir / 'llama-bench'}" "$@"
+    """)
+    proc = subprocess.Popen([sys.executable, "-m", "lawbench.core.cli", "ab", "--b", f"dir:{bdir}", "-k", SMALL,
                              "--pairs", "500", "--out", str(tmp_path)], env=env, cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.DEVNULL, stderr=(tmp_path / "err.txt").open("w"), text=True)
     try:
-        for line in proc.stderr:  # the engines are resolved: pairs start now
-            if line.startswith("  B = "):
-                break
-        time.sleep(4)
+        deadline = time.monotonic() + 300
+        while not (visits.is_file() and len(visits.read_text().split()) >= 3):
+            assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "err.txt").read_text()
+            time.sleep(0.05)
         proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=60)
+        proc.wait(timeout=60)
     finally:
         proc.kill()
+    err = (tmp_path / "err.txt").read_text()
     assert proc.returncode == 143 and "interrupted by SIGTERM" in err and "Traceback" not in err, err
     record = json.loads((tmp_path / "ab.json").read_text())
     assert record["interrupted"] == "SIGTERM" and record["exit_code"] == 143

@@ -432,18 +432,18 @@ def test_an_older_build_without_the_tool_gets_it_added_not_reconfigured(tmp_path
     _plant(tmp_path, "4545.0.0")
     got = build_llamacpp("4545.0.0", cache_dir=tmp_path, jobs=2)
     key_dir = got.bin_dir.parent.parent
-    assert (got.bin_dir / "llama-batched-bench").is_file()
-    assert "llama-batched-bench" in json.loads((key_dir / "build_info.json").read_text())["targets"]
-    (got.bin_dir / "llama-batched-bench").unlink()  # what a build made before the tool was added looks like
+    # the three up front; the extra tools only when asked for (engines.tools.require_tool)
+    assert not (got.bin_dir / "llama-batched-bench").exists() and not (got.bin_dir / "llama-server").exists()
     lines: list[str] = []
-    again = build_llamacpp("4545.0.0", cache_dir=tmp_path, jobs=2, progress=lines.append)
-    assert (again.bin_dir / "llama-batched-bench").is_file()
+    again = build_llamacpp("4545.0.0", cache_dir=tmp_path, jobs=2, progress=lines.append,
+                           tools=["llama-batched-bench", "llama-server"])
+    assert (again.bin_dir / "llama-batched-bench").is_file() and (again.bin_dir / "llama-server").is_file()
     assert (tmp_path / "configured.txt").read_text().count("configured") == 1  # same tree, same flags
-    assert any("adding llama-batched-bench" in line for line in lines)
-    assert json.loads((key_dir / "build_info.json").read_text())["added_targets"] == ["llama-batched-bench"]
-    assert (again.bin_dir / "llama-server").is_file()
-    # A build configured without the server (as lawbench's builds were): reconfigured in place with
-    # the server's options, then only the server compiled; the record says how.
+    assert any("adding llama-batched-bench, llama-server" in line for line in lines)
+    assert json.loads((key_dir / "build_info.json").read_text())["added_targets"] == [
+        "llama-batched-bench", "llama-server"]
+    # A build configured without the server (as lawbench's builds once were): reconfigured in place
+    # with the server's options, then only the server compiled; the record says how.
     info = json.loads((key_dir / "build_info.json").read_text())
     src = info["configure"][info["configure"].index("-S") + 1]
     subprocess.run(["cmake", "-S", src, "-B", str(key_dir / "build"), "-DLLAMA_BUILD_SERVER=OFF"],
@@ -453,7 +453,7 @@ def test_an_older_build_without_the_tool_gets_it_added_not_reconfigured(tmp_path
         ["-DLLAMA_BUILD_SERVER=OFF"]
     info["targets"] = [t for t in info["targets"] if t != "llama-server"]
     (key_dir / "build_info.json").write_text(json.dumps(info))
-    third = build_llamacpp("4545.0.0", cache_dir=tmp_path, jobs=2)
+    third = build_llamacpp("4545.0.0", cache_dir=tmp_path, jobs=2, tools=["llama-server"])
     assert (third.bin_dir / "llama-server").is_file()
     info = json.loads((key_dir / "build_info.json").read_text())
     assert "-DLLAMA_BUILD_SERVER=ON" in info["configure"] and "-DLLAMA_BUILD_SERVER=OFF" not in info["configure"]
@@ -463,7 +463,7 @@ def test_an_older_build_without_the_tool_gets_it_added_not_reconfigured(tmp_path
     (got.bin_dir / "llama-batched-bench").unlink()
     (key_dir / "build" / "CMakeCache.txt").unlink()
     with pytest.raises(EngineError) as exc:
-        build_llamacpp("4545.0.0", cache_dir=tmp_path, jobs=2)
+        build_llamacpp("4545.0.0", cache_dir=tmp_path, jobs=2, tools=["llama-batched-bench"])
     assert "lacks llama-batched-bench" in str(exc.value) and f"delete {key_dir}" in str(exc.value)
 
 

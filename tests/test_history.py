@@ -465,21 +465,15 @@ def test_anchor_view_shows_profile_and_engine_build(store, capsys):
 
 def _read_only_mount(folder, argv):
     """Run ``lawbench ARGV`` with ``folder`` bind-mounted read-only in a private mount namespace
-    (the file system refuses the write, whoever we are; chmod would not stop root)."""
-    import shutil
-    import subprocess
+    (the file system refuses the write, whoever we are; chmod would not stop root). Root or not:
+    tests/_mounts.py."""
     import sys
 
-    if shutil.which("unshare") is None:
-        pytest.skip("no unshare(1) on this machine")
-    probe = subprocess.run(["unshare", "-m", "sh", "-c", f"mount --bind -o ro '{folder}' '{folder}'"],
-                           capture_output=True, text=True)
-    if probe.returncode != 0:
-        pytest.skip(f"cannot make a read-only mount here: {probe.stderr.strip()}")
-    cli = " ".join(f"'{a}'" for a in [sys.executable, "-m", "lawbench.core.cli", *argv])
-    return subprocess.run(["unshare", "-m", "sh", "-c",
-                           f"mount --bind -o ro '{folder}' '{folder}' && touch '{folder}/w' 2>/dev/null "
-                           f"&& echo WRITABLE; exec {cli}"], capture_output=True, text=True, timeout=120)
+    from _mounts import in_private_mounts
+
+    return in_private_mounts(f"mount --bind -o ro '{folder}' '{folder}' && "
+                             f"{{ touch '{folder}/w' 2>/dev/null && echo WRITABLE; true; }}",
+                             [sys.executable, "-m", "lawbench.core.cli", *argv])
 
 
 def test_a_history_on_a_read_only_mount_is_read_as_a_snapshot(tmp_path, two_runs):

@@ -6,11 +6,9 @@ the code; the block layouts are also re-read from the pinned llama.cpp source wh
 """
 from __future__ import annotations
 
-import glob
 import os
 import re
 from importlib import resources as ir
-from pathlib import Path
 
 import pytest
 
@@ -74,18 +72,28 @@ def test_a_format_without_a_scale_min_layout_names_its_field(case, field):
     assert err.value.field == field
 
 
-def _pinned_common_h() -> Path:
-    hits = sorted(glob.glob(os.path.expanduser(
-        "~/.cache/lawbench/llama.cpp/11434.0.0-*/src/llama.cpp/ggml/src/ggml-common.h")))
-    if not hits:
-        pytest.skip("the pinned llama.cpp source is not cached here")
-    return Path(hits[0])
+def _pinned_common_h() -> str:
+    """ggml-common.h of the pinned llama.cpp, read from the sdist the build uses (fetched into the
+    cache's downloads once, whether or not anything has been built from it yet)."""
+    import tarfile
+
+    from lawbench.core.engines.build import _fetch_sdist
+    from lawbench.core.paths import cache_root
+    from lawbench.core.resources import DEFAULT_LLAMA_VERSION
+
+    sdist = _fetch_sdist(DEFAULT_LLAMA_VERSION, cache_root() / "llama.cpp" / "downloads")
+    with tarfile.open(sdist) as tar:
+        for member in tar:
+            if member.name.endswith("/llama.cpp/ggml/src/ggml-common.h"):
+                return tar.extractfile(member).read().decode()
+    raise AssertionError(f"{sdist} has no llama.cpp/ggml/src/ggml-common.h")
 
 
+@pytest.mark.integration
 def test_the_layouts_are_the_pinned_sources_structs():
     from lawbench.plugins.law4.blocks import BLOCKS, QK_K
 
-    text = _pinned_common_h().read_text()
+    text = _pinned_common_h()
     assert re.search(r"#define QK_K (\d+)", text).group(1) == str(QK_K)
     scale_size = int(re.search(r"#define K_SCALE_SIZE (\d+)", text).group(1))
 

@@ -178,6 +178,29 @@ def test_malformed_case_names_the_anchor_and_field(anchors):
 
 # ------------------------------------------------------------------ throughput samplers
 
+# The stand-in prints figures of each test's own (standin.RATES_ENV), on both sides of the band:
+# an anchor fed only the seed's own figures could do nothing but pass.
+@pytest.mark.parametrize("fast, slow, verdict", [
+    (3000.0, 2850.0, Verdict.PASS),  # 0.9500, inside [0.947, 0.9522]
+    (3000.0, 2856.0, Verdict.PASS),  # 0.9520, just inside the upper edge
+    (3000.0, 2880.0, Verdict.FAIL),  # 0.9600: the switch costs less than published
+    (3000.0, 2835.0, Verdict.FAIL),  # 0.9450: the switch costs more
+])
+def test_prefill_ratio_is_judged_on_figures_of_the_stand_ins_own(engine, anchors, fast, slow, verdict):
+    engine(**{standin.RATES_ENV: f"{fast},{slow}"})
+    r = run(anchors["minfer.r54.ratio.exp-off-vs-default"])
+    assert r.verdict is verdict, r.reason
+    assert r.measured == pytest.approx(slow / fast)
+
+
+@pytest.mark.parametrize("fast, verdict", [(3181.0, Verdict.PASS), (3184.5, Verdict.PASS),
+                                           (3186.0, Verdict.FAIL), (3176.0, Verdict.FAIL)])
+def test_prefill_default_is_judged_by_its_band(engine, anchors, fast, verdict):
+    engine(**{standin.RATES_ENV: f"{fast},2000.0"})  # 3181.0 ± 4.1 tok/s
+    r = run(anchors["minfer.r54.prefill.default"])
+    assert r.verdict is verdict and r.measured == pytest.approx(fast), r.reason
+
+
 def test_prefill_ratio_from_interleaved_pairs(engine, anchors):
     engine()
     r = run(anchors["minfer.r54.ratio.exp-off-vs-default"])
@@ -233,18 +256,27 @@ def test_no_instrument_fails_the_memory_anchor_on_its_own_runner(engine, anchors
     assert r.verdict is Verdict.FAIL and "no per-process GPU memory instrument" in r.reason
 
 
-def test_plane_delta_through_a_fake_nvidia_smi(engine, anchors, monkeypatch):
+def test_plane_delta_through_a_fake_nvidia_smi(engine, anchors, monkeypatch, tmp_path):
     """The stand-in nvidia-smi reports each stand-in process at 7636 or 6182 MiB, from whether its
-    registration built the plane — the numbers are the seed's, the readings are simulated."""
-    engine(**{standin.HOLD_ENV: "0.6"})
+    registration built the plane — the numbers are the seed's, the readings are simulated. Each
+    pass holds until the stand-in nvidia-smi has read it (at most 60 s): a fixed hold raced the
+    polling on a loaded box (load 8.5 on 2 cores: a pass was never read)."""
+    held = {standin.HOLD_ENV: "60", standin.READ_MARK_ENV: str(tmp_path / "read")}
+    engine(**held)
     monkeypatch.setenv("PATH", f"{standin.SMI_DIR}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setattr(mem, "_nvml_reader", lambda: (_ for _ in ()).throw(RuntimeError("no NVML here")))
     r = run(anchors["minfer.r54.memory.plane-delta"])
     assert r.verdict is Verdict.PASS, r.reason
     assert r.measured == pytest.approx(1454.0)
     assert r.measurement.protocol["memory_instrument"] == "nvidia-smi --query-compute-apps"
+    # figures of the stand-in's own: a plane 2 MiB larger is within the seed's ±3, 5 MiB is not
+    for plane, verdict in ((1456, Verdict.PASS), (1459, Verdict.FAIL)):
+        engine(**held, **{standin.MIB_ENV: f"6000,{plane}"})
+        r = run(anchors["minfer.r54.memory.plane-delta"])
+        assert r.verdict is verdict and r.measured == pytest.approx(plane), r.reason
     # exp-ignored: the plane is built despite EXP=0, so both arms hold it and the delta is gone
-    engine("exp-ignored", **{standin.HOLD_ENV: "0.6"})
+    monkeypatch.delenv(standin.MIB_ENV)
+    engine("exp-ignored", **held)
     r = run(anchors["minfer.r54.memory.plane-delta"])
     assert r.verdict is Verdict.FAIL and r.measured == pytest.approx(0.0), r.reason
 

@@ -181,17 +181,19 @@ def test_two_engine_revisions_in_one_ratio(engine, anchors, monkeypatch, tmp_pat
 # ------------------------------------------------------------------ r56: the W_dsc plane
 
 @pytest.fixture
-def fake_smi(monkeypatch):
+def fake_smi(monkeypatch, tmp_path):
     """The stand-in nvidia-smi first on PATH: each stand-in process at 7636 / 6182 MiB, +363 on an
-    r56+ default — the numbers are the seed's (363 read as MiB), the readings are simulated."""
+    r56+ default — the numbers are the seed's (363 read as MiB), the readings are simulated. A
+    pass holds (HOLD_ENV, a cap) until the stand-in nvidia-smi has read it: no race with polling."""
     from lawbench.core.hardware import gpu_memory as mem
 
+    monkeypatch.setenv(standin.READ_MARK_ENV, str(tmp_path / "read"))
     monkeypatch.setenv("PATH", f"{standin.SMI_DIR}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setattr(mem, "_nvml_reader", lambda: (_ for _ in ()).throw(RuntimeError("no NVML here")))
 
 
 def test_r56_delta_carries_the_dsc_plane_and_r54s_does_not(engine, anchors, monkeypatch, fake_smi):
-    engine(**{standin.HOLD_ENV: "0.6"})
+    engine(**{standin.HOLD_ENV: "60"})
     monkeypatch.setenv(standin.REVISION_ENV, "r56")
     r = run(anchors["minfer.r56.memory.plane-delta"])
     assert r.verdict is Verdict.PASS, r.reason

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from _engine_fixtures import alive, fake_llama, wait_for
+from _mounts import in_private_mounts
 from conftest import run_cli
 from lawbench.core.history import History
 from lawbench.core.lock import BoxBusy, box_lock
@@ -377,38 +378,30 @@ def test_history_that_cannot_be_opened_keeps_a_fallback_record(cli_env, tmp_path
 
 
 @pytest.fixture
-def full_disk(tmp_path):
-    """A 64 KiB tmpfs, filled up: every later write there fails with ENOSPC."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root; test_records_write_units simulates ENOSPC")
+def full_disk(tmp_path, cli_env):
+    """A 64 KiB tmpfs at tmp_path/full, filled up, and a runner of `lawbench ARGS` that sees it:
+    every write there fails with ENOSPC. The tmpfs lives in a private mount namespace
+    (tests/_mounts.py), so this runs as a normal user too, not only as root."""
     mount = tmp_path / "full"
     mount.mkdir()
-    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)],
-                          capture_output=True, text=True)
-    if proc.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {proc.stderr.strip()}")
-    try:
-        with open(mount / "filler", "wb") as fh:
-            while True:
-                fh.write(b"\0" * 4096)
-                fh.flush()
-    except OSError:
-        pass
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", str(mount)], check=True)
+    setup = f"mount -t tmpfs -o size=64k tmpfs '{mount}' && {{ cat /dev/zero > '{mount}/filler' 2>/dev/null; true; }}"
+
+    def run(args):
+        return in_private_mounts(setup, [sys.executable, "-m", "lawbench.core.cli", *args], timeout=600,
+                                 env=cli_env, cwd=tmp_path)
+
+    return mount, run
 
 
 def test_a_full_disk_costs_no_record(cli_env, tmp_path, full_disk):
-    p = run_cli(["run", "--profile", "cpu", "--law", "dummy", "--out", str(full_disk / "out")],
-                cli_env, tmp_path)
+    mount, run = full_disk
+    p = run(["run", "--profile", "cpu", "--law", "dummy", "--out", str(mount / "out")])
     assert p.returncode == 1, p.stdout + p.stderr
     assert "Traceback" not in p.stdout + p.stderr
     errors = [l for l in p.stderr.splitlines() if l.startswith("lawbench: error:")]
     assert any("run.json" in l and "No space left on device" in l for l in errors), p.stderr
     assert any("history.sqlite" in l and "full" in l for l in errors), p.stderr
-    assert any(f"the JUnit XML {full_disk / 'out' / 'junit.xml'}" in l for l in errors), p.stderr
+    assert any(f"the JUnit XML {mount / 'out' / 'junit.xml'}" in l for l in errors), p.stderr
     records = Path(cli_env["LAWBENCH_CACHE"]) / "records"
     (fallback,) = records.glob("run-*.json")
     assert all(str(fallback) in l for l in errors)

@@ -141,7 +141,9 @@ def test_every_spec_type_is_known_to_the_build(llama):
 
     from lawbench.plugins.law4.server_case import SPEC_TYPES
 
-    out = subprocess.run([str(llama.bin_dir / "llama-server"), "--help"], capture_output=True, text=True, check=False,
+    from lawbench.core.engines.server import server_binary  # compiled on first need (engines.tools)
+
+    out = subprocess.run([str(server_binary(llama)), "--help"], capture_output=True, text=True, check=False,
                          timeout=60).stdout
     line = next(ln for ln in out.splitlines() if "--spec-type" in ln)
     for name in SPEC_TYPES:

@@ -54,12 +54,9 @@ def tool_path(llama: LlamaCpp) -> Path:
 
     :raises EngineError: the build has none (an older build, or a runner's own without it).
     """
-    path = Path(llama.bin_dir) / TOOL
-    if not path.is_file():
-        raise EngineError(f"llama.cpp {llama.version} at {llama.bin_dir} has no {TOOL}: build the "
-                          f"target (`cmake --build <build> --target {TOOL}`), or let lawbench's own "
-                          f"build add it (lawbench.core.engines.build adds it to a cached build)")
-    return path
+    from lawbench.core.engines.tools import require_tool
+
+    return require_tool(llama, TOOL)  # compiled into a lawbench build the first time a run needs it
 
 
 def expert_override(architecture: str, k: int) -> str:

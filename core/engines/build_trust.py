@@ -56,15 +56,28 @@ def _sign(body: dict) -> Optional[str]:
 
 def write_manifest(key_dir: Path, source: Optional[Path] = None) -> dict:
     """Record what this build is: every binary's digest and the source archive's."""
-    body = {"files": _files(key_dir / "build" / "bin"),
-            "source": source.name if source else None,
-            "source_sha256": _sha256(source) if source and source.is_file() else None,
+    return _write(key_dir, source.name if source else None,
+                  _sha256(source) if source and source.is_file() else None)
+
+
+def _write(key_dir: Path, source: Optional[str], source_sha256: Optional[str]) -> dict:
+    body = {"files": _files(key_dir / "build" / "bin"), "source": source, "source_sha256": source_sha256,
             "written_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     manifest = {**body, "hmac_sha256": _sign(body)}
     tmp = key_dir / f"{MANIFEST}.tmp"
     tmp.write_text(json.dumps(manifest, indent=2))
     os.replace(tmp, key_dir / MANIFEST)
     return manifest
+
+
+def record_added(key_dir: Path) -> dict:
+    """After tools were compiled into a verified build's own tree: record its files again, keeping
+    the source archive the manifest already names (the tree and its source did not change)."""
+    try:
+        old = json.loads((key_dir / MANIFEST).read_text())
+    except (OSError, ValueError):
+        old = {}
+    return _write(key_dir, old.get("source"), old.get("source_sha256"))
 
 
 def problem(key_dir: Path) -> Optional[str]:

@@ -122,11 +122,9 @@ def run_imatrix(llama: "LlamaCpp", model: os.PathLike | str, text: os.PathLike |
         too short for ``chunks`` chunks of ``ctx`` tokens.
     """
     model, text, out = Path(model), Path(text), Path(out)
-    tool = llama.bin_dir / TOOL
-    if not tool.is_file():
-        raise EngineError(f"the llama.cpp build in {llama.bin_dir} has no {TOOL}: a build made before "
-                          f"lawbench used it; the pinned build adds it on the next run "
-                          f"(lawbench.core.engines.build), a runner's own build must be rebuilt with it")
+    from lawbench.core.engines.tools import require_tool
+
+    require_tool(llama, TOOL)  # compiled into a lawbench build the first time a run needs it
     if not model.is_file():
         raise EngineError(f"model file {model} does not exist")
     if not text.is_file():

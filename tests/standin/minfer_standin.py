@@ -11,13 +11,21 @@ path on a hit, the in-kernel expansion on a miss, and names the path with the se
 rule. Both paths compute the same int8 values, so the greedy tokens are identical whichever path
 runs — which is why only the label can tell them apart. The rates printed are the seed's two
 published whole-prefill rates (3181.0 tok/s with the plane, 3020.7 without), chosen by the path
-taken, not measured.
+taken, not measured — unless MINFER_STANDIN_RATES gives figures of the test's own, so a test
+can plant a figure inside or outside an anchor's band and assert the verdict it must give.
 
 Environment (besides the contract's own variables):
   MINFER_STANDIN_REVISION  the revision the probe reports (default r54)
   MINFER_STANDIN_HOLD_S    seconds a pass holds its simulated memory, so per-PID polling sees it
+  MINFER_STANDIN_READ_MARK with HOLD_S: a path prefix; the stand-in nvidia-smi touches
+                           <prefix>.<pid> once it has listed this process, and the hold ends then
+                           (HOLD_S is the cap): a loaded box's slow polling is waited for, not raced
   MINFER_STANDIN_PIDFILE   fault "hang": where the hung child's PID is written
   MINFER_STANDIN_FAULT     planted faults, comma-separated (FAULTS below)
+  MINFER_STANDIN_RATES     "FAST,SLOW": the prefill tok/s printed with / without the plane (default
+                           the seed's 3181.0,3020.7)
+  MINFER_STANDIN_MIB       "BASE,PLANE": the MiB a pass holds without the plane and what the plane
+                           adds (default the seed's 6182,1454)
 
 Standard library only, so any python3 runs it; tests/standin/nvidia-smi reads its footprint.
 """
@@ -52,6 +60,15 @@ FAULTS = {
     "no-probe": "the command ignores the revision probe and runs a pass instead",
     "future-contract": "the probe states minfer_contract 2, a version this lawbench does not speak",
 }
+
+
+def figures(environ, name: str, default: tuple[float, float]) -> tuple[float, float]:
+    """Two figures a test set (``name`` = "A,B"), else the seed's."""
+    text = environ.get(name)
+    if not text:
+        return default
+    a, b = (float(x) for x in text.split(","))
+    return a, b
 
 
 def faults(environ) -> set[str]:
@@ -110,7 +127,8 @@ def footprint_mib(environ) -> int:
     _, built, _ = register(environ, faults(environ), loud=False)
     share = len(built) / LAUNCHES
     dsc = DSC_MIB if revision_number(environ) >= 56 else 0  # r56: the W_dsc plane rides the same gate
-    return round(BASE_MIB + share * (PLANE_MIB + dsc))
+    base, plane = figures(environ, "MINFER_STANDIN_MIB", (BASE_MIB, PLANE_MIB))
+    return round(base + share * (plane + dsc))
 
 
 
@@ -149,6 +167,17 @@ def prefill(environ, planted: set[str]) -> tuple[list[int], bool]:
     return tokens, all_fast
 
 
+def hold(environ) -> None:
+    """Hold the simulated memory HOLD_S seconds, or until the stand-in nvidia-smi has read it."""
+    deadline = time.monotonic() + float(environ.get("MINFER_STANDIN_HOLD_S", "0"))
+    mark = environ.get("MINFER_STANDIN_READ_MARK")
+    read = f"{mark}.{os.getpid()}" if mark else None
+    while time.monotonic() < deadline:
+        if read and os.path.exists(read):
+            return
+        time.sleep(0.01)
+
+
 def main() -> int:
     environ = os.environ
     planted = faults(environ)
@@ -165,12 +194,13 @@ def main() -> int:
                 f.write(str(child.pid))
         time.sleep(120)
     tokens, all_fast = prefill(environ, planted)
-    time.sleep(float(environ.get("MINFER_STANDIN_HOLD_S", "0")))
+    hold(environ)
     if "crash" in planted:
         print("minfer-standin: planted fault crash, exiting with status 3", file=sys.stderr)
         return 3
     if "no-rate" not in planted:
-        print(json.dumps({"prefill_tok_s": RATE_FAST if all_fast else RATE_SLOW}))
+        fast, slow = figures(environ, "MINFER_STANDIN_RATES", (RATE_FAST, RATE_SLOW))
+        print(json.dumps({"prefill_tok_s": fast if all_fast else slow}))
     print(json.dumps({"greedy_tokens": tokens}))
     return 0
 
