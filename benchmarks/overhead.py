@@ -2,7 +2,7 @@
 llama-bench invocations run bare, interleaved.
 
     python benchmarks/overhead.py                       # SmolLM2, syn-100m Q4_0, a two-arm ratio
-    python benchmarks/overhead.py --rounds 8 --anchor law4.cpu.agree.syn-400m-q4_0
+    python benchmarks/overhead.py --rounds 8 --anchor law4.cpu.l15.syn-100m-q4_k_m
 
 What is compared, per config:
   lawbench  `lawbench.core.evaluate.evaluate(anchor, Law4, policy, resources)`: predict (header read,
@@ -38,7 +38,7 @@ from lawbench.plugins.law4.law import Law4
 from lawbench.plugins.law4.measure import arm_cases
 
 GOAL = 1.03
-DEFAULT = ("law4.cpu.agree.smollm2-135m-q4_1", "law4.cpu.agree.syn-100m-q4_0", "ratio:syn-100m")
+DEFAULT = ("law4.cpu.l15.smollm2-135m-q4_1", "law4.cpu.l15.syn-100m-q4_0", "ratio:syn-100m")
 
 
 def cpu_profile():
@@ -51,7 +51,11 @@ def cpu_profile():
 def pinned(anchor: Anchor) -> Anchor:
     """The anchor with a fixed number of samples: every evaluation runs the same visits."""
     n = 3 if anchor.arms else 6
-    return anchor.model_copy(update={"budget": Budget(min_samples=n, max_samples=n, batch=n, timeout_s=600)})
+    # The scope probe (case.scope) is a decision taken before the anchor's visits, not part of the
+    # protocol whose overhead this times: left out, so both sides run the same visits.
+    case = {k: v for k, v in anchor.case.items() if k != "scope"}
+    return anchor.model_copy(update={"case": case, "finding": None,
+                                     "budget": Budget(min_samples=n, max_samples=n, batch=n, timeout_s=600)})
 
 
 def configs(names: list[str]) -> list[Anchor]:
@@ -61,7 +65,7 @@ def configs(names: list[str]) -> list[Anchor]:
     out = []
     for name in names:
         if name == "ratio:syn-100m":  # the Q4_0 / Q4_K_M two-arm anchor on the faster shape
-            base = by_id["law4.cpu.ratio.q4_0-over-q4_k_m.syn-400m"]
+            base = by_id["law4.cpu.v11.q2_k-per-byte-vs-q4_k_m.syn-400m"]
             out.append(base.model_copy(update={
                 "id": "law4.cpu.ratio.q4_0-over-q4_k_m.syn-100m",
                 "case": {**base.case, "model": "gguf:syn-100m-q4_0"},

@@ -43,7 +43,7 @@ from lawbench.core.models import Sample, Verdict
 from lawbench.core.verdicts import classify, decide_sequential
 
 VENDORED = "0.3.36"  # llama-cpp-python's sdist: vendor/llama.cpp at ggml-org/llama.cpp@0c1e57098
-SMALL = "agree and syn-25m-f16"  # one anchor whose subject decodes a 25M-parameter F16 model
+SMALL = "l15 and syn-100m-q4_0"  # one anchor whose subject decodes a 100M-parameter Q4_0 model
 
 
 def lawbench(args: list[str], env: dict, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess:
@@ -170,7 +170,7 @@ def test_selection_takes_speed_anchors_only():
 
     ctx = RunContext("cpu")
     got = select_anchors(ctx, SMALL)
-    assert [la.anchor.id for la in got] == ["law4.cpu.agree.syn-25m-f16"]
+    assert [la.anchor.id for la in got] == ["law4.cpu.l15.syn-100m-q4_0"]
     assert all(is_speed_anchor(la.anchor) for la in select_anchors(ctx, "agree"))
     with pytest.raises(UsageError, match="has no anchor that measures engine speed"):
         select_anchors(ctx, "census")

@@ -29,7 +29,7 @@ def one_line(p: subprocess.CompletedProcess, code: int = 2) -> str:
 @pytest.mark.parametrize("args,words", [
     (["--profile", "cpu", "--anchor", "nope"], "--anchor 'nope': no runnable census anchor of profile 'cpu' (no such anchor); "
                                                "this profile's: law4.cpu.census.q4_0-repack"),
-    (["--profile", "cpu", "--anchor", "law4.cpu.agree.smollm2-135m-q4_1"], "(an agreement anchor, not a census)"),
+    (["--profile", "cpu", "--anchor", "law4.cpu.l15.smollm2-135m-q4_1"], "(an agreement anchor, not a census)"),
     (["--profile", "cpu", "--anchor", "law4.h200.census.all-in-vram"], "(it binds to h200: give --profile h200)"),
     (["--profile", "nope"], "unknown hardware profile 'nope'"),
     (["--profile", "cpu", "--llama-dir", "no-such-build"], "--llama-dir: llama.cpp folder "),

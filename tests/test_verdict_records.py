@@ -100,7 +100,7 @@ def test_a_real_cpu_run_recomputes(tmp_path):
     out = tmp_path / "out"
     proc = subprocess.run(
         [sys.executable, "-m", "lawbench.core.cli", "run", "--profile", "cpu", "--out", str(out),
-         "--no-history", "-k", "q4_0-over-q4_k_m or bandwidth-term or kv_bytes or expert"],
+         "--no-history", "-k", "l15.syn-100m-q4_0 or bandwidth-term or kv_bytes or expert"],
         capture_output=True, text=True, timeout=1500)
     assert proc.returncode in (0, 1), proc.stdout[-3000:] + proc.stderr[-3000:]
     record = read_json(out / "run.json")
