@@ -120,8 +120,10 @@ class ArmSampler:
                                            "value_b": b, "order": "".join(order),
                                            "predecessor_a": preds["a"], "predecessor_b": preds["b"],
                                            "raw_a": got["a"].raw, "raw_b": got["b"].raw}))
-        except EngineError as exc:
-            exc.samples = out + list(exc.samples)
+        except (EngineError, KeyboardInterrupt) as exc:
+            # a stop signal between two visits is a KeyboardInterrupt (core.signals): the pairs
+            # finished so far ride on it as on an engine's fault, or a stopped A/B would record none
+            exc.samples = out + list(getattr(exc, "samples", []))
             raise
         self._env_after = _snapshot()
         return out

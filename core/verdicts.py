@@ -130,10 +130,11 @@ def decide_sequential(draw: Callable[[int], list[Sample]],
         target = next((n for n in plan if n > len(samples)), plan[-1])
         try:
             batch = draw(max(target - len(samples), 1))
-        except Exception as exc:
-            # Nothing is lost: samples from earlier batches ride on the error to the record.
-            if hasattr(exc, "samples"):
-                exc.samples = samples + list(exc.samples)
+        except (Exception, KeyboardInterrupt) as exc:
+            # Nothing is lost: samples from earlier batches ride on the error to the record — also
+            # on a stop signal that lands between two engine visits (a KeyboardInterrupt, core.signals).
+            if hasattr(exc, "samples") or isinstance(exc, KeyboardInterrupt):
+                exc.samples = samples + list(getattr(exc, "samples", []))
             raise
         samples.extend(batch)
         spent = clock() - start

@@ -393,9 +393,10 @@ def test_real_ab_stopped_by_sigterm_keeps_its_pairs(tmp_path, env, llama):  # no
     import signal
     import time
 
-    # B is the same build behind a llama-bench that notes each visit as it starts: the signal goes
-    # when B's third visit starts — the second pair's first (warm-ups A B, then A B, B A …), so the
-    # first pair is finished and recorded — not after a guess at how long that takes on a loaded box.
+    # B is the same build behind a llama-bench that notes each run with a model as it starts: the
+    # signal goes when B's fourth starts — past its warm-up, pair 1's B and pair 2's B (warm-ups A B,
+    # then A B, B A …), with room for one more run of B before the pairs (the third alone left 0
+    # pairs 1 time in 3) — not after a guess at how long that takes on a loaded box.
     bdir, visits = tmp_path / "b-bin", tmp_path / "b-visits.txt"
     bdir.mkdir()
     for tool in ("llama-perplexity", "llama-quantize"):
@@ -409,7 +410,7 @@ def test_real_ab_stopped_by_sigterm_keeps_its_pairs(tmp_path, env, llama):  # no
                             stdout=subprocess.DEVNULL, stderr=(tmp_path / "err.txt").open("w"), text=True)
     try:
         deadline = time.monotonic() + 300
-        while not (visits.is_file() and len(visits.read_text().split()) >= 3):
+        while not (visits.is_file() and len(visits.read_text().split()) >= 4):
             assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "err.txt").read_text()
             time.sleep(0.05)
         proc.send_signal(signal.SIGTERM)
