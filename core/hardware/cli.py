@@ -17,6 +17,8 @@ from rich.table import Table
 
 from lawbench.core.errors import LawbenchError
 from lawbench.core.hardware import bandwidth, detect
+# A runner job's limits live with the planning that must fit them; re-exported for the workflows' tests.
+from lawbench.core.plan import JOB_LIMIT_MIN, WEEKLY_DEADLINE_MIN, WEEKLY_JOB_MIN, weekly_cadence  # noqa: F401
 from lawbench.core.hardware.profiles import get_profile, load_profiles
 from lawbench.core.models import Fact, HardwareProfile, Tier
 
@@ -108,11 +110,6 @@ def _list(profiles: dict[str, HardwareProfile], console: Console) -> int:
     return 0
 
 
-# A runner job's limit (timeout-minutes): a night's windows must fit it (lawbench check), a weekly
-# job's profiles share its deadline.
-JOB_LIMIT_MIN = 240
-WEEKLY_JOB_MIN = 1440
-WEEKLY_DEADLINE_MIN = WEEKLY_JOB_MIN - 40
 
 
 def runner_matrix(profiles: dict[str, HardwareProfile], only: str = "all", weekly: bool = False) -> dict[str, Any]:
@@ -121,7 +118,6 @@ def runner_matrix(profiles: dict[str, HardwareProfile], only: str = "all", weekl
     one after the other under one lock, on the runner that carries all their labels. Each job's
     `plan` is "profile:cadence:deadline-minutes …" for scripts/nightly_runner.sh."""
     from lawbench.core.errors import UsageError
-    from lawbench.core.plan import weekly_cadence
 
     wanted = [x.strip() for x in only.split(",") if x.strip()] if only.strip() != "all" else None
     if wanted == []:

@@ -14,7 +14,9 @@ Writing a law plugin: everything you need is importable from ``lawbench`` itself
    file (raises ``ModelUnavailable`` where it is not on this machine: raise ``NotApplicable``
    from it), ``resources.llama()`` the llama.cpp build (``.bin_dir``, ``.llama_quantize`` …);
    ``read_gguf_header(path)`` reads a GGUF's metadata and tensor table in milliseconds. Raise
-   ``NotApplicable`` for a SKIP with its reason, ``EngineError`` for an ERROR, ``DataError``
+   ``NotApplicable`` for a SKIP with its reason (``OutOfScope(message, detail)`` when your law's own
+   stated, measured scope rule puts the case outside it: a SKIP even on the anchor's own runner and
+   under --strict), ``EngineError`` for an ERROR, ``DataError``
    for a data problem (file ``ANCHOR_FILE``: core names the real one). Override
    ``check_anchor(anchor)`` for rules across fields; ``lawbench check`` runs it on every anchor.
 3. Register in a module of your package; hooks are listed in ``lawbench.core.hookspecs``::
@@ -81,7 +83,7 @@ _EXPORTS = {
 }
 __all__ = [  # spelled out for tools that read it statically; a test keeps it equal to _EXPORTS
     "__version__", "Law", "Prediction", "Census", "Sampler", "ANCHOR_FILE", "LawbenchError", "NotApplicable",
-    "NotThisEngine", "EngineError", "EngineInterrupted", "DataError", "UsageError", "PluginError", "hookimpl", "Command", "whole_number",
+    "NotThisEngine", "OutOfScope", "EngineError", "EngineInterrupted", "DataError", "UsageError", "PluginError", "hookimpl", "Command", "whole_number",
     "Strict", "FiniteFloat", "Anchor", "HardwareProfile", "Sample", "ArmSampler", "Visit",
     "Resources", "ModelUnavailable", "read_gguf_header", "GGUFHeader",
 ]
