@@ -96,6 +96,7 @@ quantity = "reading"
 unit = "1"
 kind = "measurement"
 band = { lo = 1.2, hi = 2.5 }
+noise = "deterministic"  # the stand-in law replays fixed readings
 provenance = { seed = "tests" }
 
 [[anchor]]

@@ -248,7 +248,9 @@ def test_check_refuses_a_nightly_worst_case_above_its_window():
     gtx = profiles["gtx1060"]
     narrow = {**profiles, "gtx1060": gtx.model_copy(update={"nightly": gtx.nightly.model_copy(update={"window_min": 30})})}
     [problem] = window_problems(narrow, anchors)
-    assert problem.startswith("hardware_profiles/gtx1060.toml: field nightly.window_min: the nightly worst case is 140 min")
+    worst = plan(gtx, anchors, gtx.nightly.cadence).worst_min
+    assert problem.startswith(f"hardware_profiles/gtx1060.toml: field nightly.window_min: the nightly worst case is "
+                              f"{worst:.0f} min, above the window of 30 min"), problem
     wide = {**profiles, "gtx1060": gtx.model_copy(update={"nightly": gtx.nightly.model_copy(update={"window_min": 180})})}
     [box] = window_problems(wide, anchors)
     assert "box 'ref-desktop' runs cpu-ddr4, gtx1060 in one job: their windows add up to 240 min" in box
@@ -288,8 +290,9 @@ def test_plan_prices_a_selection_by_budget_and_by_history(history):
         rec = RunRecord.new("cpu", profile_matches=True, machine=MACHINE, engine=ENGINE,
                             started=f"2026-11-{day:02d}T02:17:00+00:00")
         history.append(rec.finish([r]))
-    pl = plan(profiles["cpu"], anchors, "quick", history)
+    pl = plan(profiles["cpu"], anchors, "nightly", history)  # the cpu nightly's own cadence
     row = next(r for r in pl.rows if r.anchor_id == census)
     assert row.worst_s == anchors.by_id()[census].anchor.budget.timeout_s and row.typical_s == 6.0  # the median
     assert all(r.worst_s == 0 for r in pl.rows if r.kind == "prediction")
-    assert pl.window_min == 30 and pl.fits and pl.typical_min == pytest.approx(0.1)
+    assert pl.window_min == profiles["cpu"].nightly.window_min and pl.fits
+    assert pl.typical_min == pytest.approx(0.1)
