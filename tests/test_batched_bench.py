@@ -22,6 +22,7 @@ from lawbench.core.engines.batched import (
     run_batched,
 )
 from lawbench.core.engines.bench import bench_command
+from lawbench.core.engines import build_trust
 from lawbench.core.engines.build import build_llamacpp
 from lawbench.core.errors import DataError, EngineError
 from lawbench.core.hardware.profiles import load_profiles
@@ -299,7 +300,7 @@ def test_new_bench_flags_reach_the_llama_bench_command(tmp_path, model):
                                               "load_mode": "none", "cache_type_v": "f16"}})
     params = bench_params(case, _cpu(2))
     fake = fake_llama(tmp_path, "exit 0", help_text=FAKE_HELP + "--cache-type-k --cache-type-v --ubatch-size "
-                                                                  "--n-gpu-layers")
+                                                                  "--n-gpu-layers --load-mode")
     cmd = bench_command(fake, model, **params)
     assert cmd[cmd.index("-ctk") + 1] == "q8_0" and "-ctv" not in cmd  # K-only: V stays f16
     assert cmd[cmd.index("-b") + 1] == "4096" and cmd[cmd.index("-ub") + 1] == "1024"
@@ -453,6 +454,7 @@ def test_an_older_build_without_the_tool_gets_it_added_not_reconfigured(tmp_path
         ["-DLLAMA_BUILD_SERVER=OFF"]
     info["targets"] = [t for t in info["targets"] if t != "llama-server"]
     (key_dir / "build_info.json").write_text(json.dumps(info))
+    build_trust.record_added(key_dir)  # that older build is lawbench's own: its manifest says so, not a plant
     third = build_llamacpp("4545.0.0", cache_dir=tmp_path, jobs=2, tools=["llama-server"])
     assert (third.bin_dir / "llama-server").is_file()
     info = json.loads((key_dir / "build_info.json").read_text())
@@ -462,6 +464,7 @@ def test_an_older_build_without_the_tool_gets_it_added_not_reconfigured(tmp_path
     # Without its CMake cache the old tree cannot be extended: refused, naming what to delete.
     (got.bin_dir / "llama-batched-bench").unlink()
     (key_dir / "build" / "CMakeCache.txt").unlink()
+    build_trust.record_added(key_dir)  # again lawbench's own older build, not a plant (that is set aside)
     with pytest.raises(EngineError) as exc:
         build_llamacpp("4545.0.0", cache_dir=tmp_path, jobs=2, tools=["llama-batched-bench"])
     assert "lacks llama-batched-bench" in str(exc.value) and f"delete {key_dir}" in str(exc.value)
