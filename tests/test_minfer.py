@@ -181,10 +181,10 @@ def test_malformed_case_names_the_anchor_and_field(anchors):
 # The stand-in prints figures of each test's own (standin.RATES_ENV), on both sides of the band:
 # an anchor fed only the seed's own figures could do nothing but pass.
 @pytest.mark.parametrize("fast, slow, verdict", [
-    (3000.0, 2850.0, Verdict.PASS),  # 0.9500, inside [0.947, 0.9522]
-    (3000.0, 2856.0, Verdict.PASS),  # 0.9520, just inside the upper edge
-    (3000.0, 2880.0, Verdict.FAIL),  # 0.9600: the switch costs less than published
-    (3000.0, 2835.0, Verdict.FAIL),  # 0.9450: the switch costs more
+    (3000.0, 2850.0, Verdict.PASS),  # 0.9500, inside [0.9306, 0.9686] (0.9496 ± 2 %, docs/bands.md)
+    (3000.0, 2904.0, Verdict.PASS),  # 0.9680, just inside the upper edge
+    (3000.0, 2925.0, Verdict.FAIL),  # 0.9750: the switch costs less than published
+    (3000.0, 2775.0, Verdict.FAIL),  # 0.9250: the switch costs more
 ])
 def test_prefill_ratio_is_judged_on_figures_of_the_stand_ins_own(engine, anchors, fast, slow, verdict):
     engine(**{standin.RATES_ENV: f"{fast},{slow}"})
@@ -193,10 +193,10 @@ def test_prefill_ratio_is_judged_on_figures_of_the_stand_ins_own(engine, anchors
     assert r.measured == pytest.approx(slow / fast)
 
 
-@pytest.mark.parametrize("fast, verdict", [(3181.0, Verdict.PASS), (3184.5, Verdict.PASS),
-                                           (3186.0, Verdict.FAIL), (3176.0, Verdict.FAIL)])
+@pytest.mark.parametrize("fast, verdict", [(3181.0, Verdict.PASS), (4400.0, Verdict.PASS),
+                                           (4500.0, Verdict.FAIL), (1850.0, Verdict.FAIL)])
 def test_prefill_default_is_judged_by_its_band(engine, anchors, fast, verdict):
-    engine(**{standin.RATES_ENV: f"{fast},2000.0"})  # 3181.0 ± 4.1 tok/s
+    engine(**{standin.RATES_ENV: f"{fast},2000.0"})  # 3181.0 ± 40 % (minfer's drift between windows)
     r = run(anchors["minfer.r54.prefill.default"])
     assert r.verdict is verdict and r.measured == pytest.approx(fast), r.reason
 
@@ -213,11 +213,13 @@ def test_prefill_ratio_from_interleaved_pairs(engine, anchors):
     assert r.measurement.samples[1].predecessor == "default"
 
 
-def test_prefill_measurement_fails_when_the_fast_path_is_gone(engine, anchors):
+def test_an_absolute_prefill_band_cannot_see_the_fast_path_go(engine, anchors):
     engine()
-    # The default anchor run with the plane switched off: ~3020.7 tok/s lies outside 3181.0 ± 1 %.
+    # The default anchor run with the plane switched off: ~3020.7 tok/s, 5 % down, lies inside
+    # 3181.0 ± 40 % — the GB10's drift between windows (docs/bands.md). What sees the fast path go
+    # is the same-window ratio (±2 %) and the liveness census (tests/test_minfer_mutation.py).
     a = with_case(anchors["minfer.r54.prefill.default"], env={"MINFER_MMQ_Q6K_EXP": "0"}, unset_env=[])
-    assert run(a).verdict is Verdict.FAIL
+    assert run(a).verdict is Verdict.PASS
 
 
 def test_missing_json_line_is_an_error(engine, anchors):
