@@ -173,7 +173,13 @@ class RunResources(Resources):
 
 
 class EngineResources:
-    """What a law's sampler sees for one engine: that engine, and the run's lock and model store."""
+    """What a law's sampler sees for one engine: that engine, and the run's lock and model store.
+
+    ``comparing_engines`` tells a law that this sampler measures an engine against another on the
+    anchor's case, not the law: a probe that decides whether the law applies here (Law 4's scope
+    rules) has nothing to decide."""
+
+    comparing_engines = True
 
     def __init__(self, shared: RunResources, llama: Any):
         self.shared, self._engine, self.profile = shared, llama, shared.profile

@@ -19,6 +19,19 @@ def _check_id(v: str) -> str:
 # Every id a data file defines (profile, anchor, model, manifest): stable, lower-case, never reused.
 Id = Annotated[str, AfterValidator(_check_id)]
 
+# The anchor a result is about: an anchor id, or "<anchor id>~<planted fault>" for a census anchor
+# run with one of its planted faults (Anchor.with_fault; `lawbench census plant`).
+RESULT_ID_RE = re.compile(r"[a-z0-9][a-z0-9._-]*(~[a-z0-9][a-z0-9._-]*)?")
+
+
+def _check_result_id(v: str) -> str:
+    if not RESULT_ID_RE.fullmatch(v):
+        raise ValueError("an id must be lower-case letters, digits, '.', '_' or '-' (a planted fault's run: <anchor id>~<fault>)")
+    return v
+
+
+ResultId = Annotated[str, AfterValidator(_check_result_id)]
+
 # A number a data file gives. TOML reads `nan` and `inf`: NaN slips through every comparison a
 # check makes and an infinite band accepts anything, so neither is a number lawbench takes.
 FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]

@@ -7,7 +7,7 @@ from typing import Any, Optional
 from pydantic import Field
 
 from lawbench.core.models.anchor import AnchorKind
-from lawbench.core.models.base import Id, Strict
+from lawbench.core.models.base import Id, ResultId, Strict
 
 
 class Verdict(str, enum.Enum):
@@ -41,7 +41,7 @@ class Measurement(Strict):
 class Result(Strict):
     """The outcome of one anchor in one run."""
 
-    anchor_id: Id
+    anchor_id: ResultId
     law: str
     kind: AnchorKind
     profile: Id

@@ -321,7 +321,8 @@ def sampler(anchor: Anchor, profile: HardwareProfile, resources: Any) -> ArmSamp
         raise DataError(CASE_FILE, "both arms must take a visit's value the same way",
                         anchor=anchor.id, field="arms.b.bench.per_visit")
     scope = None
-    if any(c.scope == "cpu-tier" for c in cases.values()):  # decided before the anchor's own visits
+    # Decided before the anchor's own visits; an engine A/B compares engines on the case, not the law.
+    if any(c.scope == "cpu-tier" for c in cases.values()) and not getattr(resources, "comparing_engines", False):
         from lawbench.plugins.law4.scope import check_scope
 
         scope = check_scope(files, lambda arm, path: _visit(llama, path, params[arm], cases[arm].bench),
