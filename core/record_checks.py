@@ -106,8 +106,7 @@ def exit_codes(record: RunRecord) -> set[int]:
             return {interrupt_exit_code(record.interrupted)}
         except (KeyError, AttributeError):
             return set()
-    bad = (record.strict and not record.profile_matches) or any(r.blocking for r in record.results)
-    return {1} if bad else {0, 1}
+    return {1} if record.judged_bad() else {0, 1}
 
 
 class _Bad(Exception):

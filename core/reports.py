@@ -193,15 +193,18 @@ class RunRecord(BaseModel):
         if interrupted:
             self.exit_code = interrupt_exit_code(interrupted)
         else:
-            # A --strict job on a machine that is not its profile's fails even when nothing it
-            # selected measures (-k prediction): it ran on the wrong runner (core.session).
-            wrong_runner = self.strict and not self.profile_matches
-            if self.gate is not None:
-                bad = self.gate.verdict == "red"
-            else:
-                bad = any(r.blocking for r in self.results) or bool(self.not_reached)
-            self.exit_code = 1 if wrong_runner or bad else 0
+            self.exit_code = 1 if self.judged_bad() else 0
         return self
+
+    def judged_bad(self) -> bool:
+        """Whether a finished, uninterrupted run fails: the one rule for its exit code (finish) and
+        for a record checked on import (core.record_checks)."""
+        # A --strict job on a machine that is not its profile's fails even when nothing it
+        # selected measures (-k prediction): it ran on the wrong runner (core.session).
+        wrong_runner = self.strict and not self.profile_matches
+        if self.gate is not None:  # --gate baseline: red or green against the runner's last accepted night
+            return wrong_runner or self.gate.verdict == "red"
+        return wrong_runner or any(r.blocking for r in self.results) or bool(self.not_reached)
 
     @property
     def ok(self) -> bool:
