@@ -80,9 +80,7 @@ def weight_type_of(header: Any) -> str:
 
 def skeleton_spec(header: Any) -> Any:
     """The synthetic skeleton of a model's graph: its layer count and format, negligible bytes."""
-    from lawbench.core.store.synthetic import SyntheticSpec
-
-    from lawbench.core.store.synthetic import WEIGHT_TYPES
+    from lawbench.core.store.synthetic import WEIGHT_TYPES, SyntheticSpec
 
     n_layer = int(header.arch("block_count"))
     fmt = weight_type_of(header)
@@ -114,8 +112,8 @@ def check_scope(arms: dict[str, Path], visit_of: Callable[[str, Path], Callable[
                              f"{wb / 2**20:.1f} MiB of weights per token fit in the {llc / 2**20:.0f} MiB "
                              f"last-level cache, so tokens after the first read cache, not RAM", detail=out)
     for arm, model in arms.items():
-        row = out[arm]
-        skeleton = build(skeleton_spec(read_header(model)))
+        row, spec = out[arm], skeleton_spec(read_header(model))
+        skeleton = build(spec)
         readings: dict[str, list[float]] = {"skeleton": [], "model": []}
         for _ in range(PROBE_ROUNDS):
             readings["skeleton"] += visit_of(arm, skeleton)(reps).values
@@ -126,7 +124,7 @@ def check_scope(arms: dict[str, Path], visit_of: Callable[[str, Path], Callable[
                    ms_per_token=round(t_model * 1e3, 3), fixed_share=round(share, 4), probe_rounds=PROBE_ROUNDS)
         if share > MAX_FIXED_SHARE:
             raise OutOfScope(f"arm {arm} ({model.name}) is outside Law 4's scope on this CPU: a skeleton of "
-                             f"its graph ({skeleton_spec(read_header(model)).n_layer} layers, same format, "
+                             f"its graph ({spec.n_layer} layers, same format, "
                              f"negligible bytes) takes {t_skel * 1e3:.2f} ms per token, {share:.0%} of the "
                              f"model's {t_model * 1e3:.2f} ms (the rule allows {MAX_FIXED_SHARE:.0%}): per-op "
                              f"cost, which the law does not price, decides its speed", detail=out)
