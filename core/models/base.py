@@ -2,18 +2,24 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal
+from typing import Annotated, Callable, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 ID_RE = re.compile(r"[a-z0-9][a-z0-9._-]*")
 
 
-def _check_id(v: str) -> str:
-    # fullmatch: `$` also matches before a final newline, and "l4.x\n" would pass as a look-alike of "l4.x"
-    if not ID_RE.fullmatch(v):
-        raise ValueError("an id must be lower-case letters, digits, '.', '_' or '-'")
-    return v
+def _whole_match(pattern: "re.Pattern[str]", message: str) -> Callable[[str], str]:
+    """A validator that takes a string only when ``pattern`` matches all of it."""
+    def check(v: str) -> str:
+        # fullmatch: `$` also matches before a final newline, and "l4.x\n" would pass as a look-alike of "l4.x"
+        if not pattern.fullmatch(v):
+            raise ValueError(message)
+        return v
+    return check
+
+
+_check_id = _whole_match(ID_RE, "an id must be lower-case letters, digits, '.', '_' or '-'")
 
 
 # Every id a data file defines (profile, anchor, model, manifest): stable, lower-case, never reused.
@@ -24,10 +30,8 @@ Id = Annotated[str, AfterValidator(_check_id)]
 RESULT_ID_RE = re.compile(r"[a-z0-9][a-z0-9._-]*(~[a-z0-9][a-z0-9._-]*)?")
 
 
-def _check_result_id(v: str) -> str:
-    if not RESULT_ID_RE.fullmatch(v):
-        raise ValueError("an id must be lower-case letters, digits, '.', '_' or '-' (a planted fault's run: <anchor id>~<fault>)")
-    return v
+_check_result_id = _whole_match(RESULT_ID_RE, "an id must be lower-case letters, digits, '.', '_' or '-' "
+                                              "(a planted fault's run: <anchor id>~<fault>)")
 
 
 ResultId = Annotated[str, AfterValidator(_check_result_id)]
