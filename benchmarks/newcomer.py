@@ -188,13 +188,13 @@ def run_timed(cmd: list[str], cwd: Path, env: dict, log: Path) -> tuple[list[Lin
     return lines, time.monotonic() - started, code
 
 
-def run_phase(name: str, clone: Path, env: dict, logs: Path) -> Phase:
+def run_phase(name: str, clone: Path, env: dict, logs: Path, index: int = 1) -> Phase:
     session = name.split("-")[0]
     env = dict(env)
     if session == "tests":  # per-file durations, without changing the session's own arguments
         env["PYTEST_ADDOPTS"] = (env.get("PYTEST_ADDOPTS", "") + " --durations=0 --durations-min=0").strip()
     print(f"newcomer: {name}: nox -s {session} in {clone}", file=sys.stderr, flush=True)
-    lines, wall, code = run_timed([*nox_command(), "-s", session], clone, env, logs / f"{name}.log")
+    lines, wall, code = run_timed([*nox_command(), "-s", session], clone, env, logs / f"{index}-{name}.log")  # a phase may repeat
     phase = where_it_went(name, lines, wall, code)
     record = clone / "lawbench-out" / "run.json"
     if session == "anchors" and record.is_file():
@@ -212,7 +212,7 @@ def fresh_clone(work: Path) -> Path:
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", default=",".join(PHASES),
-                        help=f"comma-separated phases, in the order given (of {', '.join(PHASES)})")
+                        help=f"comma-separated phases, in the order given, repeats allowed (of {', '.join(PHASES)})")
     parser.add_argument("--work", type=Path, default=None,
                         help="the folder for the clone, its cache and the logs (default: a new temp folder; "
                              "pass the same one to run a warm phase after its cold one)")
@@ -230,8 +230,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LAWBENCH_", "NOX_", "PYTEST_"))}
     env["LAWBENCH_CACHE"] = str(work / "cache")
     results = []
-    for name in phases:
-        phase = run_phase(name, clone, env, logs)
+    for index, name in enumerate(phases, 1):
+        phase = run_phase(name, clone, env, logs, index)
         results.append(phase)
         print(describe(phase), flush=True)
     print(f"newcomer: clone, cache and timestamped logs in {work}", file=sys.stderr)
