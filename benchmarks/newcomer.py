@@ -82,7 +82,9 @@ def where_it_went(name: str, lines: list[Line], wall_s: float, exit_code: int) -
     """A phase's time, split by what its output says happened when."""
     phase = Phase(name=name, wall_s=round(wall_s, 1), exit_code=exit_code)
     starts = command_starts(lines)
-    phase.setup_s = round(starts[0][0] if starts else wall_s, 1)
+    # Setup is nox's virtualenv and its pip installs: until the first command that is not one.
+    work = [t for t, what in starts if not what.startswith(("python -m", "pip"))]
+    phase.setup_s = round(work[0] if work else wall_s, 1)
     marks = [t for t, _ in starts] + [wall_s]
     for (t, what), end in zip(starts, marks[1:]):
         if what == "lawbench check":
