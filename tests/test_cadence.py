@@ -46,3 +46,25 @@ def test_quick_cadence_leaves_the_measurement_and_says_so(cli_env, tmp_path):
     assert p.returncode == 2 and "no anchors selected" in p.stderr  # nothing of the dummy is weekly
     p = run_cli(["run", "--profile", "cpu", "--cadence", "hourly"], cli_env, tmp_path)
     assert p.returncode == 2 and "invalid choice" in p.stderr
+
+
+def test_the_readme_lists_every_open_finding_of_the_quick_run_with_its_claim():
+    # The quick run's promise is "exit 0, red only where a finding is open": the README names each
+    # such finding with the claim it contradicts, so a newcomer can tell a finding from a failure.
+    import re
+    from pathlib import Path
+
+    from lawbench.core.hardware.profiles import load_profiles
+    from lawbench.core.loading import load_all
+    from lawbench.core.registry import get_registry
+
+    anchors = [la.anchor for la in load_all(get_registry(), profiles=load_profiles().keys()).anchors]
+    # What a quick run of the generic profile runs: predictions everywhere, the rest bound to cpu.
+    expected = {a.id: a for a in anchors if a.finding and a.runs and a.in_cadence("quick")
+                and (a.kind == "prediction" or not a.profiles or "cpu" in a.profiles)}
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    table = readme.split("| open finding in the quick run |", 1)[1].split("\n\n", 1)[0]
+    rows = {m.group(1): m.group(2) for m in re.finditer(r"^\| `([^`]+)` \| (.+?) \|", table, re.M)}
+    assert sorted(rows) == sorted(expected)
+    for anchor_id, claim in rows.items():
+        assert claim == expected[anchor_id].claim, anchor_id  # the claim as the anchor states it
