@@ -102,10 +102,8 @@ class Law1(Law):
 
 def model_imatrix(model: str, path: Path, llama: Any, threads: Any) -> Any:
     """The model's real input activations (core.engines.imatrix, cached by content and settings)."""
-    from lawbench.core.engines.imatrix import cached_imatrix
-    from lawbench.core.engines.perplexity import shipped_text
-    from lawbench.core.store.catalog import load_catalog
-    from lawbench.core.store.real import sha256_of
+    from lawbench.engines import cached_imatrix, shipped_text
+    from lawbench.store import load_catalog, sha256_of
     from lawbench.plugins.law1.measure import IMATRIX_CHUNKS, IMATRIX_CTX
 
     # The store verified the file against the catalogue's sha256; a runner's own file is hashed.

@@ -67,7 +67,7 @@ class Law1PerplexityCase(BaseModel):
 
 def parse_case(anchor: Anchor) -> Law1PerplexityCase:
     """The case of a model-level anchor, or a DataError naming the anchor and the field."""
-    from lawbench.core.errors import validation_error
+    from lawbench import validation_error
 
     if anchor.kind != "measurement" or anchor.arms:
         raise DataError(ANCHOR_FILE, "a law1 perplexity anchor is a measurement without arms (both "

@@ -21,9 +21,15 @@ import os
 import sys
 from typing import Any, Optional
 
-from lawbench.core.commands import whole_number
-from lawbench.core.errors import ANCHOR_FILE, DataError, LawbenchError, NotApplicable, UsageError
-from lawbench.core.models import HardwareProfile
+from lawbench import (
+    ANCHOR_FILE,
+    DataError,
+    HardwareProfile,
+    LawbenchError,
+    NotApplicable,
+    UsageError,
+    whole_number,
+)
 from lawbench.plugins.law4 import pricing as P
 from lawbench.plugins.law4.case import Law4Case
 from lawbench.plugins.law4.law import Law4, load_model
@@ -53,12 +59,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _profile(name: str) -> HardwareProfile:
-    from lawbench.core.hardware.profiles import plugin_profiles
-    from lawbench.core.registry import get_registry
+    from lawbench.host import get_registry, plugin_profiles
 
     profiles = plugin_profiles(get_registry())  # plugins' profiles too
     if name == "detect":
-        from lawbench.core.hardware.detect import fingerprint_machine, match_profile
+        from lawbench.hardware import fingerprint_machine, match_profile
 
         name, _ = match_profile(fingerprint_machine(), profiles)
     if name not in profiles:

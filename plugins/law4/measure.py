@@ -22,10 +22,7 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
-from lawbench.core.errors import DataError, EngineError
-from lawbench.core.law import NotApplicable
-from lawbench.core.models import Anchor, HardwareProfile
-from lawbench.core.protocol import ArmSampler, Visit
+from lawbench import Anchor, ArmSampler, DataError, EngineError, HardwareProfile, NotApplicable, Visit
 from lawbench.plugins.law4.case import CASE_FILE, BenchCase, Law4Case, arm_case, check_measured, parse_case
 
 ENGINES = {"llama-bench": "llama-bench", "batched-bench": "llama-batched-bench"}  # bench.tool -> binary
@@ -94,7 +91,7 @@ def batched_params(case: Law4Case, profile: HardwareProfile, model: Path) -> dic
         "load_mode": b.load_mode, "kv_offload": not case.placement.kv_on_cpu,
     }
     if case.experts_used is not None:
-        from lawbench.core.gguf_header import read_header
+        from lawbench import read_gguf_header as read_header
 
         params.update(experts_used=case.experts_used, architecture=read_header(model).architecture)
     return {k: v for k, v in params.items() if v is not None}
@@ -173,7 +170,7 @@ def prime_evict(model: Path) -> dict[str, Any]:
     (posix_fadvise DONTNEED, lawbench.core.hardware.pagecache), so the engine reads every page it
     needs from the disk. An eviction the kernel ignored (the file on tmpfs, or mapped whole by
     another process) would time a warm visit as a cold one: an engine error, never a reading."""
-    from lawbench.core.hardware import pagecache
+    from lawbench.hardware import pagecache
 
     before = pagecache.residency(model)
     t0 = time.monotonic()
@@ -191,7 +188,7 @@ def prime_evict(model: Path) -> dict[str, Any]:
 def _prime(mode: str, model: Path) -> dict[str, Any]:
     """Set the page-cache state bench.prime names; the record says how much of the file the
     cache held before and after (pagecache.residency: mincore, which reads nothing)."""
-    from lawbench.core.hardware import pagecache
+    from lawbench.hardware import pagecache
 
     if mode == "evict":
         done = prime_evict(model)
@@ -205,7 +202,7 @@ def _prime(mode: str, model: Path) -> dict[str, Any]:
 
 def _check_prime(mode: Optional[str]) -> None:
     """A visit that must set a page-cache state this machine cannot set or read never runs."""
-    from lawbench.core.hardware import pagecache
+    from lawbench.hardware import pagecache
 
     lacks = pagecache.supported() if mode is not None else None
     if lacks:
@@ -225,7 +222,7 @@ def _visit(llama: Any, model: Path, params: dict[str, Any], bench: BenchCase):
     if bench.prime is None:
         return run
 
-    from lawbench.core.hardware import pagecache
+    from lawbench.hardware import pagecache
 
     def primed(reps: int) -> Visit:
         done = _prime(bench.prime, model)  # immediately before the engine starts: nothing runs between
@@ -237,7 +234,7 @@ def _visit(llama: Any, model: Path, params: dict[str, Any], bench: BenchCase):
 
 
 def _bench_visit(llama: Any, model: Path, params: dict[str, Any], bench: BenchCase):
-    from lawbench.core.engines.bench import record_label, run_bench
+    from lawbench.engines import bench_record_label as record_label, run_bench
 
     def visit(reps: int) -> Visit:
         run = run_bench(llama, model, timeout_s=bench.timeout_s, repetitions=reps,
@@ -252,7 +249,7 @@ def _bench_visit(llama: Any, model: Path, params: dict[str, Any], bench: BenchCa
 
 def _batched_visit(llama: Any, model: Path, params: dict[str, Any], bench: BenchCase):
     """llama-batched-bench warms up on 16 tokens itself; its cells are the repetitions."""
-    from lawbench.core.engines.batched import record_label, run_batched
+    from lawbench.engines import batched_record_label as record_label, run_batched
 
     def visit(reps: int) -> Visit:
         run = run_batched(llama, model, timeout_s=bench.timeout_s, repetitions=reps, **params)
