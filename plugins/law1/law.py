@@ -16,11 +16,18 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from lawbench.core.errors import ANCHOR_FILE, DataError, validation_error
-from lawbench.core.law import Law, NotApplicable, Prediction
-from lawbench.core.models import Anchor, HardwareProfile
+from lawbench import (
+    ANCHOR_FILE,
+    Anchor,
+    DataError,
+    HardwareProfile,
+    Law,
+    NotApplicable,
+    Prediction,
+    validation_error,
+)
 from lawbench.plugins.law1 import model_level
-from lawbench.plugins.law1.case import Law1Case, catalog_ids
+from lawbench.plugins.law1.case import Law1Case, catalogue_id
 
 QUANTITY = "gauge/native error ratio"
 
@@ -46,9 +53,7 @@ def anchor_cases(anchor: Anchor) -> dict[str, Law1Case]:
         except ValidationError as exc:
             raise validation_error(ANCHOR_FILE, exc, anchor=anchor.id, prefix=prefix) from None
     case = next(iter(out.values()))
-    if case.model not in catalog_ids():
-        raise DataError(ANCHOR_FILE, f"no model {case.model!r} in the model catalogue",
-                        anchor=anchor.id, field="case.model")
+    catalogue_id(case.model, anchor.id)
     if anchor.budget.max_samples > len(case.layers):
         raise DataError(ANCHOR_FILE, f"max_samples {anchor.budget.max_samples} exceeds the "
                                      f"{len(case.layers)} layers listed (one sample per tensor)",
@@ -82,14 +87,11 @@ class Law1(Law):
 
         if anchor.quantity == model_level.QUANTITY:
             return model_level.sampler(anchor, profile, resources)
-        cases = anchor_cases(anchor)
-        model = next(iter(cases.values())).model
-        if resources is None:
-            from lawbench.core.store.real import ModelStore
+        from lawbench.store import model_file
 
-            path = ModelStore().path(model)
-        else:
-            path = resources.model(model)
+        cases = anchor_cases(anchor)
+        ref = next(iter(cases.values())).model
+        model, path = catalogue_id(ref, anchor.id), model_file(ref, resources)
         imatrix = None
         if needs_imatrix(cases):
             if resources is None:
