@@ -127,7 +127,7 @@ def _evaluate(anchor: Anchor, law: Law, profile: HardwareProfile, policy: RunPol
               resources: Any) -> Result:
     base = _base(anchor, profile.id)
     if anchor.kind == "prediction":
-        pred = law.predict(anchor, profile)
+        pred = law.predict(anchor, profile, resources)
         if not isinstance(pred.value, (int, float)) or not math.isfinite(pred.value):
             raise LawbenchError(f"anchor {anchor.id}: law {law.name!r} predicted {pred.value!r}, not a finite number")
         band = anchor.band_interval()
@@ -151,14 +151,15 @@ def _evaluate(anchor: Anchor, law: Law, profile: HardwareProfile, policy: RunPol
         census = law.census(anchor, profile, resources)
         return _census_result(anchor, base, census)
 
-    # The sampler first: it hands the law this run's resources (engine, model store), which a
-    # prediction priced from the real model file may need.
+    # The sampler first, so that what keeps the anchor from being measured here (a case outside
+    # the law's measured scope, a model this machine lacks) decides the result before any price.
+    # Both are handed the run's resources; the law answers the same in either order.
     sampler = law.sampler(anchor, profile, resources)
     predicted: Optional[float] = None
     calibrated: Optional[Callable[[float], float]] = None
     detail: dict[str, Any] = {}
     if anchor.kind == "agreement":
-        prediction = law.predict(anchor, profile)
+        prediction = law.predict(anchor, profile, resources)
         predicted, calibrated = prediction.value, prediction.from_reference
         if not predicted or predicted <= 0 or not math.isfinite(predicted):
             raise LawbenchError(f"anchor {anchor.id}: the law predicted {predicted!r}, cannot form a ratio")

@@ -76,7 +76,7 @@ class Law1(Law):
         else:
             anchor_cases(anchor)
 
-    def predict(self, anchor: Anchor, profile: HardwareProfile) -> Prediction:
+    def predict(self, anchor: Anchor, profile: HardwareProfile, resources: Any = None) -> Prediction:
         # The sign needs the tensor's effective rank, which needs its data: measure() records
         # the forecast beside every sample (raw.forecast); a point prediction is not offered.
         raise NotApplicable("law1 forecasts per tensor from its effective rank (recorded with "

@@ -166,7 +166,7 @@ class Law3(Law):
                 "source_bytes": src.stat().st_size}
         return RecipeSampler(anchor, case, files, slices, llama, threads, info)
 
-    def predict(self, anchor: Anchor, profile: HardwareProfile):
+    def predict(self, anchor: Anchor, profile: HardwareProfile, resources: Any = None):
         raise NotApplicable(f"law 'law3' makes no prediction for anchor {anchor.id!r}: where a model "
                             "is fragile is measured by the probe, not predicted (seed 000)")
 

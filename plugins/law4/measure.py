@@ -17,7 +17,6 @@ priced. Models: "gguf:<catalogue id>" through the run's model store (fetched or 
 """
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from typing import Any, Optional
@@ -98,50 +97,16 @@ def batched_params(case: Law4Case, profile: HardwareProfile, model: Path) -> dic
 
 
 def model_file(ref: Optional[str], resources: Any) -> Path:
-    """The file a case's model names, on this machine."""
+    """The file a case's model names, on this machine, fetched or built through the run's
+    resources (lawbench.store.model_file: the one reader of model references)."""
+    from lawbench.store import model_file as resolve
+
     if ref is None:
         raise NotApplicable("the case names no model, so there is nothing to run")
-    kind, _, name = ref.partition(":")
-    if kind == "manifest":
-        raise NotApplicable(f"model {ref!r} is an architecture manifest without weights; measure "
-                            f"a gguf:<catalogue id> or path:<file> model")
-    if kind == "path":
-        path = Path(os.path.expandvars(os.path.expanduser(name)))
-        if not path.is_file():
-            raise NotApplicable(f"model file {path} is not on this machine (case.model = {ref!r})")
-        return path
-    if kind == "gguf":
-        from lawbench.core.store.real import ModelUnavailable
-
-        try:
-            return Path(resources.model(name))
-        except ModelUnavailable as exc:  # a runner's own file is absent: a SKIP (a FAIL on its runner)
-            raise NotApplicable(str(exc)) from None  # a bad checksum or download stays an ERROR
-    raise NotApplicable(f"model {ref!r}: use gguf:<id> or path:<file> to measure")
-
-
-_PREDICT_RESOURCES: dict[str, Any] = {}
-
-
-def _unlocked_resources() -> type:
-    from lawbench.core.resources import Resources
-
-    class UnlockedResources(Resources):
-        def lock(self) -> None:  # nothing is timed with these
-            return None
-
-    return UnlockedResources
-
-
-def predict_resources(profile: HardwareProfile) -> Any:
-    """Resources for predict() before the run has handed the law its own: the same pinned build
-    (or $LAWBENCH_LLAMA_DIR) and model store, without the box lock — building or fetching a file
-    times nothing, and the run's own Resources takes the lock for its first measurement.
-    A --llama-dir given only on the command line is not seen here; llama-quantize from the
-    pinned build writes the same synthetic files."""
-    if profile.id not in _PREDICT_RESOURCES:
-        _PREDICT_RESOURCES[profile.id] = _unlocked_resources()(profile=profile)
-    return _PREDICT_RESOURCES[profile.id]
+    try:
+        return resolve(ref, resources)
+    except ValueError as exc:  # check_anchor refuses the form first; a direct call lands here
+        raise NotApplicable(str(exc)) from None
 
 
 PRIME_CHUNK = 16 << 20  # bytes per read() of the priming pass

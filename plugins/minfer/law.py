@@ -51,7 +51,7 @@ class Minfer(Law):
 
     anchors_package = "lawbench.anchors.minfer"
 
-    def predict(self, anchor: Anchor, profile: HardwareProfile) -> Prediction:
+    def predict(self, anchor: Anchor, profile: HardwareProfile, resources: Any = None) -> Prediction:
         case = check_case(anchor)
         # plane_bytes: the plane in the anchor's unit; agreement: in MiB, the unit memory is read in.
         agreement = anchor.kind == "agreement" and case.measure == "per_pid_memory_mib"
