@@ -12,7 +12,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from lawbench.core.errors import DataError, EngineOfRecordMissing, NotThisEngine, OutOfScope
+from lawbench.core.errors import DataError, EngineOfRecordMissing, OutOfScope
 from lawbench.core.law import EngineError, Law, LawbenchError, NotApplicable
 from lawbench.core.models import Anchor, HardwareProfile, Measurement, Result, Verdict
 from lawbench.core.verdicts import classify, decide_sequential, looks, median, relative_spread
@@ -73,11 +73,9 @@ def evaluate(anchor: Anchor, law: Law, policy: RunPolicy, resources: Any = None,
     except EngineOfRecordMissing as exc:  # a runner job must bring the engine of record
         result = _skip(anchor, policy, str(exc), profile.id) if policy.strict else \
             Result(**_base(anchor, profile.id), verdict=Verdict.SKIP, reason=str(exc))
-    except NotThisEngine as exc:  # not about this engine build: a plain SKIP, on any runner
-        result = Result(**_base(anchor, profile.id), verdict=Verdict.SKIP, reason=str(exc))
-    except OutOfScope as exc:  # the law's own measured scope rule: a plain SKIP, on any runner
+    except OutOfScope as exc:  # the anchor's own stated scope (a rule, engine builds): a plain SKIP, on any runner
         result = Result(**_base(anchor, profile.id), verdict=Verdict.SKIP, reason=str(exc),
-                        detail={"out_of_scope": exc.detail})
+                        detail={"out_of_scope": exc.detail} if exc.detail else {})
     except NotApplicable as exc:
         result = _skip(anchor, policy, str(exc), profile.id)
     except EngineError as exc:
