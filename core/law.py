@@ -58,6 +58,20 @@ class Census:
     environment: dict[str, Any] = field(default_factory=dict)
 
 
+class MachineTerm(Strict):
+    """One machine term a run measured: what the law's prediction needed from this machine (an
+    effective bandwidth, say), measured paired with the engine visits. A contribution bundle
+    carries them back (lawbench.core.contribute); ``Law.machine_terms`` says what they are."""
+
+    anchor_id: str  # the anchor whose samples gave it
+    term: str  # e.g. "eta_bw_gbs": the effective read rate η·BW of the tiers named in `tiers`
+    tiers: list[str]
+    value: float  # the median over the samples
+    unit: str
+    samples: list[float] = Field(default_factory=list)  # one per interleaved round
+    how: str  # in one line
+
+
 class Sampler(Protocol):
     """Draws samples for one anchor. Ratio samplers return per-pair ratios of interleaved arms."""
 
@@ -126,6 +140,19 @@ class Law:
         """What the engine's output says on this census's run ({"ppl": …}), so a planted fault
         can show that the output stayed right while the fast path disappeared."""
         raise NotApplicable(f"law {self.name!r} has no parity check for anchor {anchor.id!r}")
+
+    def measures_engine_speed(self, anchor: Anchor) -> bool:
+        """Whether a measured anchor times an engine in tokens per second (directly, or as each arm
+        of a ratio or agreement): what `lawbench ab` may compare across two engine builds.
+        The default reads the anchor's own unit and quantity; a law whose case says it better
+        (a quantity per arm, say) overrides this."""
+        return anchor.unit == "tok/s" or anchor.quantity.endswith("tok_s")
+
+    def machine_terms(self, result: Result) -> list[MachineTerm]:
+        """The machine terms one of this law's results measured, for a contribution bundle: what
+        the prediction needed from this machine, read from the result's own samples and detail.
+        The default: none (a law whose predictions take no machine constant)."""
+        return []
 
     def anchor_files(self) -> Iterable[Any]:
         """The anchor TOML files this law ships (importlib.resources Traversables)."""

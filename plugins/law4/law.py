@@ -203,9 +203,22 @@ class Law4(Law):
 
         return census.parity(anchor, profile, resources)
 
+    def measures_engine_speed(self, anchor: Anchor) -> bool:
+        """A decode or prefill speed, as the anchor's quantity or as the case each arm runs
+        (a decode_ratio anchor times decode_tok_s in both arms)."""
+        quantity = anchor.case.get("quantity") if isinstance(anchor.case, dict) else None
+        return super().measures_engine_speed(anchor) or str(quantity or "").endswith("tok_s")
+
+    def machine_terms(self, result: Any) -> list[Any]:
+        """The effective η·BW a calibrated agreement anchor measured on its reference arm."""
+        from lawbench.plugins.law4.machine_terms import eta_bw
+
+        term = eta_bw(result)
+        return [term] if term is not None else []
+
     # One method per family of quantities keeps each path short enough to check by eye.
     def compute(self, case: Law4Case, profile: HardwareProfile, anchor: Anchor,
-                store: Any = None, version: LawVersion = CURRENT) -> tuple[float, dict[str, Any]]:
+                models: Optional[Models] = None, version: LawVersion = CURRENT) -> tuple[float, dict[str, Any]]:
         q = case.quantity
         if q == "draft_acceptance":  # check_anchor refuses it on a prediction; a direct call lands here
             raise DataError(CASE_FILE, "draft_acceptance is measured in llama-server, never priced",
