@@ -90,9 +90,12 @@ def model_file(ref: Union[str, ModelRef], resources: Any = None, *, fetch: bool 
         return path
     from lawbench.core.store.real import ModelStore, ModelUnavailable
 
-    try:
-        if fetch and resources is not None:
+    if fetch and resources is not None:
+        try:
             return Path(resources.model(parsed.name))
+        except ModelUnavailable as exc:  # a runner's own file is absent: a SKIP
+            raise NotApplicable(str(exc)) from None  # a bad checksum or download stays an ERROR
+    try:
         return ModelStore().path(parsed.name, fetch=False)
-    except ModelUnavailable as exc:  # a runner's own file is absent, or not fetched yet: a SKIP
-        raise NotApplicable(str(exc)) from None  # a bad checksum or download stays an ERROR
+    except ModelUnavailable as exc:  # never fetched here (a prediction never downloads): a SKIP
+        raise NotApplicable(f"catalogue model {parsed.name!r} is not available here: {exc}") from None
