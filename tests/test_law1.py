@@ -168,7 +168,7 @@ def test_perplexity_case_errors_name_the_field(case, field):
 def test_fake_quantized_file_key_follows_its_inputs():
     from lawbench.plugins.law1.model_level import Law1PerplexityCase, file_key
 
-    case = Law1PerplexityCase(model="m", role="ffn_up", bits=2)
+    case = Law1PerplexityCase(model="gguf:m", role="ffn_up", bits=2)
     names = ["blk.0.ffn_up.weight", "blk.1.ffn_up.weight"]
     key = file_key("a" * 64, names, case, "hadamard")
     assert key == file_key("a" * 64, names, case, "hadamard")
