@@ -126,7 +126,7 @@ class Law:
 
         :param resources: the run's Resources: a prediction priced from a real model file fetches
             or builds it through ``resources.model``. ``None`` (a direct call, outside a run):
-            read only what is already on this machine, never build or download.
+            never download and never run an engine; read what is on this machine.
         """
         raise NotApplicable(f"law {self.name!r} has no prediction for anchor {anchor.id!r}")
 

@@ -35,27 +35,45 @@ def _toolchain_or_skip() -> None:
                     "and no LAWBENCH_LLAMA_DIR")
 
 
+@pytest.fixture
+def own_box(tmp_path, monkeypatch):
+    """A run's Resources on the pinned llama.cpp build (built once into the shared cache if it is
+    missing), with a cache, model store and box lock of this test's own: nothing here is timed,
+    so it neither waits for nor holds up another job's lock."""
+    from lawbench.core import gguf_header
+    from lawbench.core.engines.build import build_llamacpp
+    from lawbench.core.engines.llamacpp import locate_llamacpp
+    from lawbench.core.resources import DEFAULT_LLAMA_VERSION, Resources
+
+    _toolchain_or_skip()
+    own = os.environ.get("LAWBENCH_LLAMA_DIR")
+    llama = locate_llamacpp(own) if own else build_llamacpp(DEFAULT_LLAMA_VERSION, backend="cpu")
+    monkeypatch.setenv("LAWBENCH_CACHE", str(tmp_path))
+    gguf_header.clear_memory_cache()
+    res = Resources(profile=PROFILES["cpu"], engine=llama)
+    try:
+        yield res
+    finally:
+        res.close()
+        gguf_header.clear_memory_cache()
+
+
 @pytest.mark.integration
-def test_law4_predicts_alike_before_after_and_without_its_sampler():
+def test_law4_predicts_alike_before_after_and_without_its_sampler(own_box):
     """The old Law 4 kept the resources sampler() was handed and priced from them; core had to call
     sampler() first. Now predict() is handed them: the same number before the sampler exists, after
     it, on a fresh instance, and without resources once the file is on this machine."""
-    from lawbench.core.resources import Resources
-
-    _toolchain_or_skip()
-    anchor, cpu = make_anchor(**CALIBRATED), PROFILES["cpu"]
-    res = Resources(profile=cpu)
-    try:
-        law = Law4()
-        before = law.predict(anchor, cpu, res)  # builds the model file through the run's store
-        sampler = law.sampler(anchor, cpu, res)
-        after = law.predict(anchor, cpu, res)
-        fresh = Law4().predict(anchor, cpu, res)
-        without = Law4().predict(anchor, cpu)  # header only: the file is in the cache now
-    finally:
-        res.close()
-    assert sampler.protocol()["models"]["a"].endswith(".gguf")
-    for other in (after, fresh, without):
+    anchor, cpu, res = make_anchor(**CALIBRATED), PROFILES["cpu"], own_box
+    law = Law4()
+    first = law.predict(anchor, cpu)  # no resources: an F16 synthetic is written by gguf alone
+    before = law.predict(anchor, cpu, res)  # through the run's store, before any sampler
+    sampler = law.sampler(anchor, cpu, res)
+    after = law.predict(anchor, cpu, res)
+    fresh = Law4().predict(anchor, cpu, res)
+    without = Law4().predict(anchor, cpu)
+    assert sampler.protocol()["models"]["a"].startswith(str(res.store().cache_dir))
+    assert 0 < before.value < 1  # arm a reads the KV of 512 more positions a token: it is slower
+    for other in (first, after, fresh, without):
         assert other.value == before.value and other.detail == before.detail
         assert other.from_reference(30.0) == before.from_reference(30.0)
     assert vars(law) == {}  # nothing of the run stays on the law

@@ -73,7 +73,8 @@ def model_file(ref: Union[str, ModelRef], resources: Any = None, *, fetch: bool 
 
     :param resources: the run's Resources; with ``fetch`` a gguf: model is fetched or built
         through its store (under the box lock). Without them, or with ``fetch=False`` (a
-        prediction never downloads), only a file already in the cache is returned.
+        prediction never downloads), nothing is fetched and no engine runs: a real model must
+        already be in the cache (a synthetic F16 is written by the gguf factory alone).
     :raises NotApplicable: the file is not on this machine (a SKIP; a FAIL on its own runner),
         or the reference names an architecture manifest, which has no weights.
     :raises ModelStoreError: an unknown catalogue id, or a file that fails its checksum (ERROR).

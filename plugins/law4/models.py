@@ -32,7 +32,7 @@ def load_model(ref: str, anchor_id: str = "", resources: Any = None, *, fetch: b
     of model references for every law: lawbench.store.ModelRef).
 
     :param resources: the run's Resources; with ``fetch`` a "gguf:" model is fetched or built
-        through its store. Otherwise only a file already in the cache is read (a prediction
+        through its store. Otherwise nothing is downloaded and no engine runs (a prediction
         never downloads).
     """
     from lawbench.store import ModelRef, model_file

@@ -12,7 +12,7 @@ modules; a law never imports ``lawbench.core`` (the built-in laws do not either)
    engine build, the one model store, the box lock — and core calls them in any order, so a law
    keeps no run state between calls:
    ``predict(anchor, profile, resources=None) -> Prediction`` (runs anywhere; ``resources`` is None
-   on a direct call outside a run: read only what is on this machine, never build or download),
+   on a direct call outside a run: never download and never run an engine),
    ``sampler(anchor, profile, resources)`` (draws samples on a machine: ``ArmSampler`` over
    ``Visit`` callables does warm-up, interleaving and predecessors for you) and/or
    ``census(anchor, profile, resources) -> Census`` (counted path labels). A law written for
