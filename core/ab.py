@@ -132,11 +132,14 @@ def exit_code(results: list[ABResult], gated: bool) -> int:
 
 
 def is_speed_anchor(anchor: Any) -> bool:
-    """Measured on an engine in tokens per second (directly, or as the case of a ratio/agreement)."""
+    """Measured on an engine in tokens per second, as the anchor's own law reads it
+    (``Law.measures_engine_speed``); an anchor of a law not installed here is not."""
     if not anchor.runs or anchor.kind not in SPEED_KINDS:
         return False
-    case_quantity = str((anchor.case or {}).get("quantity", "")) if isinstance(anchor.case, dict) else ""
-    return anchor.unit == "tok/s" or case_quantity.endswith("tok_s") or anchor.quantity.endswith("tok_s")
+    from lawbench.core.registry import get_registry
+
+    law = get_registry().laws.get(anchor.law)
+    return law is not None and law.measures_engine_speed(anchor)
 
 
 def select_anchors(ctx: Any, k: Optional[str]) -> list[Any]:

@@ -8,9 +8,7 @@ provenance. docs/history.md describes the fields.
 """
 from __future__ import annotations
 
-import math
 import os
-import statistics
 import sys
 from pathlib import Path
 from typing import Any, Literal, Optional, Union
@@ -18,24 +16,13 @@ from typing import Any, Literal, Optional, Union
 from pydantic import Field, ValidationError
 
 from lawbench.core.errors import DataError, UsageError, validation_error
-from lawbench.core.models import HardwareProfile, Result
+from lawbench.core.law import MachineTerm
+from lawbench.core.models import HardwareProfile
 from lawbench.core.models.base import Strict
 from lawbench.core.reports import RunRecord, lawbench_version, utc_now, write_json
 
 BUNDLE_VERSION = 1
 CONTRIBUTOR_ENV = "LAWBENCH_CONTRIBUTOR"  # who sends the bundle (a GitHub handle): optional
-
-
-class MachineTerm(Strict):
-    """One machine term a run measured: what the law's prediction needed from this machine."""
-
-    anchor_id: str  # the anchor whose samples gave it
-    term: str  # e.g. "eta_bw_gbs": the effective read rate η·BW of the tiers named in `tiers`
-    tiers: list[str]
-    value: float  # the median over the samples
-    unit: str
-    samples: list[float] = Field(default_factory=list)  # one per interleaved round
-    how: str  # in one line
 
 
 class ContributionBundle(Strict):
@@ -50,36 +37,23 @@ class ContributionBundle(Strict):
 
 
 def machine_terms(record: RunRecord) -> list[MachineTerm]:
-    """The effective η·BW each calibrated agreement anchor measured, per interleaved round.
+    """The machine terms the run measured, as each result's own law reads them (``Law.machine_terms``:
+    e.g. an effective bandwidth per interleaved round). A law that is not installed here, or whose
+    reading breaks, gives none: the bundle is written without them and says nothing false."""
+    from lawbench.core.registry import get_registry
 
-    Such an anchor prices its reference arm b at 1 GB/s (`detail.prediction.bytes_per_token_b`:
-    its byte-seconds at that rate ×1e9; `.fixed_seconds_b`: its compute seconds) and runs it beside arm a; arm b's
-    measured tok/s in round i then gives the rate c_i = S_b / (1 / tok_s_b,i − F_b) in GB/s (the
-    same c the law uses to predict arm a). Rounds whose arm-b token is shorter than F_b give none.
-    """
-    return [t for r in record.results if (t := _eta_bw(r)) is not None]
-
-
-def _eta_bw(r: Result) -> Optional[MachineTerm]:
-    d = r.detail.get("prediction")
-    if not (isinstance(d, dict) and r.detail.get("calibrated_on") and r.measurement):
-        return None
-    s_b, f_b = d.get("bytes_per_token_b"), d.get("fixed_seconds_b", 0.0)
-    if not (isinstance(s_b, (int, float)) and isinstance(f_b, (int, float))):
-        return None
-    rates = []
-    for sample in r.measurement.samples:
-        tok_s = sample.raw.get("value_b")
-        if isinstance(tok_s, (int, float)) and tok_s > 0 and 1 / tok_s > f_b:
-            rates.append(s_b / 1e9 / (1 / tok_s - f_b))
-    rates = [c for c in rates if math.isfinite(c)]
-    if not rates:
-        return None
-    pricing = (d.get("arm_b") or {}).get("pricing", {})
-    tiers = sorted(pricing.get("weight_bytes", {})) or ["all"]
-    return MachineTerm(anchor_id=r.anchor_id, term="eta_bw_gbs", tiers=tiers,
-                       value=statistics.median(rates), unit="GB/s", samples=rates,
-                       how="arm b's bytes per token over its measured token time, per round")
+    laws = get_registry().laws
+    terms: list[MachineTerm] = []
+    for r in record.results:
+        law = laws.get(r.law)
+        if law is None:
+            continue
+        try:
+            terms.extend(law.machine_terms(r))
+        except Exception as exc:  # noqa: BLE001 - a plugin's bug must not lose the bundle
+            print(f"lawbench: warning: law {r.law!r} could not read the machine terms of {r.anchor_id}: "
+                  f"{type(exc).__name__}: {exc}", file=sys.stderr)
+    return terms
 
 
 def build_bundle(record: RunRecord, profile: HardwareProfile) -> ContributionBundle:

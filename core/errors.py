@@ -28,23 +28,18 @@ class NotApplicable(LawbenchError):
     """The anchor cannot run here (missing GPU, wrong profile, …): a SKIP with this reason."""
 
 
-class NotThisEngine(NotApplicable):
-    """The anchor's number was published for another engine build than the one installed (minfer's
-    revision range, an engine version): not a missing resource but an anchor that is not about this
-    engine, so it stays a SKIP even on its own runner and under --strict."""
-
-
 class OutOfScope(NotApplicable):
-    """The law's own stated rule, measured here, puts this case outside its scope on this machine
-    (a model that fits in the CPU's cache, one whose per-op cost decides its speed): a SKIP with
-    the measured figures on any runner, under --strict too — not a missing resource, not a finding."""
+    """The anchor's own stated scope puts this case outside it here: the law's scope rule, measured
+    on this machine (a model that fits in the CPU's cache), or the engine builds the published
+    figure is about (another revision installed). Not a missing resource, not a finding: a SKIP
+    with its reason (and ``detail``, the figures it rests on) on any runner, under --strict too."""
 
     def __init__(self, message: str, detail: Optional[dict] = None):
         super().__init__(message)
         self.detail = dict(detail or {})
 
 
-class EngineOfRecordMissing(NotThisEngine):
+class EngineOfRecordMissing(NotApplicable):
     """The anchor re-checks a figure published on the profile's engine of record, and the engine
     installed here is another build. A runner job (--strict) must provide the engine of record:
     there this is a FAIL naming it and how to provide it; elsewhere a SKIP with that reason."""

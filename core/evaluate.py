@@ -12,7 +12,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from lawbench.core.errors import DataError, EngineOfRecordMissing, NotThisEngine, OutOfScope
+from lawbench.core.errors import DataError, EngineOfRecordMissing, OutOfScope
 from lawbench.core.law import EngineError, Law, LawbenchError, NotApplicable
 from lawbench.core.models import Anchor, HardwareProfile, Measurement, Result, Verdict
 from lawbench.core.verdicts import classify, decide_sequential, looks, median, relative_spread
@@ -73,11 +73,9 @@ def evaluate(anchor: Anchor, law: Law, policy: RunPolicy, resources: Any = None,
     except EngineOfRecordMissing as exc:  # a runner job must bring the engine of record
         result = _skip(anchor, policy, str(exc), profile.id) if policy.strict else \
             Result(**_base(anchor, profile.id), verdict=Verdict.SKIP, reason=str(exc))
-    except NotThisEngine as exc:  # not about this engine build: a plain SKIP, on any runner
-        result = Result(**_base(anchor, profile.id), verdict=Verdict.SKIP, reason=str(exc))
-    except OutOfScope as exc:  # the law's own measured scope rule: a plain SKIP, on any runner
+    except OutOfScope as exc:  # the anchor's own stated scope (a rule, engine builds): a plain SKIP, on any runner
         result = Result(**_base(anchor, profile.id), verdict=Verdict.SKIP, reason=str(exc),
-                        detail={"out_of_scope": exc.detail})
+                        detail={"out_of_scope": exc.detail} if exc.detail else {})
     except NotApplicable as exc:
         result = _skip(anchor, policy, str(exc), profile.id)
     except EngineError as exc:
@@ -127,7 +125,7 @@ def _evaluate(anchor: Anchor, law: Law, profile: HardwareProfile, policy: RunPol
               resources: Any) -> Result:
     base = _base(anchor, profile.id)
     if anchor.kind == "prediction":
-        pred = law.predict(anchor, profile)
+        pred = law.predict(anchor, profile, resources)
         if not isinstance(pred.value, (int, float)) or not math.isfinite(pred.value):
             raise LawbenchError(f"anchor {anchor.id}: law {law.name!r} predicted {pred.value!r}, not a finite number")
         band = anchor.band_interval()
@@ -151,14 +149,15 @@ def _evaluate(anchor: Anchor, law: Law, profile: HardwareProfile, policy: RunPol
         census = law.census(anchor, profile, resources)
         return _census_result(anchor, base, census)
 
-    # The sampler first: it hands the law this run's resources (engine, model store), which a
-    # prediction priced from the real model file may need.
+    # The sampler first, so that what keeps the anchor from being measured here (a case outside
+    # the law's measured scope, a model this machine lacks) decides the result before any price.
+    # Both are handed the run's resources; the law answers the same in either order.
     sampler = law.sampler(anchor, profile, resources)
     predicted: Optional[float] = None
     calibrated: Optional[Callable[[float], float]] = None
     detail: dict[str, Any] = {}
     if anchor.kind == "agreement":
-        prediction = law.predict(anchor, profile)
+        prediction = law.predict(anchor, profile, resources)
         predicted, calibrated = prediction.value, prediction.from_reference
         if not predicted or predicted <= 0 or not math.isfinite(predicted):
             raise LawbenchError(f"anchor {anchor.id}: the law predicted {predicted!r}, cannot form a ratio")

@@ -21,7 +21,7 @@ import pluggy
 from lawbench.core import hookspecs
 from lawbench.core.commands import GROUPS, NAME_RE, Command
 from lawbench.core.errors import PluginError  # noqa: F401  (re-exported: older imports)
-from lawbench.core.law import Law
+from lawbench.core.law import Law, check_law_signatures
 
 # Built-ins are module names, not entry points (pytest's habit): they load even when autoloading
 # third-party plugins is disabled.
@@ -193,6 +193,7 @@ def _contributions(impl_plugin: Any, pm: pluggy.PluginManager, origin: str) -> d
         package = law.anchors_package
         if package is not None and not isinstance(package, str):
             raise PluginError(f"{origin}: law {name!r}: anchors_package must be a package name, not {package!r}")
+        check_law_signatures(type(law), origin)
     for hook in ("lawbench_profile_dirs", "lawbench_model_catalogs"):
         for item in out[hook]:
             if not _is_folder_or_file(item):

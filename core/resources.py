@@ -1,5 +1,8 @@
 """Shared resources of one run, prepared once and only when an anchor asks: the box lock, the
-llama.cpp build, the model store. A prediction-only run touches none of them."""
+llama.cpp build, the model store. A prediction-only run touches none of them.
+
+One type for every run: a run that compares engine builds (`lawbench ab`) hands each side
+``resources.with_engine(build)`` — that engine, this run's lock and model store."""
 from __future__ import annotations
 
 import contextlib
@@ -16,18 +19,38 @@ LLAMA_DIR_ENV = "LAWBENCH_LLAMA_DIR"
 
 
 class Resources:
-    def __init__(self, llama_dir: Optional[str] = None, profile: Optional[HardwareProfile] = None):
+    """What a law's methods are handed: ``llama()``, ``model(id)``, ``store()``, ``lock()``.
+
+    :param engine: an engine build already chosen (a located or built llama.cpp): the run measures
+        with it instead of choosing one (``--llama-dir``, the engine of record, the pinned build).
+    """
+
+    # True on a side of an engine comparison: the sampler measures an engine against another on
+    # the anchor's case, not the law, so a probe deciding whether the law applies has nothing to do.
+    comparing_engines = False
+
+    def __init__(self, llama_dir: Optional[str] = None, profile: Optional[HardwareProfile] = None, *,
+                 engine: Any = None):
         self.llama_dir = llama_dir or os.environ.get(LLAMA_DIR_ENV) or None
         self.profile = profile
         self._stack = contextlib.ExitStack()
         self._locked = False
-        self._llama: Any = None
+        self._llama: Any = engine
         self._llama_error: Optional[LawbenchError] = None
         self._store: Any = None
+        self._shared: Optional["Resources"] = None  # the run whose lock and store a side uses
         self.llama_chosen_by = "--llama-dir"  # else set when the build is chosen (engines.record)
+
+    def with_engine(self, engine: Any) -> "Resources":
+        """This run's lock and model store, measuring with ``engine`` (one side of an A/B)."""
+        side = Resources(profile=self.profile, engine=engine)
+        side._shared, side.comparing_engines = self, True
+        return side
 
     def lock(self) -> None:
         """One job per box: held from the first engine or model use to the end of the run."""
+        if self._shared is not None:
+            return self._shared.lock()
         if self._locked:
             return
         from lawbench.core.lock import box_lock
@@ -54,6 +77,7 @@ class Resources:
         """The llama.cpp to measure with: a runner's own build by path, else the profile's engine of
         record, else the pinned build (lawbench.core.engines.record)."""
         if self._llama is not None:
+            self.lock()  # a chosen engine measures under the box lock like a built one
             return self._llama
         if self._llama_error is not None:  # do not rebuild for every anchor after a failure
             raise self._llama_error
@@ -80,6 +104,8 @@ class Resources:
     def store(self) -> Any:
         # Building, fetching or requantizing a model loads the box: another job's timings would
         # see it, so it happens under the lock like a measurement.
+        if self._shared is not None:
+            return self._shared.store()
         self.lock()
         if self._store is None:
             from lawbench.core.engines.bench import quantize

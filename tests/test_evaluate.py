@@ -38,7 +38,7 @@ class ToyLaw(Law):
         self.predicted, self.values, self.fail_at, self.counts, self.boom, self.skip = \
             predicted, list(values), fail_at, counts or {}, boom, skip
 
-    def predict(self, anchor, profile):
+    def predict(self, anchor, profile, resources=None):
         if self.boom:
             raise ZeroDivisionError("plugin bug")
         return Prediction(self.predicted, {"how": "toy"})
@@ -103,7 +103,7 @@ def test_a_strict_runner_fails_only_skips_of_its_own_anchors():
     from lawbench.testing import make_profile
 
     class NoHeader(ToyLaw):
-        def predict(self, anchor, profile):
+        def predict(self, anchor, profile, resources=None):
             raise NotApplicable("catalogue model 'x' is not available here")
 
     here, there = make_profile("here"), make_profile("there")

@@ -3,6 +3,7 @@ since a lazy import that closes a cycle only moves the failure to whichever modu
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -92,3 +93,82 @@ def test_the_pytest_plugin_loads_the_session_and_never_the_reverse():
     assert "lawbench.core.session" in graph["lawbench.core.pytest_plugin"]
     assert "lawbench.core.pytest_plugin" not in graph["lawbench.core.session"]
     assert "lawbench.core.pytest_plugin" not in graph["lawbench.core.items"]
+
+
+# --------------------------------------------------------------------------- layers
+# Core names no law; a built-in law is written like a third party's (docs/contributing-a-law.md):
+# it imports `lawbench` and its public modules, and its own package, nothing else of lawbench.
+
+_DOTTED = re.compile(r"lawbench(\.\w+)+")
+
+
+def imported_names() -> dict[str, set[str]]:
+    """Every lawbench name each module imports (lazy imports inside functions included), and every
+    string that is a whole lawbench module path (what importlib.import_module would be handed)."""
+    out: dict[str, set[str]] = {}
+    for name, path in _modules().items():
+        tree = ast.parse(path.read_text())
+        names: set[str] = set()
+        for node in _runtime_imports(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names.add(node.module)
+                names.update(f"{node.module}.{a.name}" for a in node.names)
+            elif isinstance(node, ast.Import):
+                names.update(a.name for a in node.names)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and _DOTTED.fullmatch(node.value):
+                names.add(node.value)
+        out[name] = {n for n in names if n == "lawbench" or n.startswith("lawbench.")}
+    return out
+
+
+def _plugin_of(name: str) -> str | None:
+    parts = name.split(".")
+    return parts[2] if len(parts) > 2 and parts[:2] == ["lawbench", "plugins"] else None
+
+
+def layer_violations(imports: dict[str, set[str]], builtins: tuple[str, ...]) -> list[str]:
+    """One line per import that breaks a layer rule:
+    core imports no plugin (the registry names the built-ins, by module name, and only there);
+    no plugin imports another plugin; no built-in law imports lawbench.core."""
+    found = []
+    for module, names in sorted(imports.items()):
+        mine = _plugin_of(module)
+        for name in sorted(names):
+            if module.startswith("lawbench.core") and _plugin_of(name) is not None:
+                if not (module == "lawbench.core.registry" and name in builtins):
+                    found.append(f"{module} (core) imports {name}")
+            if mine is not None:
+                other = _plugin_of(name)
+                if other is not None and other != mine:
+                    found.append(f"{module} (plugin {mine}) imports plugin {other}: {name}")
+                if name == "lawbench.core" or name.startswith("lawbench.core."):
+                    found.append(f"{module} (plugin {mine}) imports core: {name}; use lawbench's public surface")
+    return found
+
+
+def test_core_names_no_law_and_laws_use_only_the_public_surface():
+    from lawbench.core.registry import BUILTIN_PLUGINS
+
+    assert layer_violations(imported_names(), BUILTIN_PLUGINS) == []
+
+
+def test_the_layer_rules_catch_each_kind_of_import():
+    builtins = ("lawbench.plugins.law4",)
+    imports = {
+        "lawbench.core.registry": {"lawbench.plugins.law4"},  # the list of built-ins: allowed
+        "lawbench.core.ab": {"lawbench.plugins.law4.case"},
+        "lawbench.plugins.law3.law": {"lawbench.plugins.law4.measure", "lawbench.plugins.law3.case"},
+        "lawbench.plugins.law4.law": {"lawbench.core.errors", "lawbench", "lawbench.engines"},
+    }
+    assert layer_violations(imports, builtins) == [
+        "lawbench.core.ab (core) imports lawbench.plugins.law4.case",
+        "lawbench.plugins.law3.law (plugin law3) imports plugin law4: lawbench.plugins.law4.measure",
+        "lawbench.plugins.law4.law (plugin law4) imports core: lawbench.core.errors; use lawbench's public surface",
+    ]
+
+
+def test_the_scan_sees_lazy_imports_and_module_strings():
+    imports = imported_names()
+    assert "lawbench.plugins.law4" in imports["lawbench.core.registry"]  # a string in BUILTIN_PLUGINS
+    assert "lawbench.engines" in imports["lawbench.plugins.law4.measure"]  # imported inside a function

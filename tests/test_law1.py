@@ -124,7 +124,7 @@ def test_real_tensor_measurement_smollm2(smollm2):  # noqa: F811
     from lawbench.plugins.law1.case import Law1Case
     from lawbench.plugins.law1.measure import tensor_effect
 
-    case = Law1Case(model="smollm2-135m-q4_1", role="attn_k", layers=[0, 1, 2], bits=2,
+    case = Law1Case(model="gguf:smollm2-135m-q4_1", role="attn_k", layers=[0, 1, 2], bits=2,
                     activations="norm-gain")
     got = tensor_effect(str(smollm2), case, 15, seed=0)
     assert got["activations"] == "norm-gain" and got["inputs"].startswith("norm-gain")
@@ -142,7 +142,7 @@ def _ppl_anchor(**case):
     return Anchor.model_validate({
         "id": "test.law1.ppl", "law": "law1", "claim": "c", "quantity": "gauge/native perplexity ratio",
         "unit": "x", "kind": "measurement", "profiles": ["cpu"], "band": {"hi": 1.0},
-        "case": {"model": "smollm2-135m-q4_1", "role": "ffn_up", "bits": 2, **case},
+        "case": {"model": "gguf:smollm2-135m-q4_1", "role": "ffn_up", "bits": 2, **case},
         "budget": {"min_samples": 3, "max_samples": 3, "batch": 3},
         "provenance": {"seed": "test", "notes": "test"}})
 
@@ -168,7 +168,7 @@ def test_perplexity_case_errors_name_the_field(case, field):
 def test_fake_quantized_file_key_follows_its_inputs():
     from lawbench.plugins.law1.model_level import Law1PerplexityCase, file_key
 
-    case = Law1PerplexityCase(model="m", role="ffn_up", bits=2)
+    case = Law1PerplexityCase(model="gguf:m", role="ffn_up", bits=2)
     names = ["blk.0.ffn_up.weight", "blk.1.ffn_up.weight"]
     key = file_key("a" * 64, names, case, "hadamard")
     assert key == file_key("a" * 64, names, case, "hadamard")

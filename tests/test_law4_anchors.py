@@ -103,7 +103,7 @@ BASE = {"model": "manifest:qwen3-30b-a3b", "quantity": "kv_bytes_per_pos"}
     ({**BASE, "placement": {"ngl": 1, "cpu_layers": 2}}, "B/pos", "case.placement", "not both"),
     ({**BASE, "kv_type": "q3_k"}, "B/pos", "case.kv_type", "Input should be"),
     ({"quantity": "kv_bytes_per_pos"}, "B/pos", "case.model", "needs case.model"),
-    ({**BASE, "model": "huggingface:x"}, "B/pos", "case.model", "pattern"),
+    ({**BASE, "model": "huggingface:x"}, "B/pos", "case.model", "use gguf:<catalogue id>, path:<file.gguf> or manifest:<id>"),
     ({**BASE, "quantity": "decode_ratio"}, "x", "case.vs", "needs case.vs"),
     ({**BASE, "quantity": "kv_bytes_ratio", "vs": {"kv_tpye": "f16"}}, "x", "case.vs.kv_tpye", "unknown field"),
     ({**BASE, "quantity": "expert_ceiling"}, "x", "case.experts_used", "needs case.experts_used"),

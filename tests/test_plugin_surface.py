@@ -191,7 +191,7 @@ def test_a_law_that_predicts_nan_gets_an_error_that_says_so():
     class NaNLaw(lawbench.Law):
         name = "test"
 
-        def predict(self, anchor, profile):
+        def predict(self, anchor, profile, resources=None):
             return lawbench.Prediction(float("nan"))
 
     result = evaluate_anchor(make_anchor(), NaNLaw())
@@ -206,7 +206,7 @@ def test_a_data_error_found_while_running_names_the_anchor_file():
     class Picky(lawbench.Law):
         name = "test"
 
-        def predict(self, anchor, profile):
+        def predict(self, anchor, profile, resources=None):
             raise lawbench.DataError(lawbench.ANCHOR_FILE, "no such table", anchor=anchor.id, field="case.x")
 
     profile = make_profile()
@@ -222,7 +222,7 @@ def test_a_law_bug_is_an_error_naming_the_law_not_a_bare_exception():
     class Buggy(lawbench.Law):
         name = "test"
 
-        def predict(self, anchor, profile):
+        def predict(self, anchor, profile, resources=None):
             return lawbench.Prediction(anchor.case["model_gb"])
 
     result = evaluate_anchor(make_anchor(), Buggy())

@@ -66,7 +66,7 @@ class StandIn(Law):
     title = "Stand-in law (tests only)"
     anchors_package = "lawbench_standin.anchors"
 
-    def predict(self, anchor, profile):
+    def predict(self, anchor, profile, resources=None):
         return Prediction(float(sum(anchor.case["terms"])))
 
     def sampler(self, anchor, profile, resources):

@@ -48,7 +48,7 @@ class Scripted(Law):
     def __init__(self, values):
         self.values = values
 
-    def predict(self, anchor, profile):
+    def predict(self, anchor, profile, resources=None):
         return Prediction(100.0)
 
     def sampler(self, anchor, profile, resources):

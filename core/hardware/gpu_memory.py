@@ -1,8 +1,8 @@
-"""Per-process GPU memory, the way seed 002 reads it on a GB10 (used by minfer's anchors and by
-Law 4's GPU-memory census of llama.cpp).
+"""Per-process GPU memory: what an engine process (and its children) holds, read per PID.
 
-On unified-memory parts nvidia-smi's aggregate "used" field reads [N/A]; only the per-process
-list (`--query-compute-apps`) reports what an engine holds. Two instruments read that list:
+On unified-memory parts (a GB10: seed 002) nvidia-smi's aggregate "used" field reads [N/A]; only
+the per-process list (`--query-compute-apps`) reports what an engine holds, so every law that
+weighs an engine's memory reads it here (public: lawbench.hardware). Two instruments read that list:
 nvidia-ml-py (nvmlDeviceGetComputeRunningProcesses), and the seed's own command line
 
     nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits

@@ -7,6 +7,7 @@ belong to the synthetic GGUF factory (lawbench.core.store.synthetic); they are v
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional, Union
@@ -177,3 +178,9 @@ def load_catalog(files: Optional[Iterable[Any]] = None) -> Catalog:
             catalog.files[mid] = name
             (catalog.model if isinstance(entry, RealModel) else catalog.synthetic).append(entry)
     return catalog
+
+
+@functools.lru_cache(maxsize=1)
+def catalog_ids() -> frozenset[str]:
+    """Every model id the catalogue declares (read once per process)."""
+    return frozenset(load_catalog().ids())

@@ -4,7 +4,7 @@ Registers only; the law lives in lawbench.plugins.law1.law, its model in .predic
 arithmetic in .gauges, real tensors in .tensors, the measurement in .measure, the fake-quantized
 GGUF writer in .fakequant.
 """
-from lawbench.core.hookspecs import hookimpl
+from lawbench import hookimpl
 
 
 @hookimpl

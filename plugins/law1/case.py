@@ -1,12 +1,13 @@
 """The `case` table of a Law 1 anchor: which real tensors, which quantization, which gauge."""
 from __future__ import annotations
 
-import functools
 from typing import Annotated, Literal, Optional
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from lawbench import ANCHOR_FILE, DataError
 from lawbench.plugins.law1.gauges import GAUGES
+from lawbench.store import ModelReference
 
 
 def _power_of_two(v: int) -> int:
@@ -31,7 +32,7 @@ ROLES = NORMED_ROLES + ("attn_output", "ffn_down")
 class Law1Case(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    model: str  # a catalogue id (anchors/models*.toml), e.g. "gemma3-270m-q4_k_m"
+    model: ModelReference  # a catalogue model (anchors/models*.toml), e.g. "gguf:gemma3-270m-q4_k_m"
     role: Literal[ROLES]  # type: ignore[valid-type]
     # The layers sampled, in this order: one sample per layer (each with its own rotation seed),
     # so the interval is over tensors of one role, never over repetitions of one tensor.
@@ -68,8 +69,19 @@ class Law1Case(BaseModel):
         return f"blk.{layer}.{self.role}.weight"
 
 
-@functools.lru_cache(maxsize=1)
-def catalog_ids() -> frozenset[str]:
-    from lawbench.core.store.catalog import load_catalog
+def catalogue_id(ref: str, anchor_id: str) -> str:
+    """The catalogue id a Law 1 case's ``model = "gguf:<id>"`` names: Law 1 keys its copies and
+    imatrices by the catalogue's checksum, so a model is a catalogue entry, never a bare path.
 
-    return frozenset(load_catalog().ids())
+    :raises DataError: naming the anchor and case.model.
+    """
+    from lawbench.store import check_model_ref
+
+    try:
+        parsed = check_model_ref(ref)
+    except ValueError as exc:
+        raise DataError(ANCHOR_FILE, str(exc), anchor=anchor_id, field="case.model") from None
+    if parsed.kind != "gguf":
+        raise DataError(ANCHOR_FILE, f"model {ref!r}: Law 1 reads a catalogue model, gguf:<catalogue id>",
+                        anchor=anchor_id, field="case.model")
+    return parsed.name

@@ -16,11 +16,18 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from lawbench.core.errors import ANCHOR_FILE, DataError, validation_error
-from lawbench.core.law import Law, NotApplicable, Prediction
-from lawbench.core.models import Anchor, HardwareProfile
+from lawbench import (
+    ANCHOR_FILE,
+    Anchor,
+    DataError,
+    HardwareProfile,
+    Law,
+    NotApplicable,
+    Prediction,
+    validation_error,
+)
 from lawbench.plugins.law1 import model_level
-from lawbench.plugins.law1.case import Law1Case, catalog_ids
+from lawbench.plugins.law1.case import Law1Case, catalogue_id
 
 QUANTITY = "gauge/native error ratio"
 
@@ -46,9 +53,7 @@ def anchor_cases(anchor: Anchor) -> dict[str, Law1Case]:
         except ValidationError as exc:
             raise validation_error(ANCHOR_FILE, exc, anchor=anchor.id, prefix=prefix) from None
     case = next(iter(out.values()))
-    if case.model not in catalog_ids():
-        raise DataError(ANCHOR_FILE, f"no model {case.model!r} in the model catalogue",
-                        anchor=anchor.id, field="case.model")
+    catalogue_id(case.model, anchor.id)
     if anchor.budget.max_samples > len(case.layers):
         raise DataError(ANCHOR_FILE, f"max_samples {anchor.budget.max_samples} exceeds the "
                                      f"{len(case.layers)} layers listed (one sample per tensor)",
@@ -71,7 +76,7 @@ class Law1(Law):
         else:
             anchor_cases(anchor)
 
-    def predict(self, anchor: Anchor, profile: HardwareProfile) -> Prediction:
+    def predict(self, anchor: Anchor, profile: HardwareProfile, resources: Any = None) -> Prediction:
         # The sign needs the tensor's effective rank, which needs its data: measure() records
         # the forecast beside every sample (raw.forecast); a point prediction is not offered.
         raise NotApplicable("law1 forecasts per tensor from its effective rank (recorded with "
@@ -82,14 +87,11 @@ class Law1(Law):
 
         if anchor.quantity == model_level.QUANTITY:
             return model_level.sampler(anchor, profile, resources)
-        cases = anchor_cases(anchor)
-        model = next(iter(cases.values())).model
-        if resources is None:
-            from lawbench.core.store.real import ModelStore
+        from lawbench.store import model_file
 
-            path = ModelStore().path(model)
-        else:
-            path = resources.model(model)
+        cases = anchor_cases(anchor)
+        ref = next(iter(cases.values())).model
+        model, path = catalogue_id(ref, anchor.id), model_file(ref, resources)
         imatrix = None
         if needs_imatrix(cases):
             if resources is None:
@@ -102,10 +104,8 @@ class Law1(Law):
 
 def model_imatrix(model: str, path: Path, llama: Any, threads: Any) -> Any:
     """The model's real input activations (core.engines.imatrix, cached by content and settings)."""
-    from lawbench.core.engines.imatrix import cached_imatrix
-    from lawbench.core.engines.perplexity import shipped_text
-    from lawbench.core.store.catalog import load_catalog
-    from lawbench.core.store.real import sha256_of
+    from lawbench.engines import cached_imatrix, shipped_text
+    from lawbench.store import load_catalog, sha256_of
     from lawbench.plugins.law1.measure import IMATRIX_CHUNKS, IMATRIX_CTX
 
     # The store verified the file against the catalogue's sha256; a runner's own file is hashed.

@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
-from lawbench.core.engines.imatrix import Imatrix
-from lawbench.core.models import Anchor, Sample
+from lawbench import Anchor, Sample
+from lawbench.engines import Imatrix
 from lawbench.plugins.law1.case import Law1Case
 from lawbench.plugins.law1.gauges import effective_rank, quantize_in_gauge, rel_mse, rel_output_error, truncate_rank
 from lawbench.plugins.law1.predict import forecast

@@ -25,12 +25,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from lawbench.core.engines.perplexity import (DEFAULT_TEXT, SliceVisits, shipped_text, text_sha256,
-                                              text_slices)
-from lawbench.core.errors import ANCHOR_FILE, DataError, EngineError, LawbenchError
-from lawbench.core.models import Anchor, Sample
-from lawbench.plugins.law1.case import ROLES, Group, catalog_ids
+from lawbench import ANCHOR_FILE, Anchor, DataError, EngineError, LawbenchError, Sample
+from lawbench.engines import DEFAULT_TEXT, SliceVisits, shipped_text, text_sha256, text_slices
+from lawbench.plugins.law1.case import ROLES, Group, catalogue_id
 from lawbench.plugins.law1.gauges import GAUGES
+from lawbench.store import ModelReference
 
 QUANTITY = "gauge/native perplexity ratio"
 # Bump when what a fake-quantized file holds for the same inputs changes (gauges.py arithmetic,
@@ -42,7 +41,7 @@ MAX_SLICES = 64  # more slices than any budget asks for; each is scored once at 
 class Law1PerplexityCase(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    model: str  # a catalogue id (anchors/models*.toml)
+    model: ModelReference  # a catalogue model (anchors/models*.toml): "gguf:<id>"
     role: Literal[ROLES]  # type: ignore[valid-type]
     layers: Literal["all"] | list[int] = "all"  # "all": every block of the model
     bits: int = Field(ge=1, le=8)
@@ -67,7 +66,7 @@ class Law1PerplexityCase(BaseModel):
 
 def parse_case(anchor: Anchor) -> Law1PerplexityCase:
     """The case of a model-level anchor, or a DataError naming the anchor and the field."""
-    from lawbench.core.errors import validation_error
+    from lawbench import validation_error
 
     if anchor.kind != "measurement" or anchor.arms:
         raise DataError(ANCHOR_FILE, "a law1 perplexity anchor is a measurement without arms (both "
@@ -77,9 +76,7 @@ def parse_case(anchor: Anchor) -> Law1PerplexityCase:
         case = Law1PerplexityCase.model_validate(anchor.case)
     except ValidationError as exc:
         raise validation_error(ANCHOR_FILE, exc, anchor=anchor.id, prefix="case") from None
-    if case.model not in catalog_ids():
-        raise DataError(ANCHOR_FILE, f"no model {case.model!r} in the model catalogue",
-                        anchor=anchor.id, field="case.model")
+    catalogue_id(case.model, anchor.id)
     return case
 
 
@@ -184,13 +181,12 @@ class PerplexityRatioSampler:
 
 
 def sampler(anchor: Anchor, profile: Any, resources: Any) -> PerplexityRatioSampler:
-    from lawbench.core.paths import cache_root
-    from lawbench.core.store.catalog import load_catalog
-    from lawbench.core.store.real import sha256_of
     from lawbench.plugins.law1.tensors import TensorFile
+    from lawbench.store import cache_root, load_catalog, model_file, sha256_of
 
     case = parse_case(anchor)
-    src = Path(resources.model(case.model))
+    model = catalogue_id(case.model, anchor.id)
+    src = model_file(case.model, resources)
     blocks = TensorFile(src).layers()
     layers = list(range(blocks)) if case.layers == "all" else case.layers
     beyond = [n for n in layers if n >= blocks]
@@ -206,12 +202,12 @@ def sampler(anchor: Anchor, profile: Any, resources: Any) -> PerplexityRatioSamp
         raise DataError(ANCHOR_FILE, f"text {case.text} gives {len(slices)} slices of {case.slice_chars} "
                         f"characters from slice {case.first_slice} on, fewer than budget.max_samples "
                         f"{anchor.budget.max_samples}", anchor=anchor.id, field="budget.max_samples")
-    entry = load_catalog().get(case.model)
+    entry = load_catalog().get(model)
     # The store verified the file against the catalogue's sha256; a runner's own file without one
     # is hashed here, so the key always names the content the copies were made from.
     source_sha = getattr(entry, "sha256", None) or sha256_of(src)
     names = [f"blk.{n}.{case.role}.weight" for n in layers]
-    folder = cache_root() / "models" / case.model / "law1-fakequant"
+    folder = cache_root() / "models" / model / "law1-fakequant"
     files, builds = {}, {}
     for arm, gauge in (("native", "native"), ("gauge", case.gauge)):
         files[arm], builds[arm] = fake_quantized_file(src, source_sha, names, case, gauge, folder)

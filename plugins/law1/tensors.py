@@ -22,8 +22,7 @@ import numpy as np
 from gguf import GGMLQuantizationType
 from gguf.quants import dequantize
 
-from lawbench.core.errors import DataError
-from lawbench.core.gguf_header import GGUFHeader, read_header
+from lawbench import DataError, GGUFHeader, read_gguf_header as read_header
 
 
 @dataclass(frozen=True)

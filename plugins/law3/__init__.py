@@ -1,6 +1,6 @@
 """Law 3 (seed 000): depth fragility. Registers only; the law lives in lawbench.plugins.law3.law,
 the recipe files in .recipe, the case tables in .case."""
-from lawbench.core.hookspecs import hookimpl
+from lawbench import hookimpl
 
 
 @hookimpl

@@ -16,9 +16,8 @@ from typing import Literal
 
 from pydantic import Field, ValidationError, model_validator
 
-from lawbench.core.errors import ANCHOR_FILE, DataError, validation_error
-from lawbench.core.models import Anchor, FiniteFloat
-from lawbench.core.models.base import Strict
+from lawbench import ANCHOR_FILE, Anchor, DataError, FiniteFloat, Strict, validation_error
+from lawbench.store import ModelReference, check_model_ref
 
 # Low-bit types the recipes may use. Block sizes matter: both small models have rows of 576 / 640
 # values, which Q2_K / Q3_K (blocks of 256) cannot hold — llama-quantize would silently fall back
@@ -42,7 +41,7 @@ class Recipe(Strict):
 
 
 class Law3Case(Strict):
-    model: str  # gguf:<catalogue id> or path:<file>
+    model: ModelReference  # gguf:<catalogue id> or path:<file>
     low_type: Literal[LOW_TYPES] = "q2_0"  # type: ignore[valid-type]
     statistic: Literal["ppl_ratio", "damage_ratio"] = "ppl_ratio"
     text: str = "python-reference-3.11.txt"
@@ -65,6 +64,10 @@ def parse_case(anchor: Anchor) -> tuple[Law3Case, dict[str, Recipe]]:
         case = Law3Case.model_validate(anchor.case)
     except ValidationError as exc:
         raise validation_error(ANCHOR_FILE, exc, anchor=anchor.id, prefix="case") from None
+    try:
+        check_model_ref(case.model)
+    except ValueError as exc:
+        raise DataError(ANCHOR_FILE, str(exc), anchor=anchor.id, field="case.model") from None
     if set(anchor.arms) != {"a", "b"}:
         raise DataError(ANCHOR_FILE, f"a Law 3 anchor compares two recipes: needs arms.a and arms.b "
                         f"(got {sorted(anchor.arms) or 'none'})", anchor=anchor.id, field="arms")

@@ -23,17 +23,26 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lawbench.core.engines.perplexity import SliceVisits, shipped_text, text_sha256, text_slices
-from lawbench.core.errors import ANCHOR_FILE, DataError, EngineError, LawbenchError
-from lawbench.core.law import Law, NotApplicable, Sampler
-from lawbench.core.models import Anchor, HardwareProfile, Sample
+from lawbench import (
+    ANCHOR_FILE,
+    Anchor,
+    DataError,
+    EngineError,
+    HardwareProfile,
+    Law,
+    LawbenchError,
+    NotApplicable,
+    Sample,
+    Sampler,
+)
+from lawbench.engines import SliceVisits, shipped_text, text_sha256, text_slices
 from lawbench.plugins.law3.case import Law3Case, Recipe, parse_case
 
 MAX_SLICES = 64  # more slices than any budget asks for; each is scored once at most
 
 
 def _workdir() -> Path:
-    from lawbench.core.paths import cache_root
+    from lawbench.store import cache_root
 
     return cache_root() / "law3"
 
@@ -90,7 +99,7 @@ class RecipeSampler:
     def environment(self) -> dict[str, Any]:
         if not self._env:
             try:
-                from lawbench.core.hardware.detect import environment_snapshot
+                from lawbench.hardware import environment_snapshot
 
                 self._env = environment_snapshot()
             except Exception as exc:  # noqa: BLE001 - evidence, never a reason to lose a run
@@ -114,9 +123,9 @@ class Law3(Law):
         parse_case(anchor)
 
     def sampler(self, anchor: Anchor, profile: HardwareProfile, resources: Any) -> Sampler:
-        from lawbench.core.gguf_header import read_header
+        from lawbench import read_gguf_header as read_header
         from lawbench.plugins.law3.recipe import build_recipe
-        from lawbench.plugins.law4.measure import model_file
+        from lawbench.store import model_file
 
         case, arms = parse_case(anchor)
         src = model_file(case.model, resources)
@@ -157,7 +166,7 @@ class Law3(Law):
                 "source_bytes": src.stat().st_size}
         return RecipeSampler(anchor, case, files, slices, llama, threads, info)
 
-    def predict(self, anchor: Anchor, profile: HardwareProfile):
+    def predict(self, anchor: Anchor, profile: HardwareProfile, resources: Any = None):
         raise NotApplicable(f"law 'law3' makes no prediction for anchor {anchor.id!r}: where a model "
                             "is fragile is measured by the probe, not predicted (seed 000)")
 

@@ -24,7 +24,12 @@ import shlex
 from collections.abc import Iterable
 from pathlib import Path
 
-from lawbench.core.engines.bench import _engine_error, _fault, _tail, run_process
+from lawbench.engines import (
+    engine_error as _engine_error,
+    log_tail as _tail,
+    process_fault as _fault,
+    run_process,
+)
 
 _LAYER = re.compile(r"^blk\.(\d+)\.")
 _CONVERTED = re.compile(r"\]\s+(\S+)\s+- \[.*converting to (\w+)")
@@ -79,7 +84,7 @@ def build_recipe(llama, src: Path, layers: Iterable[int], low_type: str, workdir
 
     :raises EngineError: llama-quantize failed, or converted other tensors than the chosen ones.
     """
-    from lawbench.core.gguf_header import read_header
+    from lawbench import read_gguf_header as read_header
 
     layers = sorted(set(layers))
     if not layers:

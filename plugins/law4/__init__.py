@@ -5,8 +5,7 @@ header) and `manifest.py` (from anchors/manifests/*.toml); `lawbench predict` in
 """
 from __future__ import annotations
 
-from lawbench.core.commands import Command
-from lawbench.core.hookspecs import hookimpl
+from lawbench import Command, hookimpl
 
 
 @hookimpl

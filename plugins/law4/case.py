@@ -35,11 +35,10 @@ from typing import Any, Literal, Optional, Union
 
 from pydantic import Field, ValidationError, model_validator
 
-from lawbench.core.errors import ANCHOR_FILE, DataError
-from lawbench.core.loading import validation_error
-from lawbench.core.models import FiniteFloat, Strict
+from lawbench import ANCHOR_FILE, DataError, FiniteFloat, Strict, validation_error
 from lawbench.plugins.law4.pricing import KV_TYPES
 from lawbench.plugins.law4.server_case import ServerOptions
+from lawbench.store import ModelReference
 
 CASE_FILE = ANCHOR_FILE  # a law does not know the anchor's file; core fills it in
 
@@ -240,7 +239,7 @@ class BenchCase(Strict):
 
 class Law4Case(Strict):
     quantity: Quantity
-    model: Optional[str] = Field(default=None, pattern=r"^(manifest|path|gguf):.+")
+    model: Optional[ModelReference] = None  # one form for every law: lawbench.store.ModelRef
     ctx: int = Field(default=0, ge=0)
     kv_type: Literal[KV_TYPES] = "f16"  # type: ignore[valid-type]
     kv_layout: Literal["auto", "expanded"] = "auto"  # expanded: MLA without its compression

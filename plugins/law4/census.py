@@ -20,9 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from lawbench.core.errors import EngineError, NotApplicable
-from lawbench.core.law import Census
-from lawbench.core.models import Anchor, HardwareProfile
+from lawbench import Anchor, Census, EngineError, HardwareProfile, NotApplicable
 from lawbench.plugins.law4.case import BenchCase, check_measured, parse_case
 from lawbench.plugins.law4.measure import bench_params, model_file
 
@@ -45,8 +43,7 @@ def opt_outs(bench: BenchCase) -> set[str]:
 
 def census(anchor: Anchor, profile: HardwareProfile, resources: Any) -> Census:
     """One verbose llama-bench run of the case (its bench test, one repetition), counted."""
-    from lawbench.core.engines.bench import capture_load_log
-    from lawbench.core.engines.loadlog import parse_load_log
+    from lawbench.engines import capture_load_log, parse_load_log
 
     case = parse_case(anchor.case, anchor.id)
     check_measured(case, "census", anchor.id)
@@ -59,7 +56,7 @@ def census(anchor: Anchor, profile: HardwareProfile, resources: Any) -> Census:
         if bench.census == "kernels":
             env.update(_tracer_env(llama, Path(tmp) / "kernels.tsv"))
         elif bench.census == "gpu-memory":
-            from lawbench.core.hardware.gpu_memory import PeakSampler, PerPidMemory
+            from lawbench.hardware import PeakSampler, PerPidMemory
 
             sampler = PeakSampler(PerPidMemory.open())
             monitor = sampler.start
@@ -78,8 +75,8 @@ def census(anchor: Anchor, profile: HardwareProfile, resources: Any) -> Census:
 
 
 def _tracer_env(llama: Any, trace_file: Path) -> dict[str, str]:
-    from lawbench.core.engines.kernels import build_tracer, traced_env
-    from lawbench.core.paths import cache_root
+    from lawbench.engines import build_tracer, traced_env
+    from lawbench.store import cache_root
 
     if getattr(llama, "backend", "unknown") not in ("cuda", "unknown"):
         raise NotApplicable(f"a kernel census counts CUDA kernels; this llama.cpp is a {llama.backend} build")
@@ -87,7 +84,7 @@ def _tracer_env(llama: Any, trace_file: Path) -> dict[str, str]:
 
 
 def _kernel_counts(trace_file: Path, bench: BenchCase, model: str) -> dict[str, Any]:
-    from lawbench.core.engines.kernels import kernel_labels, read_trace
+    from lawbench.engines import kernel_labels, read_trace
 
     trace = read_trace(trace_file, f"llama-bench on model {model}")
     counts = kernel_labels(trace, opt_outs(bench))
@@ -123,7 +120,7 @@ def parity(anchor: Anchor, profile: HardwareProfile, resources: Any) -> dict[str
     with the same placement and switches, over the first PARITY_CHUNKS × PARITY_CTX tokens of the
     shipped text. A planted fault changes which kernels run, not what the model computes, so its
     perplexity must match the unplanted run's (lawbench.core.planted judges the pair)."""
-    from lawbench.core.engines.perplexity import run_perplexity, shipped_text
+    from lawbench.engines import run_perplexity, shipped_text
 
     case = parse_case(anchor.case, anchor.id)
     bench = case.bench or BenchCase(n_gen=1)

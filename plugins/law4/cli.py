@@ -21,9 +21,15 @@ import os
 import sys
 from typing import Any, Optional
 
-from lawbench.core.commands import whole_number
-from lawbench.core.errors import ANCHOR_FILE, DataError, LawbenchError, NotApplicable, UsageError
-from lawbench.core.models import HardwareProfile
+from lawbench import (
+    ANCHOR_FILE,
+    DataError,
+    HardwareProfile,
+    LawbenchError,
+    NotApplicable,
+    UsageError,
+    whole_number,
+)
 from lawbench.plugins.law4 import pricing as P
 from lawbench.plugins.law4.case import Law4Case
 from lawbench.plugins.law4.law import Law4, load_model
@@ -53,12 +59,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _profile(name: str) -> HardwareProfile:
-    from lawbench.core.hardware.profiles import plugin_profiles
-    from lawbench.core.registry import get_registry
+    from lawbench.host import get_registry, plugin_profiles
 
     profiles = plugin_profiles(get_registry())  # plugins' profiles too
     if name == "detect":
-        from lawbench.core.hardware.detect import fingerprint_machine, match_profile
+        from lawbench.hardware import fingerprint_machine, match_profile
 
         name, _ = match_profile(fingerprint_machine(), profiles)
     if name not in profiles:
@@ -213,23 +218,23 @@ def render(profile: HardwareProfile, info: dict, rows: list[dict], ctx: int, ver
             console.print(f"[yellow]warning[/] {r['placement']}: {w}")
 
 
-MODEL_KINDS = ("manifest", "path", "gguf")
-
-
 def _shape(model: str) -> ModelShape:
     """The model the command line names; what cannot be priced is a DataError naming it.
 
     A file that exists wins over a `kind:` reading ("qwen:7b.gguf" in the cwd is that file).
     """
+    from lawbench.store import ModelRef, catalog_ids
+
     path = os.path.expandvars(os.path.expanduser(model))
     if os.path.lexists(path):
         ref = f"path:{path}"  # anything but a regular GGUF file is refused by the header scanner
     elif ":" in model.split("/")[0]:
         ref = model
-        kind = model.partition(":")[0]
-        if kind not in MODEL_KINDS:
-            raise UsageError(f"{model}: no such file, and {kind!r} is not a model kind; give the "
-                             f"path of a .gguf file, manifest:<id> or gguf:<catalogue id>")
+        try:
+            ModelRef.parse(model)
+        except ValueError:
+            raise UsageError(f"{model}: no such file, and {model.partition(':')[0]!r} is not a model kind; "
+                             f"give the path of a .gguf file, manifest:<id> or gguf:<catalogue id>") from None
     else:
         raise DataError(path, "no such file; give the path of a .gguf file, or manifest:<id>")
     try:
@@ -243,8 +248,8 @@ def _shape(model: str) -> ModelShape:
         # the command line, and the anchor-file placeholder means nothing to the user.
         raise UsageError(f"{model}: {exc.message}") from None
     except LawbenchError as exc:  # the model store's "unknown model id": a typo on the command line
-        kind, _, name = ref.partition(":")
-        if kind == "gguf" and not _in_catalogue(name):
+        parsed = ModelRef.parse(ref)
+        if parsed.kind == "gguf" and parsed.name not in catalog_ids():
             raise UsageError(f"{model}: {exc}") from None
         raise
     if not shape.has_tensors:
@@ -254,12 +259,6 @@ def _shape(model: str) -> ModelShape:
                                       "per-layer placement and needs the layer count (a CLIP / mmproj "
                                       "projector? give the language model's GGUF)")
     return shape
-
-
-def _in_catalogue(model_id: str) -> bool:
-    from lawbench.core.store.catalog import load_catalog
-
-    return load_catalog().get(model_id) is not None
 
 
 def _unpriceable(profile: HardwareProfile, rows: list[dict], faults: list[Exception]) -> str:

@@ -13,13 +13,9 @@ prediction anchors read headers only and never download.
 """
 from __future__ import annotations
 
-import functools
-import os
 from typing import Any, Optional
 
-from lawbench.core.errors import DataError
-from lawbench.core.law import Law, NotApplicable, Prediction
-from lawbench.core.models import Anchor, HardwareProfile
+from lawbench import Anchor, DataError, HardwareProfile, Law, NotApplicable, Prediction
 from lawbench.plugins.law4 import pricing as P
 from lawbench.plugins.law4.case import (
     CASE_FILE,
@@ -30,6 +26,7 @@ from lawbench.plugins.law4.case import (
     reference_arm,
     unit_scale,
 )
+from lawbench.plugins.law4.models import Models, check_model_ref, load_model
 from lawbench.plugins.law4.quantmix import apply_mix, weight_format
 from lawbench.plugins.law4.shape import ModelShape, ShapeError
 
@@ -40,71 +37,6 @@ from lawbench.plugins.law4.versions import CPU_ATTENTION, CURRENT, LawVersion, c
 
 class TierUnknown(NotApplicable):
     """The profile has no bandwidth or η for a tier the case needs: a SKIP until measured there."""
-
-
-@functools.lru_cache(maxsize=64)
-def _manifest(manifest_id: str) -> ModelShape:
-    from lawbench.plugins.law4.manifest import load_manifest
-
-    return load_manifest(manifest_id)
-
-
-def load_model(ref: str, anchor_id: str = "", store: Any = None) -> ModelShape:
-    """A ModelShape for "manifest:<id>", "path:<file.gguf>" or "gguf:<catalogue id>".
-
-    :param store: a ModelStore that may fetch or build a "gguf:" model; without one only a file
-        already in the cache is read (a prediction never downloads).
-    """
-    kind, _, name = ref.partition(":")
-    if kind == "manifest":
-        try:
-            return _manifest(name)
-        except DataError as exc:
-            if exc.message.startswith("no manifest"):  # a typo in the case, not in a manifest
-                raise DataError(CASE_FILE, exc.message, anchor=anchor_id or None,
-                                field="case.model") from None
-            raise
-    if kind == "path":
-        path = os.path.expandvars(os.path.expanduser(name))
-        if not os.path.exists(path):
-            raise NotApplicable(f"model file {path} is not on this machine")
-        from lawbench.core.gguf_header import read_header
-
-        return ModelShape.from_header(read_header(path))
-    if kind == "gguf":
-        from lawbench.core.store.real import ModelStore, ModelUnavailable
-
-        try:
-            path = str(store.path(name) if store is not None else ModelStore().path(name, fetch=False))
-        except ModelUnavailable as exc:  # a prediction never downloads: not fetched yet is a SKIP
-            raise NotApplicable(f"catalogue model {name!r} is not available here: {exc}") from None
-        from lawbench.core.gguf_header import read_header
-
-        return ModelShape.from_header(read_header(path))
-    raise DataError(CASE_FILE, f"model {ref!r}: use manifest:<id>, path:<file> or gguf:<id>",
-                    anchor=anchor_id, field="case.model")
-
-
-def _check_model_ref(ref: str, anchor_id: str, field: str) -> None:
-    """A manifest or catalogue model a case names must exist (a path is this machine's business)."""
-    kind, _, name = ref.partition(":")
-    if kind == "manifest":
-        try:
-            _manifest(name)
-        except DataError as exc:
-            if not exc.message.startswith("no manifest"):
-                raise  # the manifest file itself is malformed: named by its own path
-            raise DataError(CASE_FILE, exc.message, anchor=anchor_id, field=field) from None
-    elif kind == "gguf" and name not in _catalog_ids():
-        raise DataError(CASE_FILE, f"no model {name!r} in the model catalogue (`lawbench check` lists "
-                                   f"the catalogue files)", anchor=anchor_id, field=field)
-
-
-@functools.lru_cache(maxsize=1)
-def _catalog_ids() -> frozenset[str]:
-    from lawbench.core.store.catalog import load_catalog
-
-    return frozenset(load_catalog().ids())
 
 
 def _block_densities(case: Law4Case, anchor_id: str) -> tuple[float, float]:
@@ -133,7 +65,6 @@ class Law4(Law):
     anchors_package = "lawbench.anchors.law4"
 
     case_model = Law4Case
-    _resources: Any = None  # the run's Resources, once sampler() or census() has been handed it
 
     def check_anchor(self, anchor: Anchor) -> None:
         """Every case (each arm laid over it), its quantity against the anchor's, the unit, the
@@ -174,13 +105,15 @@ class Law4(Law):
                 raise DataError(CASE_FILE, "a measured anchor needs a bench table: nothing says how to "
                                            "run it", anchor=anchor.id, field=f"{where}.bench")
             if case.model is not None:
-                _check_model_ref(case.model, anchor.id, f"{where}.model")
+                check_model_ref(case.model, anchor.id, f"{where}.model")
 
-    def predict(self, anchor: Anchor, profile: HardwareProfile) -> Prediction:
-        store = self._store_for(anchor, profile)
+    def predict(self, anchor: Anchor, profile: HardwareProfile, resources: Any = None) -> Prediction:
+        """A measured anchor's model file is fetched or built through ``resources`` (the
+        measurement needs it anyway); a prediction anchor reads headers only and never downloads."""
+        models = Models(resources, fetch=anchor.kind != "prediction")
         version = resolve(getattr(anchor, "law_version", None), anchor.id)
         if anchor.arms:
-            return self._predict_arms(anchor, profile, store, version)
+            return self._predict_arms(anchor, profile, models, version)
         case = parse_case(anchor.case, anchor.id)
         check_quantity(version, case.quantity, anchor.id)
         if case.calibrate:
@@ -188,7 +121,7 @@ class Law4(Law):
                             "arms.b (the calibration reference)", anchor=anchor.id, field="case.calibrate")
         scale = unit_scale(case.quantity, anchor.unit, anchor.id)
         try:
-            value, detail = self.compute(priced_case(case), profile, anchor, store=store, version=version)
+            value, detail = self.compute(priced_case(case), profile, anchor, models=models, version=version)
         except P.TierMissing as exc:
             raise TierUnknown(f"profile {profile.id!r}: {exc}") from None
         except ShapeError as exc:
@@ -196,7 +129,7 @@ class Law4(Law):
         detail.update(quantity=case.quantity, si_value=value, unit=anchor.unit, law_version=version.id)
         return Prediction(value=value / scale, detail=detail)
 
-    def _predict_arms(self, anchor: Anchor, profile: HardwareProfile, store: Any,
+    def _predict_arms(self, anchor: Anchor, profile: HardwareProfile, models: Models,
                       version: LawVersion = CURRENT) -> Prediction:
         """Two-arm anchors: decode tok/s of arm a over arm b, each arm = case ⊕ arms.<name>."""
         from lawbench.plugins.law4.measure import arm_cases
@@ -213,7 +146,7 @@ class Law4(Law):
                 detail["calibrated_on"] = "arm b"
                 case = calibrated(case, [(t.name, t.kind) for t in profile.tiers])
             try:
-                speeds[arm], detail[f"arm_{arm}"] = self.tok_s(case, self._shape(case, anchor.id, store),
+                speeds[arm], detail[f"arm_{arm}"] = self.tok_s(case, self._shape(case, anchor.id, models),
                                                                profile, version)
             except P.TierMissing as exc:
                 raise TierUnknown(f"profile {profile.id!r}: {exc}") from None
@@ -252,20 +185,9 @@ class Law4(Law):
                       note="value = bytes ratio b/a; the verdict uses per-round predictions from arm b")
         return Prediction(value=s_b / s_a / scale, detail=detail, from_reference=from_reference)
 
-    def _store_for(self, anchor: Anchor, profile: HardwareProfile) -> Any:
-        """The model store a measured anchor's predict() may fetch or build through; None for
-        prediction anchors (header only). Before the run's first measurement hands this law its
-        Resources, a stand-in that builds and fetches without taking the box lock."""
-        if anchor.kind == "prediction":
-            return None
-        from lawbench.plugins.law4.measure import predict_resources
-
-        return (self._resources or predict_resources(profile)).store()
-
     def sampler(self, anchor: Anchor, profile: HardwareProfile, resources: Any) -> Any:
         from lawbench.plugins.law4 import measure, speculative
 
-        self._resources = resources
         cases = measure.arm_cases(anchor)
         if any(c.bench is not None and c.bench.tool == "server" for c in cases.values()):
             return speculative.sampler(anchor, profile, resources, cases)  # llama-server, not llama-bench
@@ -274,7 +196,6 @@ class Law4(Law):
     def census(self, anchor: Anchor, profile: HardwareProfile, resources: Any) -> Any:
         from lawbench.plugins.law4 import census
 
-        self._resources = resources
         return census.census(anchor, profile, resources)
 
     def parity(self, anchor: Anchor, profile: HardwareProfile, resources: Any) -> dict[str, Any]:
@@ -282,16 +203,29 @@ class Law4(Law):
 
         return census.parity(anchor, profile, resources)
 
+    def measures_engine_speed(self, anchor: Anchor) -> bool:
+        """A decode or prefill speed, as the anchor's quantity or as the case each arm runs
+        (a decode_ratio anchor times decode_tok_s in both arms)."""
+        quantity = anchor.case.get("quantity") if isinstance(anchor.case, dict) else None
+        return super().measures_engine_speed(anchor) or str(quantity or "").endswith("tok_s")
+
+    def machine_terms(self, result: Any) -> list[Any]:
+        """The effective η·BW a calibrated agreement anchor measured on its reference arm."""
+        from lawbench.plugins.law4.machine_terms import eta_bw
+
+        term = eta_bw(result)
+        return [term] if term is not None else []
+
     # One method per family of quantities keeps each path short enough to check by eye.
     def compute(self, case: Law4Case, profile: HardwareProfile, anchor: Anchor,
-                store: Any = None, version: LawVersion = CURRENT) -> tuple[float, dict[str, Any]]:
+                models: Optional[Models] = None, version: LawVersion = CURRENT) -> tuple[float, dict[str, Any]]:
         q = case.quantity
         if q == "draft_acceptance":  # check_anchor refuses it on a prediction; a direct call lands here
             raise DataError(CASE_FILE, "draft_acceptance is measured in llama-server, never priced",
                             anchor=anchor.id, field="case.quantity")
-        shape = self._shape(case, anchor.id, store)
+        shape = self._shape(case, anchor.id, models)
         if q in ("kv_bytes_per_pos", "kv_bytes_ratio", "kv_reference_ratio", "kv_compression_needed"):
-            return self._kv(case, shape, anchor)
+            return self._kv(case, shape, anchor, models)
         if q in ("active_bytes_per_token", "active_params", "total_params", "routed_share",
                  "always_active_share", "expert_ceiling"):
             return self._bytes(case, shape, anchor)
@@ -311,16 +245,18 @@ class Law4(Law):
             if q == "decode_tok_s":
                 return tok_s, detail
             ref = reference_arm(case, anchor.case, anchor.id)
-            ref_tok_s, ref_detail = self.tok_s(ref, self._shape(ref, anchor.id, store), profile, version)
+            ref_tok_s, ref_detail = self.tok_s(ref, self._shape(ref, anchor.id, models), profile, version)
             ratio = tok_s / ref_tok_s
             out = {"arm": detail, "reference_arm": ref_detail, "ratio": ratio}
             return (ratio - 1.0 if q == "decode_change" else ratio), out
         return self._slope(case, shape, profile, version)
 
-    def _shape(self, case: Law4Case, anchor_id: str, store: Any = None) -> Optional[ModelShape]:
+    def _shape(self, case: Law4Case, anchor_id: str,
+               models: Optional[Models] = None) -> Optional[ModelShape]:
         if case.model is None:
             return None
-        shape = load_model(case.model, anchor_id, store)
+        models = models or Models()
+        shape = load_model(case.model, anchor_id, models.resources, fetch=models.fetch)
         for field in ("weight_type", "weight_mix"):
             value = getattr(case, field)
             if not value:
@@ -331,14 +267,15 @@ class Law4(Law):
                 raise DataError(CASE_FILE, str(exc), anchor=anchor_id, field=f"case.{field}") from None
         return shape
 
-    def _kv(self, case: Law4Case, shape: Any, anchor: Anchor) -> tuple[float, dict[str, Any]]:
+    def _kv(self, case: Law4Case, shape: Any, anchor: Anchor,
+            models: Optional[Models]) -> tuple[float, dict[str, Any]]:
         kv = P.kv_bytes_per_pos(shape, case.kv_type, case.kv_layout)
         detail: dict[str, Any] = {"kv_bytes_per_pos": kv, "model": shape.source}
         if case.quantity == "kv_bytes_per_pos":
             return kv, detail
         if case.quantity == "kv_bytes_ratio":
             ref = reference_arm(case, anchor.case, anchor.id)
-            ref_kv = P.kv_bytes_per_pos(self._shape(ref, anchor.id), ref.kv_type, ref.kv_layout)
+            ref_kv = P.kv_bytes_per_pos(self._shape(ref, anchor.id, models), ref.kv_type, ref.kv_layout)
             detail["reference_kv_bytes_per_pos"] = ref_kv
             return kv / ref_kv, detail
         if case.quantity == "kv_reference_ratio":

@@ -28,9 +28,8 @@ from typing import Any, Optional
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from lawbench.core.errors import DataError
-from lawbench.core.loading import read_toml, validation_error
-from lawbench.core.models import Id, Strict
+from lawbench import DataError, Id, Strict, validation_error
+from lawbench.host import read_toml
 from lawbench.plugins.law4.shape import (
     ROLES,
     ModelShape,

@@ -17,15 +17,11 @@ priced. Models: "gguf:<catalogue id>" through the run's model store (fetched or 
 """
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from typing import Any, Optional
 
-from lawbench.core.errors import DataError, EngineError
-from lawbench.core.law import NotApplicable
-from lawbench.core.models import Anchor, HardwareProfile
-from lawbench.core.protocol import ArmSampler, Visit
+from lawbench import Anchor, ArmSampler, DataError, EngineError, HardwareProfile, NotApplicable, Visit
 from lawbench.plugins.law4.case import CASE_FILE, BenchCase, Law4Case, arm_case, check_measured, parse_case
 
 ENGINES = {"llama-bench": "llama-bench", "batched-bench": "llama-batched-bench"}  # bench.tool -> binary
@@ -94,57 +90,23 @@ def batched_params(case: Law4Case, profile: HardwareProfile, model: Path) -> dic
         "load_mode": b.load_mode, "kv_offload": not case.placement.kv_on_cpu,
     }
     if case.experts_used is not None:
-        from lawbench.core.gguf_header import read_header
+        from lawbench import read_gguf_header as read_header
 
         params.update(experts_used=case.experts_used, architecture=read_header(model).architecture)
     return {k: v for k, v in params.items() if v is not None}
 
 
 def model_file(ref: Optional[str], resources: Any) -> Path:
-    """The file a case's model names, on this machine."""
+    """The file a case's model names, on this machine, fetched or built through the run's
+    resources (lawbench.store.model_file: the one reader of model references)."""
+    from lawbench.store import model_file as resolve
+
     if ref is None:
         raise NotApplicable("the case names no model, so there is nothing to run")
-    kind, _, name = ref.partition(":")
-    if kind == "manifest":
-        raise NotApplicable(f"model {ref!r} is an architecture manifest without weights; measure "
-                            f"a gguf:<catalogue id> or path:<file> model")
-    if kind == "path":
-        path = Path(os.path.expandvars(os.path.expanduser(name)))
-        if not path.is_file():
-            raise NotApplicable(f"model file {path} is not on this machine (case.model = {ref!r})")
-        return path
-    if kind == "gguf":
-        from lawbench.core.store.real import ModelUnavailable
-
-        try:
-            return Path(resources.model(name))
-        except ModelUnavailable as exc:  # a runner's own file is absent: a SKIP (a FAIL on its runner)
-            raise NotApplicable(str(exc)) from None  # a bad checksum or download stays an ERROR
-    raise NotApplicable(f"model {ref!r}: use gguf:<id> or path:<file> to measure")
-
-
-_PREDICT_RESOURCES: dict[str, Any] = {}
-
-
-def _unlocked_resources() -> type:
-    from lawbench.core.resources import Resources
-
-    class UnlockedResources(Resources):
-        def lock(self) -> None:  # nothing is timed with these
-            return None
-
-    return UnlockedResources
-
-
-def predict_resources(profile: HardwareProfile) -> Any:
-    """Resources for predict() before the run has handed the law its own: the same pinned build
-    (or $LAWBENCH_LLAMA_DIR) and model store, without the box lock — building or fetching a file
-    times nothing, and the run's own Resources takes the lock for its first measurement.
-    A --llama-dir given only on the command line is not seen here; llama-quantize from the
-    pinned build writes the same synthetic files."""
-    if profile.id not in _PREDICT_RESOURCES:
-        _PREDICT_RESOURCES[profile.id] = _unlocked_resources()(profile=profile)
-    return _PREDICT_RESOURCES[profile.id]
+    try:
+        return resolve(ref, resources)
+    except ValueError as exc:  # check_anchor refuses the form first; a direct call lands here
+        raise NotApplicable(str(exc)) from None
 
 
 PRIME_CHUNK = 16 << 20  # bytes per read() of the priming pass
@@ -173,7 +135,7 @@ def prime_evict(model: Path) -> dict[str, Any]:
     (posix_fadvise DONTNEED, lawbench.core.hardware.pagecache), so the engine reads every page it
     needs from the disk. An eviction the kernel ignored (the file on tmpfs, or mapped whole by
     another process) would time a warm visit as a cold one: an engine error, never a reading."""
-    from lawbench.core.hardware import pagecache
+    from lawbench.hardware import pagecache
 
     before = pagecache.residency(model)
     t0 = time.monotonic()
@@ -191,7 +153,7 @@ def prime_evict(model: Path) -> dict[str, Any]:
 def _prime(mode: str, model: Path) -> dict[str, Any]:
     """Set the page-cache state bench.prime names; the record says how much of the file the
     cache held before and after (pagecache.residency: mincore, which reads nothing)."""
-    from lawbench.core.hardware import pagecache
+    from lawbench.hardware import pagecache
 
     if mode == "evict":
         done = prime_evict(model)
@@ -205,7 +167,7 @@ def _prime(mode: str, model: Path) -> dict[str, Any]:
 
 def _check_prime(mode: Optional[str]) -> None:
     """A visit that must set a page-cache state this machine cannot set or read never runs."""
-    from lawbench.core.hardware import pagecache
+    from lawbench.hardware import pagecache
 
     lacks = pagecache.supported() if mode is not None else None
     if lacks:
@@ -225,7 +187,7 @@ def _visit(llama: Any, model: Path, params: dict[str, Any], bench: BenchCase):
     if bench.prime is None:
         return run
 
-    from lawbench.core.hardware import pagecache
+    from lawbench.hardware import pagecache
 
     def primed(reps: int) -> Visit:
         done = _prime(bench.prime, model)  # immediately before the engine starts: nothing runs between
@@ -237,7 +199,7 @@ def _visit(llama: Any, model: Path, params: dict[str, Any], bench: BenchCase):
 
 
 def _bench_visit(llama: Any, model: Path, params: dict[str, Any], bench: BenchCase):
-    from lawbench.core.engines.bench import record_label, run_bench
+    from lawbench.engines import bench_record_label as record_label, run_bench
 
     def visit(reps: int) -> Visit:
         run = run_bench(llama, model, timeout_s=bench.timeout_s, repetitions=reps,
@@ -252,7 +214,7 @@ def _bench_visit(llama: Any, model: Path, params: dict[str, Any], bench: BenchCa
 
 def _batched_visit(llama: Any, model: Path, params: dict[str, Any], bench: BenchCase):
     """llama-batched-bench warms up on 16 tokens itself; its cells are the repetitions."""
-    from lawbench.core.engines.batched import record_label, run_batched
+    from lawbench.engines import batched_record_label as record_label, run_batched
 
     def visit(reps: int) -> Visit:
         run = run_batched(llama, model, timeout_s=bench.timeout_s, repetitions=reps, **params)

@@ -24,7 +24,7 @@ from typing import Any, Iterable, Mapping, Optional
 
 import numpy as np
 
-from lawbench.core.models import HardwareProfile
+from lawbench import HardwareProfile
 from lawbench.plugins.law4 import pricing as P
 from lawbench.plugins.law4.shape import ModelShape
 
@@ -155,7 +155,7 @@ def sparse_from_dump(dump: Mapping[str, Any], path: Path) -> Path:
 
 def read_shape(path: Path) -> ModelShape:
     """What `lawbench predict` reads from the file: the header, through lawbench's scanner."""
-    from lawbench.core.gguf_header import read_header
+    from lawbench import read_gguf_header as read_header
 
     return ModelShape.from_header(read_header(path, use_cache=False))
 

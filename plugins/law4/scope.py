@@ -24,7 +24,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from lawbench.core.errors import EngineError, LawbenchError, OutOfScope
+from lawbench import EngineError, LawbenchError, OutOfScope
 
 # L-01's published accuracy for the law: a fixed cost above this share of a token can alone move
 # a priced ratio outside the band (the rule's threshold, not fitted to any run).
@@ -67,7 +67,7 @@ def weight_type_of(header: Any) -> str:
     """The file's llama-quantize type name ("Q4_K_M") from general.file_type."""
     import gguf
 
-    from lawbench.core.store.synthetic import WEIGHT_TYPES
+    from lawbench.store import WEIGHT_TYPES
 
     ftype = header.metadata.get("general.file_type")
     names = {int(getattr(gguf.LlamaFileType, v[1])): k for k, v in WEIGHT_TYPES.items()}
@@ -80,7 +80,7 @@ def weight_type_of(header: Any) -> str:
 
 def skeleton_spec(header: Any) -> Any:
     """The synthetic skeleton of a model's graph: its layer count and format, negligible bytes."""
-    from lawbench.core.store.synthetic import WEIGHT_TYPES, SyntheticSpec
+    from lawbench.store import SyntheticSpec, WEIGHT_TYPES
 
     n_layer = int(header.arch("block_count"))
     fmt = weight_type_of(header)
@@ -98,7 +98,7 @@ def check_scope(arms: dict[str, Path], visit_of: Callable[[str, Path], Callable[
     :param visit_of: (arm, model file) -> a visit function with that arm's engine settings.
     :param build: a synthetic spec -> its GGUF file (the run's model store).
     """
-    from lawbench.core.gguf_header import read_header
+    from lawbench import read_gguf_header as read_header
 
     llc = last_level_cache_bytes() if llc is None else llc
     out: dict[str, Any] = {"rule": "cpu-tier", "llc_bytes": llc, "max_fixed_share": MAX_FIXED_SHARE}

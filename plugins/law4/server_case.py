@@ -7,7 +7,7 @@ from typing import Literal, Optional
 
 from pydantic import Field, model_validator
 
-from lawbench.core.models import Strict
+from lawbench import Strict
 
 # --spec-type names of llama.cpp b11434 (common/speculative.cpp: common_speculative_type_from_name_map).
 SPEC_TYPES = ("none", "draft-simple", "draft-eagle3", "draft-mtp", "draft-dflash", "draft-dspark",

@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType, LlamaFileType
 
-from lawbench.core.errors import DataError
+from lawbench import DataError
 
 # Roles a tensor plays in one decoded token. Everything but routed experts is read every token;
 # the embedding is a row lookup unless it doubles as the output head (tied weights).

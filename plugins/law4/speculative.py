@@ -31,7 +31,7 @@ from typing import Any, Optional
 def server_flags(case: Any, profile: Any) -> dict[str, Any]:
     """serve() keyword arguments for a case: the placement and KV flags the llama-bench path
     derives (plugins/law4/measure.bench_params), spelled as llama-server spells them."""
-    from lawbench.core.errors import DataError
+    from lawbench import DataError
     from lawbench.plugins.law4.case import CASE_FILE
     from lawbench.plugins.law4.measure import bench_params
 
@@ -64,7 +64,7 @@ def acceptance(timings: list[dict[str, Any]], scale: float = 1.0) -> list[float]
 
 def _readings(case: Any, timed: list[dict[str, Any]], scale: float, model: Path) -> list[float]:
     """A visit's readings: each timed request's decode tok/s, or its draft acceptance."""
-    from lawbench.core.errors import EngineError
+    from lawbench import EngineError
 
     if case.quantity != "draft_acceptance":
         return [float(t["predicted_per_second"]) for t in timed]
@@ -79,8 +79,8 @@ def _readings(case: Any, timed: list[dict[str, Any]], scale: float, model: Path)
 def _visit(llama: Any, model: Path, draft: Optional[Path], case: Any, flags: dict[str, Any],
            scale: float = 1.0):
     """One arm's visit: one llama-server process, an optional warm-up request, `reps` timed ones."""
-    from lawbench.core.engines.server import Request, Speculation, serve
-    from lawbench.core.protocol import Visit
+    from lawbench.engines import Request, Speculation, serve
+    from lawbench import Visit
     from lawbench.plugins.law4.prompts import PROMPTS
 
     b, opts = case.bench, case.bench.server
@@ -105,9 +105,7 @@ def _visit(llama: Any, model: Path, draft: Optional[Path], case: Any, flags: dic
 def sampler(anchor: Any, profile: Any, resources: Any, cases: dict[str, Any]) -> Any:
     """The ArmSampler of a server case: the llama-bench path's shape (plugins/law4/measure.sampler)
     with a llama-server visit; models (and draft models) resolved before anything runs."""
-    from lawbench.core.errors import DataError
-    from lawbench.core.law import NotApplicable
-    from lawbench.core.protocol import ArmSampler
+    from lawbench import ArmSampler, DataError, NotApplicable
     from lawbench.plugins.law4.case import CASE_FILE, unit_scale
     from lawbench.plugins.law4.measure import fastest, model_file
 

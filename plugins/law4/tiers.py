@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from lawbench.core.errors import DataError
-from lawbench.core.models import HardwareProfile
+from lawbench import DataError, HardwareProfile
 from lawbench.plugins.law4 import pricing as P
 from lawbench.plugins.law4.case import CASE_FILE, Law4Case
 from lawbench.plugins.law4.versions import CURRENT, FORMAT_ETA, LawVersion

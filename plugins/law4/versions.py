@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from lawbench.core.errors import ANCHOR_FILE, DataError
+from lawbench import ANCHOR_FILE, DataError
 
 # The terms a version may price. "weights" is every version's.
 WEIGHTS, KV, FORMAT_ETA, CPU_ATTENTION, EXPERT_CEILING, CAPACITY = (

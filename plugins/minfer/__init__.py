@@ -3,8 +3,7 @@
 Runners set LAWBENCH_MINFER_CMD to the engine command; what it must speak is the lawbench minfer
 contract, docs/minfer-contract.md.
 """
-from lawbench.core.commands import Command
-from lawbench.core.hookspecs import hookimpl
+from lawbench import Command, hookimpl
 
 
 @hookimpl

@@ -5,9 +5,7 @@ from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from lawbench.core.errors import ANCHOR_FILE, DataError
-from lawbench.core.loading import validation_error
-from lawbench.core.models import Anchor, FiniteFloat
+from lawbench import ANCHOR_FILE, Anchor, DataError, FiniteFloat, validation_error
 from lawbench.plugins.minfer.engine import CMD_ENV, LLAMA_CMD_ENV, MODEL_ENV
 from lawbench.plugins.minfer.revisions import Revisions
 

@@ -26,8 +26,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from lawbench.core.commands import number_between
-from lawbench.core.errors import EngineError, NotApplicable, UsageError
+from lawbench import EngineError, NotApplicable, UsageError, number_between
 
 EXAMPLE = "lawbench census run --exact W_exp-cp.async=27 --forbid 'in-kernel-expand(fallback!)' -- ./run-minfer"
 DEFAULT_TIMEOUT_S = 600.0
@@ -88,7 +87,7 @@ def check_label(label: str, flag: str) -> str:
 
 
 def spec_from_flags(args: argparse.Namespace) -> Any:
-    from lawbench.core.models import CensusSpec
+    from lawbench.host import CensusSpec
 
     tables: dict[str, dict[str, int]] = {"exact": {}, "minimum": {}, "maximum": {}}
     for flag in tables:
@@ -111,9 +110,7 @@ def spec_from_flags(args: argparse.Namespace) -> Any:
 
 
 def plan_from_anchor(anchor_id: str, argv: list[str]) -> Plan:
-    from lawbench.core.hardware.profiles import plugin_profiles
-    from lawbench.core.loading import load_all
-    from lawbench.core.registry import get_registry
+    from lawbench.host import get_registry, load_all, plugin_profiles
     from lawbench.plugins.minfer.case import check_case
 
     reg = get_registry()
@@ -190,7 +187,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         out.update(greedy(done.stdout, what, log=done.log()))
     except EngineError as exc:
         return _engine_failed(args, out, exc)
-    from lawbench.core.evaluate import census_problems
+    from lawbench.host import census_problems
     from lawbench.plugins.minfer.engine import prefill_tok_s
 
     counts = count_labels(done.stderr)
@@ -231,7 +228,7 @@ def _engine_failed(args: argparse.Namespace, out: dict[str, Any], exc: EngineErr
 
 
 def _open_memory() -> tuple[Any, list[float]]:
-    from lawbench.core.hardware.gpu_memory import PerPidMemory
+    from lawbench.hardware import PerPidMemory
 
     try:
         return PerPidMemory.open(), []
@@ -272,7 +269,7 @@ def _print_table(out: dict[str, Any], plan: Plan) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from lawbench.core.evaluate import census_problems
+    from lawbench.host import census_problems
 
     spec = plan.spec
     labels = list(out["counts"])

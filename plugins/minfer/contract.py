@@ -12,7 +12,7 @@ import hashlib
 import json
 from typing import Any, Iterable, Optional
 
-from lawbench.core.errors import EngineError
+from lawbench import EngineError
 from lawbench.plugins.minfer.labels import labels_in_line
 from lawbench.plugins.minfer.revisions import PROBE_KEY, revision_number
 

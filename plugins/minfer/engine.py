@@ -8,14 +8,15 @@ per-PID memory is the lawbench minfer contract, version CONTRACT_VERSION: docs/m
 (lawbench's reading of it: lawbench.plugins.minfer.contract). tests/standin/minfer_standin.py is
 a command that speaks it exactly.
 
-The command runs in a process group of its own, so a timeout kills the engine and its children,
-and per-PID memory is read for every process of that group's tree.
+The command runs in a process group of its own, started and ended by lawbench's one process-group
+runner (lawbench.engines.popen_group / end_group: a timeout, a signal or lawbench's own death ends
+the engine and its children, and the box lock is held while any of them runs), and per-PID memory
+is read for every process of that group's tree.
 """
 from __future__ import annotations
 
 import os
 import shlex
-import signal
 import subprocess
 import tempfile
 import time
@@ -24,7 +25,7 @@ from typing import Callable, Mapping, Optional, Sequence
 
 import psutil
 
-from lawbench.core.errors import EngineError, NotApplicable
+from lawbench import EngineError, NotApplicable
 from lawbench.plugins.minfer.contract import CONTRACT_DOC, PREFILL_KEY, check_version, json_objects
 from lawbench.plugins.minfer.contract import CONTRACT_VERSION as CONTRACT_VERSION  # the version lawbench speaks
 from lawbench.plugins.minfer.revisions import parse_probe, probe_env
@@ -81,15 +82,6 @@ def _tree(pid: int) -> set[int]:
         return {pid}
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
-    # The group was created by us (start_new_session) and holds only the engine and its children.
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    proc.wait()
-
-
 def run_engine(argv: list[str], env: Mapping[str, str], timeout_s: float,
                poll: Optional[Callable[[set[int]], None]] = None, what: str = "minfer engine") -> EngineRun:
     """Run once; EngineError (with the log) on a crash, a signal or a timeout.
@@ -97,11 +89,12 @@ def run_engine(argv: list[str], env: Mapping[str, str], timeout_s: float,
     ``poll`` is called about every POLL_S seconds with the PIDs of the engine's process tree while it
     runs (per-PID memory readings hang off it).
     """
+    from lawbench.engines import end_group, group_ended, popen_group
+
     with tempfile.TemporaryFile("w+b") as out, tempfile.TemporaryFile("w+b") as err:
         started = time.monotonic()
         try:
-            proc = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                    env=dict(env), start_new_session=True)
+            proc = popen_group(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=dict(env))
         except OSError as exc:
             raise EngineError(f"{what} could not be started ({argv[0]!r}): {exc.strerror or exc}") from None
         timed_out = False
@@ -114,8 +107,8 @@ def run_engine(argv: list[str], env: Mapping[str, str], timeout_s: float,
                     poll(_tree(proc.pid))
                 time.sleep(POLL_S)
         finally:
-            if proc.poll() is None:
-                _kill_group(proc)
+            end_group(proc)  # the engine, or any child it left running: the whole group ends
+            group_ended(proc)
         duration = time.monotonic() - started
         run = EngineRun(argv, proc.returncode, _read(out), _read(err), duration)
     if timed_out:

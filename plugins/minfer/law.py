@@ -21,9 +21,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from lawbench.core.hardware.gpu_memory import PerPidMemory
-from lawbench.core.law import Census, Law, NotApplicable, Prediction, Sampler
-from lawbench.core.models import Anchor, HardwareProfile
+from lawbench import Anchor, Census, HardwareProfile, Law, NotApplicable, Prediction, Sampler
+from lawbench.hardware import PerPidMemory
 from lawbench.plugins.minfer.case import PERCENT, PLANE_UNITS, Case, Run, check_case, runs
 from lawbench.plugins.minfer.contract import DEBUG_ENV, greedy
 from lawbench.plugins.minfer.engine import child_env, engine_argv, engine_revision, run_engine
@@ -52,7 +51,7 @@ class Minfer(Law):
 
     anchors_package = "lawbench.anchors.minfer"
 
-    def predict(self, anchor: Anchor, profile: HardwareProfile) -> Prediction:
+    def predict(self, anchor: Anchor, profile: HardwareProfile, resources: Any = None) -> Prediction:
         case = check_case(anchor)
         # plane_bytes: the plane in the anchor's unit; agreement: in MiB, the unit memory is read in.
         agreement = anchor.kind == "agreement" and case.measure == "per_pid_memory_mib"

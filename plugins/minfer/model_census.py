@@ -15,8 +15,7 @@ import os
 import re
 from typing import Mapping
 
-from lawbench.core.errors import NotApplicable
-from lawbench.core.gguf_header import read_header
+from lawbench import NotApplicable, read_gguf_header as read_header
 
 Q6_K = "Q6_K"
 TOTAL = "q6_K tensors"

@@ -28,18 +28,18 @@ from typing import Any, Mapping, Optional
 
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
-from lawbench.core.errors import EngineError, EngineOfRecordMissing, NotThisEngine
+from lawbench import EngineError, EngineOfRecordMissing, OutOfScope
 
 PROBE_ENV = "LAWBENCH_MINFER_PROBE"
 PROBE_KEY = "minfer_revision"
 _REVISION = re.compile(r"r(0|[1-9][0-9]*)")
 
 
-class EngineRevisionOutOfRange(NotThisEngine):
+class EngineRevisionOutOfRange(OutOfScope):
     """The installed engine is another revision than the one the anchor's number was published for.
 
     Not a missing resource: the anchor is not about this engine, so even a runner of the anchor's
-    own profile SKIPs it (core keeps a NotThisEngine a SKIP there and under --strict)."""
+    own profile SKIPs it (core keeps an OutOfScope a SKIP there and under --strict)."""
 
 
 def revision_number(text: str) -> int:

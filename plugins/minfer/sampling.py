@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from lawbench.core.errors import EngineError
-from lawbench.core.protocol import ArmSampler, Visit
+from lawbench import ArmSampler, EngineError, Visit
+from lawbench.hardware import PerPidMemory
 from lawbench.plugins.minfer.case import Case, Run
 from lawbench.plugins.minfer.engine import child_env, engine_argv, prefill_tok_s, run_engine
-from lawbench.core.hardware.gpu_memory import PerPidMemory
 
 
 class EngineReader:

@@ -1,24 +1,35 @@
 """lawbench — re-proves published performance laws of low-bit LLM inference on real hardware.
 
-Writing a law plugin: everything you need is importable from ``lawbench`` itself.
+Writing a law plugin: everything you need is importable from ``lawbench`` itself and its public
+modules; a law never imports ``lawbench.core`` (the built-in laws do not either).
 
 1. Write a pydantic model of your anchors' ``case`` table (subclass ``lawbench.Strict``: unknown
-   fields are errors; ``lawbench.FiniteFloat`` refuses NaN and infinities) and a ``lawbench.Law`` subclass: ``name`` (lower-case, unique), ``title``,
-   ``anchors_package`` (an importable package holding your ``*.toml`` anchor files, declared as
-   package data) and ``case_model``. ``self.case(anchor)`` returns the validated case.
-2. Implement what your law can do: ``predict(anchor, profile) -> Prediction`` (runs anywhere),
+   fields are errors; ``lawbench.FiniteFloat`` refuses NaN and infinities) and a ``lawbench.Law``
+   subclass: ``name`` (lower-case, unique), ``title``, ``anchors_package`` (an importable package
+   holding your ``*.toml`` anchor files, declared as package data) and ``case_model``.
+   ``self.case(anchor)`` returns the validated case.
+2. Implement what your law can do. Every method is handed the run's ``lawbench.Resources`` — the one
+   engine build, the one model store, the box lock — and core calls them in any order, so a law
+   keeps no run state between calls:
+   ``predict(anchor, profile, resources=None) -> Prediction`` (runs anywhere; ``resources`` is None
+   on a direct call outside a run: never download and never run an engine),
    ``sampler(anchor, profile, resources)`` (draws samples on a machine: ``ArmSampler`` over
    ``Visit`` callables does warm-up, interleaving and predecessors for you) and/or
-   ``census(anchor, profile, resources) -> Census`` (counted path labels). ``resources`` is
-   the run's ``lawbench.Resources``: ``resources.model("<catalogue id>")`` is a verified model
-   file (raises ``ModelUnavailable`` where it is not on this machine: raise ``NotApplicable``
-   from it), ``resources.llama()`` the llama.cpp build (``.bin_dir``, ``.llama_quantize`` …);
-   ``read_gguf_header(path)`` reads a GGUF's metadata and tensor table in milliseconds. Raise
-   ``NotApplicable`` for a SKIP with its reason (``OutOfScope(message, detail)`` when your law's own
-   stated, measured scope rule puts the case outside it: a SKIP even on the anchor's own runner and
-   under --strict), ``EngineError`` for an ERROR, ``DataError``
-   for a data problem (file ``ANCHOR_FILE``: core names the real one). Override
-   ``check_anchor(anchor)`` for rules across fields; ``lawbench check`` runs it on every anchor.
+   ``census(anchor, profile, resources) -> Census`` (counted path labels). A law written for
+   lawbench 0.1 (``predict(self, anchor, profile)``) is refused at load with a PluginError naming
+   the method: add the ``resources=None`` parameter.
+   ``resources.llama()`` is the llama.cpp build (``.bin_dir``, ``.llama_quantize`` …) to hand to
+   ``lawbench.engines`` (llama-bench, -perplexity, -server …, and the process-group runner for an
+   engine of your own); ``lawbench.store.model_file(case.model, resources)`` is the verified file
+   of a model named ``gguf:<catalogue id>`` or ``path:<file>`` (``NotApplicable`` where it is not on
+   this machine); ``read_gguf_header(path)`` reads a GGUF's metadata and tensor table in
+   milliseconds; ``lawbench.hardware`` the machine's state. Raise ``NotApplicable`` for a SKIP with
+   its reason (``OutOfScope(message, detail)`` when the anchor's own stated scope — your law's
+   measured scope rule, the engine builds a figure is about — excludes the case here: a SKIP even
+   on the anchor's own runner and under --strict), ``EngineError`` for an ERROR, ``DataError`` for a
+   data problem (file ``ANCHOR_FILE``: core names the real one; ``validation_error`` words a
+   pydantic error that way). Override ``check_anchor(anchor)`` for rules across fields;
+   ``lawbench check`` runs it on every anchor.
 3. Register in a module of your package; hooks are listed in ``lawbench.core.hookspecs``::
 
        import lawbench
@@ -29,7 +40,9 @@ Writing a law plugin: everything you need is importable from ``lawbench`` itself
 
    Other hooks: ``lawbench_profile_dirs`` (hardware profiles), ``lawbench_model_catalogs``
    (models a case may name as ``gguf:<id>``), ``lawbench_commands`` (``lawbench.Command``
-   sub-commands; ``lawbench.whole_number(0)`` is an argparse type for counts), ``lawbench_run_finished`` (exporters).
+   sub-commands; ``lawbench.whole_number(0)`` and ``lawbench.number_between`` are argparse types;
+   ``lawbench.host`` is what a command reads of the running lawbench), ``lawbench_run_finished``
+   (exporters).
 4. Point the entry-point group ``lawbench`` at that module in your ``pyproject.toml``::
 
        [project.entry-points.lawbench]
@@ -54,21 +67,25 @@ _EXPORTS = {
     "Prediction": "lawbench.core.law",
     "Census": "lawbench.core.law",
     "Sampler": "lawbench.core.law",
+    "MachineTerm": "lawbench.core.law",
     "ANCHOR_FILE": "lawbench.core.errors",
     "LawbenchError": "lawbench.core.errors",
     "NotApplicable": "lawbench.core.errors",
-    "NotThisEngine": "lawbench.core.errors",
     "OutOfScope": "lawbench.core.errors",
+    "EngineOfRecordMissing": "lawbench.core.errors",
     "EngineError": "lawbench.core.errors",
     "EngineInterrupted": "lawbench.core.errors",
     "DataError": "lawbench.core.errors",
     "UsageError": "lawbench.core.errors",
     "PluginError": "lawbench.core.errors",
+    "validation_error": "lawbench.core.errors",
     "hookimpl": "lawbench.core.hookspecs",
     "Command": "lawbench.core.commands",
     "whole_number": "lawbench.core.commands",
+    "number_between": "lawbench.core.commands",
     "Strict": "lawbench.core.models",
     "FiniteFloat": "lawbench.core.models",
+    "Id": "lawbench.core.models",
     "Anchor": "lawbench.core.models",
     "HardwareProfile": "lawbench.core.models",
     "Sample": "lawbench.core.models",
@@ -82,9 +99,10 @@ _EXPORTS = {
     "GGUFHeader": "lawbench.core.gguf_header",
 }
 __all__ = [  # spelled out for tools that read it statically; a test keeps it equal to _EXPORTS
-    "__version__", "Law", "Prediction", "Census", "Sampler", "ANCHOR_FILE", "LawbenchError", "NotApplicable",
-    "NotThisEngine", "OutOfScope", "EngineError", "EngineInterrupted", "DataError", "UsageError", "PluginError", "hookimpl", "Command", "whole_number",
-    "Strict", "FiniteFloat", "Anchor", "HardwareProfile", "Sample", "ArmSampler", "Visit",
+    "__version__", "Law", "Prediction", "Census", "Sampler", "MachineTerm", "ANCHOR_FILE", "LawbenchError", "NotApplicable",
+    "OutOfScope", "EngineOfRecordMissing", "EngineError", "EngineInterrupted", "DataError", "UsageError",
+    "PluginError", "validation_error", "hookimpl", "Command", "whole_number", "number_between",
+    "Strict", "FiniteFloat", "Id", "Anchor", "HardwareProfile", "Sample", "ArmSampler", "Visit",
     "Resources", "ModelUnavailable", "read_gguf_header", "GGUFHeader",
 ]
 
@@ -104,23 +122,25 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # for editors and type checkers: the same names, eagerly
-    from lawbench.core.commands import Command, whole_number
+    from lawbench.core.commands import Command, number_between, whole_number
     from lawbench.core.errors import (
         ANCHOR_FILE,
         DataError,
         EngineError,
         EngineInterrupted,
+        EngineOfRecordMissing,
         LawbenchError,
         NotApplicable,
-        NotThisEngine,
+        OutOfScope,
         PluginError,
         UsageError,
+        validation_error,
     )
     from lawbench.core.gguf_header import GGUFHeader
     from lawbench.core.gguf_header import read_header as read_gguf_header
     from lawbench.core.hookspecs import hookimpl
-    from lawbench.core.law import Census, Law, Prediction, Sampler
-    from lawbench.core.models import Anchor, FiniteFloat, HardwareProfile, Sample, Strict
+    from lawbench.core.law import Census, Law, MachineTerm, Prediction, Sampler
+    from lawbench.core.models import Anchor, FiniteFloat, HardwareProfile, Id, Sample, Strict
     from lawbench.core.protocol import ArmSampler, Visit
     from lawbench.core.resources import Resources
     from lawbench.core.store.real import ModelUnavailable

@@ -49,7 +49,14 @@ def make_anchor(**fields: Any) -> Anchor:
 
 def evaluate_anchor(anchor: Anchor, law: Law, *, profile: Optional[HardwareProfile] = None,
                     on_own_runner: bool = True, strict: bool = False, resources: Any = None) -> Result:
-    """Run one anchor through core's real verdict logic, as `lawbench run` would."""
+    """Run one anchor through core's real verdict logic, as `lawbench run` would.
+
+    :raises PluginError: the law's methods do not take the run's resources, as loading it would
+        (``predict(self, anchor, profile)`` is lawbench 0.1's: add ``resources=None``).
+    """
+    from lawbench.core.law import check_law_signatures
+
+    check_law_signatures(type(law), f"law {law.name!r}")
     profile = profile or make_profile()
     policy = RunPolicy(profile=profile, profiles={profile.id: profile}, on_own_runner=on_own_runner,
                        strict=strict)

@@ -36,7 +36,8 @@ class RateDistortion(lawbench.Law):
             raise lawbench.DataError(lawbench.ANCHOR_FILE, "only case.measure = 'rel-mse' has a "
                                      "prediction to agree with", anchor=anchor.id, field="case.measure")
 
-    def predict(self, anchor: lawbench.Anchor, profile: lawbench.HardwareProfile) -> lawbench.Prediction:
+    def predict(self, anchor: lawbench.Anchor, profile: lawbench.HardwareProfile,
+                resources: Any = None) -> lawbench.Prediction:
         case = self.case(anchor)
         if case.measure != "rel-mse":
             raise lawbench.NotApplicable(f"law2 predicts rel-MSE only, not {case.measure!r}")

@@ -38,7 +38,7 @@ class Dummy(lawbench.Law):
     anchors_package = "lawbench_dummy.anchors"
     case_model = DummyCase
 
-    def predict(self, anchor, profile):
+    def predict(self, anchor, profile, resources=None):
         case = self.case(anchor)
         return lawbench.Prediction(sum(case.terms), {"terms": case.terms})
 

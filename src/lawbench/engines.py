@@ -1,0 +1,74 @@
+"""The engines a law measures with: llama.cpp's tools, driven the way lawbench drives them, and
+the process-group runner every engine process is started through.
+
+A law gets its llama.cpp build from the run (``resources.llama()``) and hands it to these::
+
+    from lawbench import engines
+
+    run = engines.run_bench(resources.llama(), model, n_gen=64, repetitions=3)
+
+Every tool runs in a process group of its own that ends with lawbench however it ends
+(``popen_group``/``run_process``): a law that starts an engine of its own uses them too.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lawbench._surface import lazy
+
+_EXPORTS = {
+    # llama-bench (decode / prefill speed) and its verbose load log
+    "run_bench": "lawbench.core.engines.bench",
+    "bench_record_label": "lawbench.core.engines.bench:record_label",
+    "capture_load_log": "lawbench.core.engines.bench",
+    "quantize": "lawbench.core.engines.bench",
+    # llama-batched-bench (parallel slots, expert-count overrides)
+    "run_batched": "lawbench.core.engines.batched",
+    "batched_record_label": "lawbench.core.engines.batched:record_label",
+    # llama-perplexity over lawbench's shipped texts, one disjoint slice a visit
+    "run_perplexity": "lawbench.core.engines.perplexity",
+    "shipped_text": "lawbench.core.engines.perplexity",
+    "DEFAULT_TEXT": "lawbench.core.engines.perplexity",
+    "text_sha256": "lawbench.core.engines.perplexity",
+    "text_slices": "lawbench.core.engines.perplexity",
+    "SliceVisits": "lawbench.core.engines.perplexity",
+    # llama-imatrix: a model's real input activations, cached by content and settings
+    "Imatrix": "lawbench.core.engines.imatrix",
+    "cached_imatrix": "lawbench.core.engines.imatrix",
+    # llama-server with speculative decoding
+    "serve": "lawbench.core.engines.server",
+    "Request": "lawbench.core.engines.server",
+    "Speculation": "lawbench.core.engines.server",
+    # what ran: llama.cpp's load log, and the CUDA kernels a traced run executed
+    "parse_load_log": "lawbench.core.engines.loadlog",
+    "build_tracer": "lawbench.core.engines.kernels",
+    "traced_env": "lawbench.core.engines.kernels",
+    "read_trace": "lawbench.core.engines.kernels",
+    "kernel_labels": "lawbench.core.engines.kernels",
+    # one process group per engine process: run it, say what went wrong, raise it
+    "run_process": "lawbench.core.engines.bench",
+    "process_fault": "lawbench.core.engines.bench:_fault",
+    "engine_error": "lawbench.core.engines.bench:_engine_error",
+    "log_tail": "lawbench.core.engines.bench:_tail",
+    "popen_group": "lawbench.core.procgroup",
+    "group_ended": "lawbench.core.procgroup",
+    "end_group": "lawbench.core.engines.bench",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy(__name__, _EXPORTS)
+
+if TYPE_CHECKING:  # for editors and type checkers: the same names, eagerly
+    from lawbench.core.engines.batched import record_label as batched_record_label  # noqa: F401
+    from lawbench.core.engines.batched import run_batched  # noqa: F401
+    from lawbench.core.engines.bench import _engine_error as engine_error  # noqa: F401
+    from lawbench.core.engines.bench import _fault as process_fault  # noqa: F401
+    from lawbench.core.engines.bench import _tail as log_tail  # noqa: F401
+    from lawbench.core.engines.bench import capture_load_log, end_group, quantize, run_bench, run_process  # noqa: F401
+    from lawbench.core.engines.bench import record_label as bench_record_label  # noqa: F401
+    from lawbench.core.engines.imatrix import Imatrix, cached_imatrix  # noqa: F401
+    from lawbench.core.engines.kernels import build_tracer, kernel_labels, read_trace, traced_env  # noqa: F401
+    from lawbench.core.engines.loadlog import parse_load_log  # noqa: F401
+    from lawbench.core.engines.perplexity import DEFAULT_TEXT, SliceVisits, run_perplexity  # noqa: F401
+    from lawbench.core.engines.perplexity import shipped_text, text_sha256, text_slices  # noqa: F401
+    from lawbench.core.engines.server import Request, Speculation, serve  # noqa: F401
+    from lawbench.core.procgroup import group_ended, popen_group  # noqa: F401

@@ -1,0 +1,26 @@
+"""What a plugin's own sub-command (``lawbench_commands``) reads of the lawbench it runs in: the
+registry of laws, profiles and catalogues, the anchors, lawbench's TOML reader, and the rule a
+[census] table is judged by. A law's methods never need these: they are handed what they need."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lawbench._surface import lazy
+
+_EXPORTS = {
+    "get_registry": "lawbench.core.registry",
+    "plugin_profiles": "lawbench.core.hardware.profiles",
+    "load_all": "lawbench.core.loading",
+    "read_toml": "lawbench.core.loading",
+    "CensusSpec": "lawbench.core.models",
+    "census_problems": "lawbench.core.evaluate",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy(__name__, _EXPORTS)
+
+if TYPE_CHECKING:
+    from lawbench.core.evaluate import census_problems  # noqa: F401
+    from lawbench.core.hardware.profiles import plugin_profiles  # noqa: F401
+    from lawbench.core.loading import load_all, read_toml  # noqa: F401
+    from lawbench.core.models import CensusSpec  # noqa: F401
+    from lawbench.core.registry import get_registry  # noqa: F401
