@@ -53,7 +53,7 @@ def test_ab_runs_are_run_records_in_history_compare_and_report(tmp_path, env, ll
     assert [row["anchor_id"] for row in rows["rows"]] == ["law4.cpu.l15.syn-100m-q4_0~ab"], rows
     assert rows["comparable"] is True, rows  # the same two builds: an A/B joins A/Bs
     page = report(out, env, "--history", "--db", str(out / "history.sqlite"))
-    assert "law4.cpu.l15.syn-100m-q4_0~ab" in page
+    assert all(run[:12] in page for run in runs) and "A/B llama.cpp b11434" in page  # both, with their builds
     assert "law4.cpu.l15.syn-100m-q4_0~ab" in report(out, env, str(out / "run.json"))
 
 
