@@ -14,23 +14,26 @@ regression, and one that still straddles R when the pairs are spent is unresolve
 from __future__ import annotations
 
 import math
-import sys
 import time
-import uuid
 from typing import Any, Optional
 
 from pydantic import BaseModel, Field
 
 from lawbench.core.errors import EngineError, EngineInterrupted, LawbenchError, NotApplicable, UsageError
-from lawbench.core.models import Budget, Sample, Verdict
-from lawbench.core.resources import Resources
+from lawbench.core.models import Budget, Measurement, Result, Sample, Verdict
 
 SPEED_KINDS = ("measurement", "agreement", "ratio")
 GATE_WORDS = {Verdict.PASS: "pass", Verdict.FAIL: "regression", Verdict.VOID: "unresolved"}
-RECORD_FORMAT = "lawbench-ab/1"
+# ab.json: /2 is a view of the A/B's run record (run.json); /1, the A/B's only record before A/Bs
+# were runs, is read as the run record it would be now (run_record_of)
+RECORD_FORMAT = "lawbench-ab/2"
+OLD_FORMAT = "lawbench-ab/1"
+# An A/B's result in the run record is "<anchor id>~ab": its own series in the history, never
+# mixed with the anchor's own measurements.
+RESULT_SUFFIX = "~ab"
 
 
-# --------------------------------------------------------------------------- the record
+# --------------------------------------------------------------------------- ab.json, a view of the run record
 
 
 class ABResult(BaseModel):
@@ -58,7 +61,8 @@ class ABResult(BaseModel):
 
 
 class ABRecord(BaseModel):
-    """One ``lawbench ab``: both engines, the machine, every pair with its order."""
+    """One ``lawbench ab`` as OUT/ab.json shows it: both engines, the machine, every pair with its
+    order. The run record (run.json, the history) holds the same; this is made from it (ab_view)."""
 
     model_config = {"extra": "forbid"}
 
@@ -119,15 +123,6 @@ def gate_band(gate: Optional[float]) -> tuple[float, float]:
     return (gate if gate is not None else 0.0, math.inf)
 
 
-def exit_code(results: list[ABResult], gated: bool) -> int:
-    """0 only when every anchor was measured and, with a gate, every interval cleared it."""
-    if not results or any(r.status != "measured" for r in results):
-        return 1
-    if gated and any(r.gate != "pass" for r in results):
-        return 1
-    return 0
-
-
 # --------------------------------------------------------------------------- selection
 
 
@@ -166,15 +161,6 @@ def select_anchors(ctx: Any, k: Optional[str]) -> list[Any]:
 # --------------------------------------------------------------------------- resources per engine
 
 
-class RunResources(Resources):
-    """The A/B's shared resources: the box lock and the model store, whose synthetic models are
-    requantized with engine A (the baseline) rather than a build nobody asked for."""
-
-    def __init__(self, llama: Any, profile: Any):
-        super().__init__(profile=profile)
-        self._llama = llama
-
-
 class EngineResources:
     """What a law's sampler sees for one engine: that engine, and the run's lock and model store.
 
@@ -184,7 +170,7 @@ class EngineResources:
 
     comparing_engines = True
 
-    def __init__(self, shared: RunResources, llama: Any):
+    def __init__(self, shared: Any, llama: Any):
         self.shared, self._engine, self.profile = shared, llama, shared.profile
 
     def llama(self) -> Any:
@@ -263,12 +249,78 @@ def measure_anchor(loaded: Any, law: Any, profile: Any, engines: dict[str, Engin
     return result
 
 
-def new_record(profile: str, machine: dict, environment: dict, engines: dict, pairs: int,
-               confidence: float, gate: Optional[float]) -> ABRecord:
-    from lawbench.core.reports import git_commit, lawbench_version, utc_now
+# --------------------------------------------------------------------------- in the run record
+
+
+def settings(pairs: int, confidence: float, gate: Optional[float]) -> dict[str, Any]:
+    """What the A/B was asked for, as the run record's ``settings``."""
     from lawbench.core.verdicts import METHOD
 
-    return ABRecord(run_id=f"ab-{uuid.uuid4().hex[:12]}", started=utc_now(), argv=sys.argv,
-                    lawbench_version=lawbench_version(), commit=git_commit(), profile=profile,
-                    machine=machine, environment=environment, engines=engines, pairs_budget=pairs,
-                    confidence=confidence, method=f"per-pair B/A; {METHOD}", gate_min_ratio=gate)
+    return {"pairs_budget": pairs, "confidence": confidence, "method": f"per-pair B/A; {METHOD}",
+            "gate_min_ratio": gate}
+
+
+def engine_of(engines: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The run record's ``engine``: both builds, under a name that joins an A/B only with A/Bs of
+    the same two builds (lawbench.core.run_keys.engine_key)."""
+    from lawbench.core.run_keys import engine_key
+
+    def key(e: dict[str, Any]) -> str:
+        extra = " ".join([*(e.get("bench_args") or []), *(f"{k}={v}" for k, v in (e.get("bench_env") or {}).items())])
+        return engine_key({"name": "llama.cpp", **e}) + (f" +{extra}" if extra else "")
+
+    return {"name": "A/B", "version": f"{key(engines['a'])} vs {key(engines['b'])}",
+            "backend": engines["a"].get("backend"), "a": engines["a"], "b": engines["b"]}
+
+
+_VERDICT = {None: Verdict.PASS, "pass": Verdict.PASS, "regression": Verdict.FAIL, "unresolved": Verdict.VOID}
+_ON_RESULT = {"anchor_id", "law", "reason", "ratio", "interval", "samples", "protocol", "environment"}
+
+
+def as_result(r: ABResult, profile: str, gate: Optional[float]) -> Result:
+    """One anchor's A/B as a run record's result "<anchor>~ab": the B/A ratio with its interval
+    against the gate's band [R, ∞) (without a gate (0, ∞): PASS when measured), every pair."""
+    verdict = _VERDICT.get(r.gate, Verdict.VOID) if r.status == "measured" else \
+        Verdict.SKIP if r.status == "skip" else Verdict.ERROR
+    return Result(anchor_id=r.anchor_id + RESULT_SUFFIX, law=r.law, kind="ratio", profile=profile,
+                  verdict=verdict, reason=r.reason, quantity="decode speed, engine B / engine A", unit="x",
+                  statistic="geometric mean of the per-pair B/A", measured=r.ratio, interval=r.interval,
+                  band=gate_band(gate), duration_s=r.duration_s or 0.0,
+                  measurement=Measurement(samples=r.samples, protocol=r.protocol, environment=r.environment),
+                  detail={"ab": r.model_dump(mode="json", exclude=_ON_RESULT)})
+
+
+def ab_result_of(result: Result) -> ABResult:
+    m = result.measurement or Measurement()
+    return ABResult(**result.detail["ab"], anchor_id=result.anchor_id.removesuffix(RESULT_SUFFIX), law=result.law,
+                    reason=result.reason, ratio=result.measured, interval=result.interval, samples=m.samples,
+                    protocol=m.protocol, environment=m.environment)
+
+
+def ab_view(record: Any, exit_code: Optional[int] = None) -> ABRecord:
+    """OUT/ab.json of an A/B's run record (docs/ab.md); ``exit_code``: the command's, when an output
+    could not be written."""
+    s = record.settings
+    return ABRecord(run_id=record.run_id, started=record.started, finished=record.finished, argv=record.argv,
+                    lawbench_version=record.lawbench_version, commit=record.git_commit, profile=record.profile,
+                    machine=record.machine, environment=record.environment,
+                    engines={k: (record.engine or {}).get(k, {}) for k in ("a", "b")},
+                    pairs_budget=s["pairs_budget"], confidence=s["confidence"], method=s["method"],
+                    gate_min_ratio=s.get("gate_min_ratio"), results=[ab_result_of(r) for r in record.results],
+                    interrupted=record.interrupted,
+                    exit_code=record.exit_code if exit_code is None else exit_code)
+
+
+def run_record_of(ab: ABRecord) -> Any:
+    """An ab.json written before A/Bs were run records (format lawbench-ab/1, e.g. results/cpu-nights/
+    ab-*.json) as the run record it would be now: what `lawbench history import` and the report read."""
+    from lawbench.core.models.run_record import RunRecord
+
+    results = [as_result(r, ab.profile, ab.gate_min_ratio) for r in ab.results]
+    record = RunRecord(run_id=ab.run_id, started=ab.started, argv=ab.argv, lawbench_version=ab.lawbench_version,
+                       git_commit=ab.commit, profile=ab.profile, profile_matches=True, mode="ab",
+                       settings=settings(ab.pairs_budget, ab.confidence, ab.gate_min_ratio) | {"method": ab.method},
+                       machine=ab.machine, environment=ab.environment, engine=engine_of(ab.engines))
+    record.finish(results, interrupted=ab.interrupted)
+    record.finished = ab.finished or record.started
+    return record

@@ -5,7 +5,9 @@ lies at or above R); 1 on a regression (an interval wholly below R), an unresolv
 interval still straddles R when the pairs are spent), an anchor that could not be measured, or a
 failed engine build; 2 on bad input (an engine spec, a version the index does not have, a folder
 without llama-bench, a selection without speed anchors); 130 / 143 when stopped by SIGINT / SIGTERM
-(the pairs taken so far are written). The record is OUT/ab.json (docs/ab.md).
+(the pairs taken so far are written). An A/B is a run like any other (lawbench.core.run, mode "ab"):
+its record is OUT/run.json and a row of OUT/history.sqlite, one result "<anchor>~ab" per anchor;
+OUT/ab.json is the A/B's own view of it (docs/ab.md).
 """
 from __future__ import annotations
 
@@ -50,44 +52,20 @@ def add_ab_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_ab(args: argparse.Namespace) -> int:
-    from lawbench.core.errors import EngineInterrupted
-    from lawbench.core.reports import interrupt_exit_code
-    from lawbench.core.signals import StopSignals
-
-    stop = StopSignals()  # SIGTERM (a cancelled job) stops the A/B as Ctrl-C does
-    stop.install()
-    state: dict[str, Any] = {}
-    try:
-        return _ab(args, state)
-    except KeyboardInterrupt as exc:
-        name = stop.received or EngineInterrupted.signal_of(exc)
-        stop.closing = True
-        record = state.get("record")
-        if record is not None:  # keep every pair taken so far
-            record.interrupted = name
-            record.exit_code = interrupt_exit_code(name)
-            _save(record, Path(args.out))
-        print(f"lawbench: error: interrupted by {name}", file=sys.stderr)
-        return interrupt_exit_code(name)
-    finally:
-        stop.restore()
-
-
-def _ab(args: argparse.Namespace, state: dict[str, Any]) -> int:
     from lawbench.core.ab import (
         EngineResources,
-        RunResources,
+        as_result,
         budget_for,
-        exit_code,
+        engine_of,
         measure_anchor,
-        new_record,
         select_anchors,
+        settings,
     )
     from lawbench.core.engines.specs import describe, parse_engine, resolve_engine, with_record
     from lawbench.core.errors import EngineInterrupted, UsageError
     from lawbench.core.paths import writable_dir
-    from lawbench.core.reports import utc_now
-    from lawbench.core.session import RunContext
+    from lawbench.core.resources import Resources
+    from lawbench.core.run import Run, RunContext
 
     default_version = os.environ.get(LLAMA_VERSION_ENV, DEFAULT_LLAMA_VERSION)
     specs = {"a": parse_engine(args.a, "--a", default_version), "b": parse_engine(args.b, "--b", default_version)}
@@ -100,69 +78,61 @@ def _ab(args: argparse.Namespace, state: dict[str, Any]) -> int:
     anchors = select_anchors(ctx, args.k)
     out = Path(args.out)
     writable_dir(out, "--out folder", fix="give a writable path")
-    probe = RunResources(None, profile)
+    probe = Resources(profile=profile)
     backend, arch = probe.backend(), probe.cuda_arch() if probe.backend() == "cuda" else "90"
     llamas = {side: resolve_engine(spec, backend=backend, cuda_arch=arch, option=f"--{side}")
               for side, spec in specs.items()}
-    shared = RunResources(llamas["a"], profile)
-    engines = {side: EngineResources(shared, llama) for side, llama in llamas.items()}
-    record = new_record(profile.id, ctx.machine.model_dump(mode="json"), _snapshot(),
-                        {side: describe(specs[side], llamas[side]) for side in specs},
-                        args.pairs, args.confidence, args.gate_min_ratio)
-    state["record"] = record
-    budget = budget_for(args.pairs, args.gate_min_ratio is not None, float(args.timeout_s), args.confidence)
+    gate = args.gate_min_ratio
+    # engine A is the run's engine: its llama-quantize makes the synthetic models both engines read
+    run = Run(ctx, mode="ab", out=out, engine=llamas["a"], settings=settings(args.pairs, args.confidence, gate))
+    run.engine = engine_of({side: describe(specs[side], llamas[side]) for side in specs})
+    engines = {side: EngineResources(run.resources, llama) for side, llama in llamas.items()}
+    budget = budget_for(args.pairs, gate is not None, float(args.timeout_s), args.confidence)
     print(f"lawbench ab: profile {profile.id}, {len(anchors)} anchor(s), up to {args.pairs} pairs each\n"
-          f"  A = {_engine_line(record.engines['a'])}\n  B = {_engine_line(record.engines['b'])}",
+          f"  A = {_engine_line(run.engine['a'])}\n  B = {_engine_line(run.engine['b'])}",
           file=sys.stderr, flush=True)
-    try:
-        shared.lock()  # one job per box, for every pair of every anchor
+
+    def pairs() -> None:
+        run.resources.lock()  # one job per box, for every pair of every anchor
         for loaded in anchors:
             law = ctx.registry.law(loaded.anchor.law)
             try:
-                result = measure_anchor(loaded, law, profile, engines, budget, args.gate_min_ratio)
+                result = measure_anchor(loaded, law, profile, engines, budget, gate)
             except (EngineInterrupted, KeyboardInterrupt) as exc:
-                if getattr(exc, "ab_result", None) is not None:
-                    record.results.append(exc.ab_result)  # type: ignore[union-attr]
+                if getattr(exc, "ab_result", None) is not None:  # the pairs so far ride on the interrupt
+                    run.add(as_result(exc.ab_result, profile.id, gate))  # type: ignore[union-attr]
                 raise KeyboardInterrupt(exc.signal_name if isinstance(exc, EngineInterrupted)
                                         else EngineInterrupted.signal_of(exc)) from None
-            record.results.append(result)
+            run.add(as_result(result, profile.id, gate))
             print(f"  {result.anchor_id}: {_short(result)}", file=sys.stderr, flush=True)
-    finally:
-        shared.close()
-    record.finished = utc_now()
-    record.exit_code = exit_code(record.results, args.gate_min_ratio is not None)
-    path = _save(record, out)
-    if args.json:
+
+    record = run.measure(pairs)
+    from lawbench.core.ab import ab_view
+
+    view = ab_view(record, run.exit_code)
+    path = _save_view(run, view, out)
+    if record.interrupted:
+        print(f"lawbench: error: interrupted by {record.interrupted}", file=sys.stderr)
+    elif args.json:
         from lawbench.core.reports import to_json
 
-        sys.stdout.write(to_json(record))
+        sys.stdout.write(to_json(view))
     else:
-        print_ab_table(record)
-        print(f"record: {path}")
-    return record.exit_code
+        print_ab_table(view)
+        print(f"record: {path}\nrun record: {run.record_path} (mode ab, in the history with every run)")
+    return run.exit_code
 
 
-def _snapshot() -> dict[str, Any]:
-    try:
-        from lawbench.core.hardware.detect import environment_snapshot
-
-        return environment_snapshot()
-    except Exception as exc:  # evidence, never a reason to lose the A/B
-        return {"error": f"{type(exc).__name__}: {exc}"}
-
-
-def _save(record: Any, out: Path) -> Any:
-    """OUT/ab.json; when that cannot be written, a fallback the message names (never lost)."""
-    from lawbench.core.reports import write_fallback, write_json
+def _save_view(run: Any, view: Any, out: Path) -> Any:
+    """OUT/ab.json, the A/B's view of its run record; one that cannot be written is an output error
+    (exit 1), and the run record keeps everything it shows."""
+    from lawbench.core.reports import write_json
 
     try:
-        return write_json(record, out / "ab.json")
+        return write_json(view, out / "ab.json")
     except OSError as exc:
-        kept = write_fallback(record)
-        print(f"lawbench: error: cannot write {out / 'ab.json'}: {exc.strerror or exc}; "
-              f"kept in {kept or 'stderr'}", file=sys.stderr)
-        record.exit_code = max(record.exit_code or 0, 1)
-        return kept
+        run.output_error(f"cannot write {out / 'ab.json'}: {exc.strerror or exc}")
+        return None
 
 
 def _engine_line(engine: dict) -> str:

@@ -3,7 +3,8 @@
   lawbench census plant --profile P [--anchor ID …] [--out DIR] [--strict]
       every census anchor of P unplanted and with each of its planted faults (lawbench.core.planted);
       exit 0 only when every fault turned its census red, naming its labels, while parity stayed
-      green; 1 when one did not or could not run here; 130 / 143 when stopped (planted.json kept).
+      green; 1 when one did not or could not run here; 130 / 143 when stopped (the record kept).
+      A run like any other: OUT/run.json and the history (mode "plant"), OUT/planted.json its view.
 
 Laws add their own actions to the group (a lawbench.Command named "census <action>"): minfer adds
 `lawbench census run -- COMMAND`, the census of any command that speaks its contract
@@ -48,15 +49,10 @@ def add_plant_parser(actions: Any) -> None:
 
 def cmd_plant(args: argparse.Namespace) -> int:
     from lawbench.core.planted import run_plant, summary_lines
-    from lawbench.core.signals import StopSignals
 
-    stop = StopSignals()  # SIGTERM as Ctrl-C: the engine's group ended, planted.json kept
-    stop.install()
-    try:
-        code, record = run_plant(args.profile, tuple(args.anchor), out=args.out, llama_dir=args.llama_dir,
-                                 strict=args.strict, stop=stop)
-    finally:
-        stop.restore()
+    run, record = run_plant(args.profile, tuple(args.anchor), out=args.out, llama_dir=args.llama_dir,
+                            strict=args.strict)
+    code = run.exit_code
     if args.json:
         print(json.dumps(record, indent=1, default=str))
         return code
@@ -74,7 +70,7 @@ def cmd_plant(args: argparse.Namespace) -> int:
     bare = [r["anchor"] for r in record["anchors"] if r.get("no_faults")]
     print(f"{proved}/{len(faults)} planted faults proved" + (f", {skipped} not run here (the census skipped)" if skipped else "")
           + (f"; no planted fault: {', '.join(bare)}" if bare else "")
-          + f"; record: {os.path.join(args.out, 'planted.json')}")
+          + f"; record: {os.path.join(args.out, 'planted.json')} (the run record: {run.record_path})")
     if record["interrupted"]:
         print(f"lawbench: error: interrupted by {record['interrupted']}; the record keeps what ran", file=sys.stderr)
     elif skipped:

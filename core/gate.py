@@ -82,6 +82,7 @@ def baseline_of(record: Any, history: Any) -> Baseline:
     fp, engine = machine_fingerprint(record.machine), engine_key(record.engine)
     same_profile = [history.record(r.run_id) for r in reversed(history.runs(profile=record.profile, limit=None))
                     if r.run_id != record.run_id and r.finished is not None]
+    same_profile = [r for r in same_profile if r.mode == "run"]  # an A/B or a planted-fault proof is no night
     nights = [r for r in same_profile if machine_fingerprint(r.machine) == fp and engine_key(r.engine) == engine
               and not r.interrupted and r.profile_matches]
     ok = [r for r in nights if accepted(r)]

@@ -350,11 +350,12 @@ class History:
             rows = self._query("SELECT u.run_id, profile, json_extract(record_json, '$.engine'), "
                                "json_extract(record_json, '$.profile_matches'), "
                                "json_extract(record_json, '$.interrupted'), finished, "
-                               "i.kind = 'contribution' FROM runs u LEFT JOIN imports i USING (run_id)")
+                               "i.kind = 'contribution', COALESCE(json_extract(record_json, '$.mode'), 'run') "
+                               "FROM runs u LEFT JOIN imports i USING (run_id)")
             self._keys = {r[0]: RunKeys(profile=r[1], engine=engine_key(json.loads(r[2]) if r[2]
                                                                          else None),
                                         profile_matches=bool(r[3]), interrupted=r[4],
-                                        finished=r[5], contribution=bool(r[6])) for r in rows}
+                                        finished=r[5], contribution=bool(r[6]), mode=r[7]) for r in rows}
         return self._keys
 
     def stored_json(self, run_id: str) -> Optional[str]:

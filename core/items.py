@@ -1,14 +1,13 @@
 """Anchors as pytest items: one file of anchors is a pytest File, one anchor an Item whose
-runtest() evaluates it. The run's AnchorSession (lawbench.core.session) is found by name."""
+runtest() asks the run (lawbench.core.run.Run) to evaluate it and turns the verdict into pytest's
+outcome. The run's AnchorSession (lawbench.core.session) is found by name."""
 from __future__ import annotations
 
-import time
 from typing import Any, Callable, Optional
 
 import pytest
 
-from lawbench.core.evaluate import evaluate, history_result
-from lawbench.core.law import EngineInterrupted, Law
+from lawbench.core.law import Law
 from lawbench.core.loading import LoadedAnchor
 from lawbench.core.models import Result, Verdict
 
@@ -43,20 +42,8 @@ class AnchorItem(pytest.Item):
         self.keywords[self.anchor.law] = True
 
     def runtest(self) -> None:
-        session = self.config.pluginmanager.get_plugin(SESSION_NAME)
-        started = time.monotonic()
-        try:
-            self.result = evaluate(self.anchor, self.law, session.policy, session.resources,
-                                   file=self.loaded.file)
-        except KeyboardInterrupt as exc:  # stopped outside the engine: record the anchor anyway
-            self.result = interrupted_result(self.anchor, session.policy.profile.id,
-                                             EngineInterrupted.signal_of(exc))
-            self.result.duration_s = round(time.monotonic() - started, 3)
-            session.results.append(self.result)
-            raise
-        session.results.append(self.result)
-        if session.stop.received:  # the engine was ended and its samples kept: now stop the run
-            raise KeyboardInterrupt(session.stop.received)
+        run = self.config.pluginmanager.get_plugin(SESSION_NAME).run
+        self.result = run.evaluate(self.anchor, file=self.loaded.file)  # a stop signal goes on up
         if self.result.verdict is Verdict.SKIP:
             pytest.skip(self.result.reason)
         if self.result.detail.get("open_finding"):
@@ -75,19 +62,6 @@ class AnchorItem(pytest.Item):
 
     def reportinfo(self):
         return self.path, None, f"{self.anchor.law}::{self.anchor.id} [{self.anchor.kind}]"
-
-
-def interrupted_result(anchor: Any, profile_id: str, signal_name: str) -> Result:
-    """The anchor that was running when the run was stopped outside the engine (building it,
-    fetching a model): an ERROR that says so, so the record shows where the run stopped."""
-    return Result(anchor_id=anchor.id, law=anchor.law, kind=anchor.kind, profile=profile_id,
-                  quantity=anchor.quantity, unit=anchor.unit, published=anchor.value,
-                  verdict=Verdict.ERROR, reason=f"interrupted by {signal_name} before the anchor finished")
-
-
-def history_results(session: Any) -> list[Result]:
-    """Superseded / refuted / retired anchors of the selected laws, for the record's history table."""
-    return [history_result(la.anchor, session.policy.profile.id) for la in session.history]
 
 
 def selection(expr: str) -> Any:

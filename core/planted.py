@@ -15,6 +15,10 @@ A fault whose census stays green, or fails without naming its labels, or whose o
 (then the switch changed the model's arithmetic, not only its path), is a failed proof: exit 1.
 That is seed 002's landing-day bug, reproduced on purpose: parity green, fast path gone, and only
 the census says so.
+
+A proof is a run like any other (lawbench.core.run, mode "plant"): its record is OUT/run.json and a
+row of OUT/history.sqlite — per anchor its census result, per planted fault a result
+"<anchor>~<fault>" that PASSes when the fault was proved — and OUT/planted.json is its view.
 """
 from __future__ import annotations
 
@@ -23,7 +27,7 @@ from typing import Any
 
 from lawbench.core.errors import EngineError, LawbenchError, NotApplicable, UsageError
 from lawbench.core.evaluate import RunPolicy, evaluate
-from lawbench.core.models import Anchor, Verdict
+from lawbench.core.models import Anchor, Result, Verdict
 
 # Perplexity through another kernel path differs by rounding only: the H200 and CPU planted runs
 # moved it by at most 0.021 % (results/h200/census/planted.json). 0.1 % keeps five times that margin
@@ -138,21 +142,19 @@ def census_anchors(ctx: Any, ids: tuple[str, ...] = ()) -> list[Any]:
 
 
 def run_plant(profile_id: str, ids: tuple[str, ...] = (), out: Any = None, llama_dir: str | None = None,
-              strict: bool = False, stop: Any = None) -> tuple[int, dict[str, Any]]:
-    """`lawbench census plant`: every selected census anchor unplanted and planted, a record.
+              strict: bool = False) -> tuple[Any, dict[str, Any]]:
+    """`lawbench census plant`: every selected census anchor unplanted and planted, as a Run.
 
-    Exit 0 only when every planted fault proved its anchor (red census, green parity); 1 when one
-    did not, or did not run here (off its runner an anchor SKIPs and proves nothing; the record
-    says so); 128 + the signal's number when a signal stopped it (the record keeps what ran).
+    Returns the Run (its exit code: 0 only when every planted fault proved its anchor — red census,
+    green parity; 1 when one did not, or did not run here (off its runner an anchor SKIPs and proves
+    nothing); 128 + the signal's number when a signal stopped it, the record keeping what ran) and
+    the planted.json view of its record, also written to ``out``.
     """
-    import datetime as dt
-    import json
     import platform
     from pathlib import Path
 
     from lawbench.core.engines.llamacpp import check_llama_dir
-    from lawbench.core.resources import Resources
-    from lawbench.core.session import RunContext
+    from lawbench.core.run import Run, RunContext
 
     check_llama_dir(llama_dir)
     ctx = RunContext(profile_id, strict=strict, llama_dir=llama_dir)
@@ -170,53 +172,86 @@ def run_plant(profile_id: str, ids: tuple[str, ...] = (), out: Any = None, llama
         reasons = "; ".join(r.removeprefix("no: ") for r in ctx.policy.mismatch)
         raise LawbenchError(f"--strict: this machine does not match profile {ctx.policy.profile.id!r} ({reasons}): "
                             f"its planted faults run on a {ctx.policy.profile.id} runner")
-    resources = Resources(llama_dir=llama_dir, profile=ctx.policy.profile)
-    started = dt.datetime.now(dt.timezone.utc)
-    records = []
-    interrupted = None
-    try:
-        for la in chosen:
-            law = ctx.registry.law(la.anchor.law)
-            if not la.anchor.planted:
-                records.append({"anchor": la.anchor.id, "file": la.file, "proved": False, "no_faults": True,
-                                "problems": ["no planted fault declared: this command proves nothing about it"],
-                                "faults": []})
-                continue
-            records.append(plant_anchor(la.anchor, law, ctx.policy, resources, file=la.file, stop=stop))
-    except Stopped as exc:  # the engine was ended: its anchor's record so far is kept
-        records.append(exc.record)
-        interrupted = exc.signal_name
-    except KeyboardInterrupt as exc:  # between two engine runs
-        from lawbench.core.errors import EngineInterrupted
-        interrupted = (stop.received if stop is not None else None) or EngineInterrupted.signal_of(exc)
-    finally:
-        if stop is not None:
-            stop.closing = True  # a further signal must not cut the record in half
-        resources.close()
-    skipped = [r for r in records if r.get("skipped")]
-    # an anchor with no planted fault is listed, not failed: its proof, if any, is a test
-    failed = [r for r in records if r["faults"] and not r["proved"] and not r.get("skipped")]
-    from lawbench import __version__
-    from lawbench.core.reports import git_commit
+    run = Run(ctx, mode="plant", out=Path(out) if out else None,
+              settings={"anchors_asked": list(ids), "llama_dir": llama_dir, "host": platform.node(),
+                        "parity_tolerance": PARITY_TOLERANCE})
+    profile = ctx.policy.profile.id
 
-    record = {"kind": "lawbench planted-fault run", "profile": ctx.policy.profile.id,
-              "started": started.isoformat(timespec="seconds"),
-              "finished": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-              "lawbench": __version__, "commit": git_commit(), "strict": strict, "anchors_asked": list(ids),
-              "llama_dir": llama_dir, "host": platform.node(),
-              "on_own_runner": ctx.policy.on_own_runner, "parity_tolerance": PARITY_TOLERANCE,
-              "interrupted": interrupted, "anchors": records}
+    def prove() -> None:
+        for la in chosen:
+            if not la.anchor.planted:
+                rec = {"anchor": la.anchor.id, "file": la.file, "proved": False, "no_faults": True,
+                       "problems": ["no planted fault declared: this command proves nothing about it"], "faults": []}
+            else:
+                try:
+                    rec = plant_anchor(la.anchor, ctx.registry.law(la.anchor.law), ctx.policy, run.resources,
+                                       file=la.file, stop=run.stop)
+                except Stopped as exc:  # the engine was ended: its anchor's record so far is kept
+                    for r in proof_results(la.anchor, exc.record, profile):
+                        run.add(r)
+                    raise KeyboardInterrupt(exc.signal_name) from None
+            for r in proof_results(la.anchor, rec, profile):
+                run.add(r)
+
+    record = run.measure(prove)
+    view = planted_view(record)
     if out:
+        import json
+
         target = Path(out) / "planted.json"
         try:
-            target.write_text(json.dumps(record, indent=1, default=str) + "\n")
+            target.write_text(json.dumps(view, indent=1, default=str) + "\n")
         except OSError as exc:  # the folder went away or filled up during the run
-            raise LawbenchError(f"cannot write the planted-fault record {target}: {exc.strerror or exc}; "
-                                f"the proof ran ({len(records)} anchors) but is not on disk") from None
-    if interrupted:
-        from lawbench.core.reports import interrupt_exit_code
-        return interrupt_exit_code(interrupted), record
-    return (1 if failed or skipped else 0), record
+            run.output_error(f"cannot write the planted-fault record {target}: {exc.strerror or exc}")
+    return run, view
+
+
+def proof_results(anchor: Anchor, rec: dict[str, Any], profile: str) -> list[Result]:
+    """One anchor's proof as run-record results: its census as measured (or, with no planted
+    fault, a SKIP listed for the record only), then per fault "<anchor>~<fault>": PASS when the
+    fault was proved, SKIP when it could not run here, ERROR when its census could not run,
+    FAIL when it ran and proved nothing. Each result's ``detail.plant`` keeps the proof's record."""
+    plant = {k: rec[k] for k in ("file", "parity", "proved", "problems", "skipped", "no_faults") if k in rec}
+    if "unplanted" in rec:
+        base = Result.model_validate(rec["unplanted"])
+        base.detail = {**base.detail, "plant": plant}
+    else:
+        base = Result(anchor_id=anchor.id, law=anchor.law, kind=anchor.kind, profile=profile, verdict=Verdict.SKIP,
+                      quantity=anchor.quantity, unit=anchor.unit, reason="; ".join(rec["problems"]),
+                      detail={"listed_only": True, "plant": plant})
+    out = [base]
+    for f in rec["faults"]:
+        ran = f["result"] is not None
+        verdict = Verdict.PASS if f["proved"] else Verdict.FAIL if ran else \
+            Verdict.SKIP if rec.get("skipped") else Verdict.ERROR
+        reason = "; ".join(f["problems"]) or (f"the census turned red naming {', '.join(f['breaks'])}, parity "
+                                              f"x{f['parity_ratio']:.5f}: {f['result']['reason']}")
+        out.append(Result(anchor_id=f"{anchor.id}~{f['fault']}", law=anchor.law, kind="census", profile=profile,
+                          verdict=verdict, reason=reason, quantity=anchor.quantity, unit=anchor.unit,
+                          duration_s=(f["result"] or {}).get("duration_s") or 0.0, detail={"plant": f}))
+    return out
+
+
+def planted_view(record: Any) -> dict[str, Any]:
+    """OUT/planted.json of a plant run's record (docs/census.md): per anchor its census, parity
+    and every fault's proof, as the command has always written it."""
+    anchors: list[dict[str, Any]] = []
+    for r in record.results:
+        plant = r.detail.get("plant", {})
+        if "~" in r.anchor_id:
+            anchors[-1]["faults"].append(plant)
+            continue
+        entry = {"anchor": r.anchor_id, **plant, "faults": []}
+        if not plant.get("no_faults"):
+            entry["unplanted"] = r.model_dump(mode="json")
+            entry["unplanted"]["detail"] = {k: v for k, v in r.detail.items() if k != "plant"}
+        anchors.append(entry)
+    s = record.settings
+    return {"kind": "lawbench planted-fault run", "run_id": record.run_id, "profile": record.profile,
+            "started": record.started, "finished": record.finished, "lawbench": record.lawbench_version,
+            "commit": record.git_commit, "strict": record.strict, "anchors_asked": s.get("anchors_asked", []),
+            "llama_dir": s.get("llama_dir"), "host": s.get("host"), "on_own_runner": record.profile_matches,
+            "parity_tolerance": s.get("parity_tolerance"), "interrupted": record.interrupted, "anchors": anchors}
 
 
 def summary_lines(record: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:

@@ -2,8 +2,9 @@
 
 Inert unless ``--lawbench-profile`` is given, so it never touches an ordinary test session: the
 anchor session (lawbench.core.session) is imported and registered only then.
-Selection (-k), JUnit XML, skip reasons and the exit status come from pytest; VOID gets its own
-letter (V) and word in the summary. ``lawbench run`` is a thin front door over this.
+Selection (-k), JUnit XML and skip reasons come from pytest; VOID gets its own letter (V) and word
+in the summary. The run itself — evaluation, the record, the exit status — is the Run
+(lawbench.core.run) the items call. ``lawbench run`` is a thin front door over this.
 """
 from __future__ import annotations
 

@@ -21,6 +21,7 @@ class RunKeys:
     # Imported from a contribution bundle or with `history import --contribution`: someone else's
     # machine, whatever its record says; never evidence for a runner (drift, stale, `latest`).
     contribution: bool = False
+    mode: str = "run"  # RunRecord.mode: an "ab" or "plant" run is no night of its runner (stale, gate)
 
 
 def engine_key(engine: Optional[dict[str, Any]]) -> str:

@@ -58,8 +58,9 @@ def check_stale(history: Optional[History], profiles: Sequence[str], hours: floa
     now = now or datetime.now(timezone.utc)
     newest: dict[str, tuple[datetime, str, str]] = {}
     for run_id, keys in (history.run_keys() if history is not None else {}).items():
-        if keys.finished is None or keys.interrupted or not keys.profile_matches or keys.contribution:
-            continue  # a contribution says nothing about the runner, whatever its record claims
+        if keys.finished is None or keys.interrupted or not keys.profile_matches or keys.contribution \
+                or keys.mode != "run":
+            continue  # a contribution says nothing about the runner, whatever its record claims; an A/B is no night
         when = parse_time(keys.finished, f"the finish time of run {run_id}")
         if keys.profile not in newest or when > newest[keys.profile][0]:
             newest[keys.profile] = (when, run_id, keys.finished)

@@ -24,8 +24,8 @@ from test_engine_build import CMAKE, TOOL_CPP
 from lawbench.core.ab import (
     ABResult,
     as_pairs,
+    as_result,
     budget_for,
-    exit_code,
     gate_band,
     is_speed_anchor,
     pair_ratios,
@@ -154,12 +154,36 @@ def test_gate_decides_from_the_whole_interval_and_an_undecided_gate_is_void():
 
 
 def test_exit_code_passes_only_a_whole_measured_and_cleared_set():
-    ok = ABResult(anchor_id="x", law="l", status="measured", gate="pass")
-    assert exit_code([ok], gated=True) == 0 and exit_code([ok], gated=False) == 0
-    assert exit_code([ok, ok.model_copy(update={"gate": "unresolved"})], gated=True) == 1
-    assert exit_code([ok, ok.model_copy(update={"gate": "regression"})], gated=True) == 1
-    assert exit_code([ok, ok.model_copy(update={"status": "skip"})], gated=False) == 1
-    assert exit_code([], gated=False) == 1
+    """An A/B's exit code is its run record's (RunRecord.finish, mode "ab"): 0 only when every
+    anchor was measured and, with a gate, every interval cleared it."""
+    from lawbench.core.reports import RunRecord
+
+    def code(results: list[ABResult], gate=None) -> int:
+        record = RunRecord.new("cpu", profile_matches=True, mode="ab")
+        return record.finish([as_result(r.model_copy(update={"anchor_id": f"a{i}"}), "cpu", gate)
+                              for i, r in enumerate(results)]).exit_code
+
+    ok = ABResult(anchor_id="x", law="l", status="measured", gate="pass", ratio=1.0, interval=(0.97, 1.03))
+    plain = ok.model_copy(update={"gate": None})
+    assert code([ok], gate=0.95) == 0 and code([plain]) == 0
+    assert code([ok, ok.model_copy(update={"gate": "unresolved", "interval": (0.9, 1.1)})], gate=0.95) == 1
+    assert code([ok, ok.model_copy(update={"gate": "regression", "interval": (0.8, 0.9)})], gate=0.95) == 1
+    assert code([plain, plain.model_copy(update={"status": "skip"})]) == 1
+    assert code([]) == 1
+
+
+def test_an_ab_result_is_a_run_record_result_and_back():
+    """ab.json is a view of the run record: an A/B result survives the trip unchanged."""
+    from lawbench.core.ab import ab_result_of
+
+    r = ABResult(anchor_id="law4.cpu.l15.x", law="law4", subject="main", test="syn tg16", status="measured",
+                 reason="ok", median_a=10.0, median_b=9.0, ratio=0.9, interval=(0.85, 0.95), confidence=0.95,
+                 pairs=2, gate="regression", ratios=[0.9, 0.9], samples=as_pairs([pair(10, 9), pair(10, 9, "ba")]),
+                 protocol={"visits": []}, duration_s=1.5)
+    result = as_result(r, "cpu", 0.97)
+    assert result.anchor_id == "law4.cpu.l15.x~ab" and result.verdict is Verdict.FAIL
+    assert result.band == (0.97, math.inf) and result.measured == 0.9
+    assert ab_result_of(result) == r
 
 
 # --------------------------------------------------------------------------- selection

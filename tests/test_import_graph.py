@@ -172,3 +172,59 @@ def test_the_scan_sees_lazy_imports_and_module_strings():
     imports = imported_names()
     assert "lawbench.plugins.law4" in imports["lawbench.core.registry"]  # a string in BUILTIN_PLUGINS
     assert "lawbench.engines" in imports["lawbench.plugins.law4.measure"]  # imported inside a function
+
+
+# --------------------------------------------------------------------------- one run, one lifecycle
+
+
+def _calls(pattern: str) -> dict[str, int]:
+    """Package source files (core, plugins, src) holding ``pattern`` (a regex), with the count, by
+    path relative to the repository root; comments and docstrings are left out of the search."""
+    import io
+    import re
+    import tokenize
+
+    found = {}
+    for folder in FOLDERS.values():
+        for f in sorted(folder.rglob("*.py")):
+            code = []
+            for tok in tokenize.generate_tokens(io.StringIO(f.read_text()).readline):
+                if tok.type == tokenize.COMMENT:
+                    continue
+                if tok.type == tokenize.STRING and tok.string.startswith(('"""', "'''")):
+                    continue  # a docstring may name a call without making it
+                code.append(tok.string)
+            n = len(re.findall(pattern, " ".join(code)))
+            if n:
+                found[str(f.relative_to(ROOT))] = n
+    return found
+
+
+def test_stop_signal_handlers_are_installed_in_one_module():
+    """SIGINT / SIGTERM / SIGHUP handlers are lawbench.core.signals' alone: `lawbench`'s main installs
+    them once per command, and a Run takes them over (installing them itself only under a bare pytest)."""
+    assert set(_calls(r"\bsignal \. signal \(")) == {"core/signals.py"}
+    assert set(_calls(r"\bStopSignals \(")) == {"core/signals.py"}
+    assert set(_calls(r"\bsignals \. install \(")) == {"core/cli.py", "core/run/run.py"}
+
+
+def test_a_runs_exit_code_is_decided_in_one_place():
+    """RunRecord.finish (with judged_bad) is the one rule for a run's exit code, and Run.finish the
+    one caller for a live run of any mode (run, ab, census plant): no command computes its own."""
+    assert set(_calls(r"\. exit_code = [^=]")) == {"core/models/run_record.py"}
+    assert set(_calls(r"\bjudged_bad \(")) == {"core/models/run_record.py", "core/record_checks.py"}
+    # a new record is made and finished by the Run alone; core/ab.py converts an old ab.json with the same rule
+    assert set(_calls(r"\bRunRecord \. new \(")) == {"core/run/run.py"}
+    assert set(_calls(r"\brecord \. finish \(")) == {"core/run/run.py", "core/ab.py"}
+    # 128 + the signal's number: the record's rule, the import check of it, and main for a command
+    # stopped outside any run (an engine build, a download)
+    assert set(_calls(r"\binterrupt_exit_code \(")) == {"core/models/run_record.py", "core/record_checks.py",
+                                                       "core/cli.py"}
+
+
+def test_the_cli_never_fishes_the_record_out_of_pytest():
+    assert _calls(r"\bsession \. record\b") == {}
+    graph = import_graph()  # the Run knows nothing of pytest, its front end for `lawbench run`
+    front = {"lawbench.core.session", "lawbench.core.items", "lawbench.core.pytest_plugin"}
+    for module in ("lawbench.core.run", "lawbench.core.run.run", "lawbench.core.run.context"):
+        assert not graph[module] & front, module

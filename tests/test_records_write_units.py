@@ -28,7 +28,7 @@ from lawbench.core.law import EngineInterrupted
 from lawbench.core.models import Measurement, Result, Sample, Verdict
 from lawbench.core.reports import RunRecord, read_json, write_fallback, write_json
 from lawbench.core.resources import Resources
-from lawbench.core.signals import StopSignals
+from lawbench.core import signals
 
 RECORD = ('{"model_filename": "m.gguf", "n_prompt": 0, "n_gen": 16, "n_depth": 0, '
           '"samples_ts": [9.0, 11.0, 10.4]}')
@@ -48,12 +48,11 @@ def signal_when(path: Path, sig: int = signal.SIGTERM) -> threading.Thread:
 
 @pytest.fixture
 def stop():
-    handlers = StopSignals()
-    handlers.install()
+    handlers = signals.install()  # the process's one set (lawbench.core.signals)
     try:
         yield handlers
     finally:
-        handlers.restore()
+        signals.restore()
 
 
 @pytest.fixture
@@ -218,12 +217,12 @@ def test_the_model_store_takes_the_box_lock(tmp_path, monkeypatch):
 
 
 
-def test_a_session_whose_out_folder_is_full_keeps_the_record(tmp_path, monkeypatch, capsys):
-    """The session's writer with run.json failing as a full disk fails (for machines where the
+def test_a_run_whose_out_folder_is_full_keeps_the_record(tmp_path, monkeypatch, capsys):
+    """The Run's writer with run.json failing as a full disk fails (for machines where the
     tmpfs test in test_records_truthful cannot mount one)."""
     from types import SimpleNamespace
 
-    from lawbench.core.session import AnchorSession
+    from lawbench.core.run import Run
 
     monkeypatch.setenv("LAWBENCH_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
@@ -235,13 +234,18 @@ def test_a_session_whose_out_folder_is_full_keeps_the_record(tmp_path, monkeypat
         return real(rec, path)
 
     monkeypatch.setattr(reports, "write_json", no_space)
-    session = AnchorSession.__new__(AnchorSession)  # only what _save reads
-    session.out_dir, session.record_path, session.fallback_path, session.output_errors = out, None, None, []
-    session.config = SimpleNamespace(getoption=lambda name: False)
-    record = RunRecord.new("cpu").finish([result()])
-    session._save(record)
+    from lawbench.core.registry import get_registry
+
+    ctx = SimpleNamespace(policy=SimpleNamespace(profile=None), llama_dir=None, registry=get_registry())
+    run = Run(ctx, out=out)  # only what save() reads
+    try:
+        run.record = record = RunRecord.new("cpu").finish([result()])
+        run.save()
+    finally:
+        run.close()
+    assert run.exit_code == 1 and run.output_errors
     fallback = tmp_path / "cache" / "records" / f"run-{record.run_id}.json"
-    assert session.record_path == fallback and read_json(fallback) == record
+    assert run.record_path == fallback and read_json(fallback) == record
     err = capsys.readouterr().err
     assert f"cannot write the run record {out / 'run.json'}: No space left on device" in err
     assert f"the run record is kept at {fallback}" in err

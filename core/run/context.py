@@ -1,0 +1,135 @@
+"""What a run needs before the first anchor: the registry, the profiles, this machine, the policy
+and the anchors it selects. Every measuring command builds one (a LawbenchError is exit 2)."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+from lawbench.core.evaluate import RunPolicy
+from lawbench.core.loading import LoadedAnchor, load_all
+
+
+class RunContext:
+    """Everything a run needs before the first anchor: registry, profiles, policy, anchors.
+
+    Built once per command, before anything runs (a LawbenchError here is exit 2): by `lawbench
+    run`, `ab` and `census plant`, or by the pytest plugin when pytest is driven directly. A Run
+    (lawbench.core.run.run) runs on it.
+    """
+
+    def __init__(self, profile_id: str, *, laws: tuple[str, ...] = (), strict: bool = False,
+                 llama_dir: Optional[str] = None, cadence: Optional[str] = "full",
+                 gate: Any = None, deadline_min: Optional[float] = None):
+        from lawbench.core.hardware.detect import fingerprint_machine, match_profile, profile_matches
+        from lawbench.core.hardware.profiles import get_profile, plugin_profiles
+        from lawbench.core.registry import get_registry
+
+        self.registry = get_registry()
+        self.profiles = plugin_profiles(self.registry)
+        self.machine = fingerprint_machine()
+        self.detected, self.detect_reasons = match_profile(self.machine, self.profiles)
+        if profile_id in ("", "detect", None):
+            profile_id = self.detected
+        profile = get_profile(profile_id, self.profiles)
+        for law in laws:
+            self.registry.law(law)  # unknown law -> PluginError naming the known ones
+        self.laws = tuple(laws)
+        self.policy = RunPolicy(profile=profile, profiles=self.profiles,
+                                on_own_runner=profile_matches(self.machine, profile), strict=strict,
+                                mismatch=mismatch_reasons(self.machine, profile))
+        # None: the profile's own default (default_cadence); a command that names anchors passes "full".
+        self.cadence = cadence or default_cadence(profile)
+        if strict and not self.policy.on_own_runner:
+            announce_mismatched_runner(self.machine, profile, self.detected)
+        # A bad anchor file of a plugin this run did not select is set aside (and named);
+        # of a selected law it is exit 2 before anything runs.
+        unselected = [law for law in self.registry.laws if laws and law not in laws]
+        self.anchor_set = load_all(self.registry, profiles=self.profiles.keys(), lenient=unselected)
+        self.llama_dir = llama_dir
+        self.gate = gate  # lawbench.core.gate.GateSetup for `--gate baseline`; None: absolute
+        # --deadline: from now, the run stops taking anchors whose worst case no longer fits
+        self.deadline = None if deadline_min is None else time.monotonic() + 60 * deadline_min
+
+    def bound_elsewhere(self) -> dict[str, int]:
+        """Other profiles this machine matches, with how many measured anchors bind to them and
+        not to the chosen one: a measured profile (`lawbench profiles measure`) out-ranks the
+        generic cpu profile in detection, and the cpu anchors then do not run unless asked for."""
+        from lawbench.core.hardware.detect import profile_matches
+
+        chosen = self.policy.profile.id
+        out = {}
+        for pid, profile in self.profiles.items():
+            if pid == chosen or not profile_matches(self.machine, profile):
+                continue
+            n = sum(1 for la in self.anchor_set.anchors if la.anchor.kind != "prediction" and la.anchor.runs
+                    and pid in la.anchor.profiles and chosen not in la.anchor.profiles
+                    and (not self.laws or la.anchor.law in self.laws))
+            if n:
+                out[pid] = n
+        return out
+
+    def left_by_cadence(self) -> int:
+        """Runnable anchors this profile and law selection would run under `--cadence full` but not now."""
+        full = RunContext.__new__(RunContext)
+        full.__dict__.update(self.__dict__, cadence="full")
+        return sum(1 for la in self.anchor_set.anchors
+                   if la.anchor.runs and full.selected(la) and not self.selected(la))
+
+    def weekly_anchors(self) -> list[str]:
+        """This profile's runnable anchors the weekly run takes and this run does not (the morning view)."""
+        from lawbench.core.plan import weekly_cadence
+
+        weekly = RunContext.__new__(RunContext)
+        weekly.__dict__.update(self.__dict__, cadence=weekly_cadence(self.policy.profile))
+        return sorted(la.anchor.id for la in self.anchor_set.anchors
+                      if la.anchor.runs and weekly.selected(la) and not self.selected(la))
+
+    def selected(self, loaded: LoadedAnchor) -> bool:
+        a = loaded.anchor
+        if self.laws and a.law not in self.laws:
+            return False
+        if not a.in_cadence(self.cadence):
+            return False
+        if a.kind == "prediction":
+            return True  # predictions run anywhere, with the constants of the profile they bind to
+        return not a.profiles or self.policy.profile.id in a.profiles
+
+    def files(self) -> list[Path]:
+        # History anchors are reported, never collected (items.history_results): a file holding
+        # only history for this profile has no item, and pytest refuses a path that yields none.
+        return sorted({Path(la.file).resolve() for la in self.anchor_set.anchors
+                       if self.selected(la) and la.anchor.runs})
+
+
+def default_cadence(profile: Any) -> str:
+    """What a run selects when neither --cadence nor anchors are named: a first look on the generic
+    profile (any machine), a night's worth on a specific one (the weekly rest is one flag away)."""
+    return "quick" if profile.fingerprint.generic else "nightly"
+
+
+def mismatch_reasons(machine: Any, profile: Any) -> tuple[str, ...]:
+    """What this machine lacks of the profile's fingerprint, one "no: …" line per check."""
+    from lawbench.core.hardware.detect import match_reasons
+
+    return tuple(r for r in match_reasons(machine, profile)[1] if r.startswith("no: "))
+
+
+def announce_mismatched_runner(machine: Any, profile: Any, detected: str) -> None:
+    """--strict is how a runner job runs: on a machine that is not the profile's own, every
+    measurement anchor fails with the reason (lawbench.core.evaluate) while the predictions run,
+    and the run fails even when nothing measured was selected (RunContext.runner_mismatch). This
+    says once, up front, on stderr and in the step summary, why and where the job belongs."""
+    import sys
+
+    from lawbench.core.summaries import append_step_summary_text
+
+    gpus = ", ".join(f"{g.name} (cc {g.compute_capability}, via {g.source})" for g in machine.gpus) or "none found"
+    lines = [f"this machine does not match profile {profile.id!r}, and --strict (a runner job) measures its "
+             f"own hardware or fails: every measurement anchor fails, the predictions still run:",
+             *(f"  {r}" for r in mismatch_reasons(machine, profile)),
+             f"  detected profile: {detected}; GPUs: {gpus}",
+             "  fix: run this job on the runner labelled " + " + ".join(profile.runner_labels or ["(none)"])
+             + "; on a GPU runner check the driver (`nvidia-smi`) and `lawbench profiles detect`"]
+    append_step_summary_text("### lawbench: runner refused\n\n```\n" + "\n".join(lines) + "\n```")
+    print("lawbench: error: " + "\n".join(lines), file=sys.stderr, flush=True)
