@@ -1,130 +1,41 @@
 """The history store: every finished run, appended to one SQLite file, never changed afterwards.
 
-Four tables — runs, results, samples, and imports (where each run came from) — so that a time
-series of one anchor or a comparison of two runs is a query, not a re-run. Triggers make the tables
-append-only (UPDATE and DELETE abort), and `PRAGMA user_version` carries the schema version so an
-old lawbench never misreads a newer file; a version-1 file is upgraded in place (tables added only).
+Five tables (lawbench.core.history_schema) — runs, results, samples, imports (where each run came
+from) and bindings (a runner's run bound to its workflow run) — so that a time series of one
+anchor or a comparison of two runs is a query, not a re-run. Triggers make the tables append-only
+(UPDATE and DELETE abort), and `PRAGMA user_version` carries the schema version so an old lawbench
+never misreads a newer file; an older file is upgraded in place (tables added only).
 """
 from __future__ import annotations
 
 import json
 import os
 import sqlite3
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Optional, Union
 
 from lawbench.core.errors import DataError
-from lawbench.core.models import Result
+from lawbench.core.history_schema import (
+    _RESULT_COLS,
+    _SCHEMA,
+    _SCHEMA_V2,
+    _SCHEMA_V3,
+    _TRIGGERS,
+    FROM_RUN,
+    HISTORY_SCHEMA,
+    TABLES,
+    Binding,
+    Provenance,
+    ResultRow,
+    RunRow,
+    _result_row,
+    _sample_rows,
+    default_path,
+)
 from lawbench.core.reports import RunRecord, to_json, utc_now
 from lawbench.core.run_keys import RunKeys, engine_key
 
-__all__ = ["History", "RunRow", "ResultRow", "RunKeys", "Provenance", "engine_key", "default_path"]
-
-HISTORY_SCHEMA = 2  # 2 added `imports` (provenance); version-1 files are upgraded when opened
-TABLES = ("runs", "results", "samples", "imports")
-
-_SCHEMA_V1 = """
-CREATE TABLE IF NOT EXISTS runs (
-    run_id TEXT PRIMARY KEY, started TEXT NOT NULL, finished TEXT, profile TEXT NOT NULL,
-    detected_profile TEXT, "commit" TEXT, version TEXT, exit_code INTEGER,
-    record_json TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS results (
-    run_id TEXT NOT NULL REFERENCES runs(run_id), anchor_id TEXT NOT NULL, law TEXT, kind TEXT,
-    verdict TEXT NOT NULL, quantity TEXT, unit TEXT, published REAL, predicted REAL, measured REAL,
-    ci_lo REAL, ci_hi REAL, band_lo REAL, band_hi REAL, spread REAL, reason TEXT,
-    PRIMARY KEY (run_id, anchor_id)
-);
-CREATE TABLE IF NOT EXISTS samples (
-    run_id TEXT NOT NULL REFERENCES runs(run_id), anchor_id TEXT NOT NULL, idx INTEGER NOT NULL,
-    arm TEXT, value REAL, predecessor TEXT,
-    PRIMARY KEY (run_id, anchor_id, idx)
-);
-CREATE INDEX IF NOT EXISTS results_by_anchor ON results (anchor_id);
-CREATE INDEX IF NOT EXISTS runs_by_profile ON runs (profile, started);
-"""
-# Where each run came from: `lawbench run` itself, an imported run.json, or a contribution bundle
-# (with who sent it). One row per run, written in the run's own transaction.
-_SCHEMA_V2 = """
-CREATE TABLE IF NOT EXISTS imports (
-    run_id TEXT PRIMARY KEY REFERENCES runs(run_id), kind TEXT NOT NULL, source TEXT NOT NULL,
-    sha256 TEXT, imported_at TEXT NOT NULL, contributor TEXT, bundle_created TEXT,
-    bundle_lawbench_version TEXT
-);
-"""
-_TRIGGERS = "".join(
-    f"""CREATE TRIGGER IF NOT EXISTS {t}_no_{op.lower()} BEFORE {op} ON {t}
-BEGIN SELECT RAISE(ABORT, 'lawbench history is append-only: {op} on {t} is refused'); END;
-""" for t in TABLES for op in ("UPDATE", "DELETE"))
-_SCHEMA = _SCHEMA_V1 + _SCHEMA_V2 + _TRIGGERS
-
-
-def default_path() -> Path:
-    """`$LAWBENCH_OUT/history.sqlite`, else `./lawbench-out/history.sqlite`."""
-    home = os.environ.get("LAWBENCH_OUT")
-    return (Path(home) if home else Path("lawbench-out")) / "history.sqlite"
-
-
-@dataclass(frozen=True)
-class RunRow:
-    run_id: str
-    started: str
-    finished: Optional[str]
-    profile: str
-    detected_profile: Optional[str]
-    commit: Optional[str]
-    version: Optional[str]
-    exit_code: Optional[int]
-    counts: dict[str, int] = field(default_factory=dict)
-    source: str = "run"  # "contribution" when imported as one (imports.kind), else "run"
-
-
-@dataclass(frozen=True)
-class ResultRow:
-    """One anchor in one run, with the run's time, profile and commit for time series."""
-
-    run_id: str
-    started: str
-    profile: str
-    commit: Optional[str]
-    anchor_id: str
-    law: Optional[str]
-    kind: Optional[str]
-    verdict: str
-    quantity: Optional[str]
-    unit: Optional[str]
-    published: Optional[float]
-    predicted: Optional[float]
-    measured: Optional[float]
-    ci_lo: Optional[float]
-    ci_hi: Optional[float]
-    band_lo: Optional[float]
-    band_hi: Optional[float]
-    spread: Optional[float]
-    reason: Optional[str]
-    engine: str = ""  # the run's engine build key (engine_key): part of what makes rows comparable
-
-
-@dataclass(frozen=True)
-class Provenance:
-    """Where a run in the history came from (the `imports` table)."""
-
-    kind: str  # "run" (`lawbench run`, or an imported run.json) or "contribution" (a bundle)
-    source: str  # "lawbench run", or the path given to `lawbench history import`
-    sha256: Optional[str] = None  # of the imported file
-    imported_at: str = ""
-    contributor: Optional[str] = None
-    bundle_created: Optional[str] = None
-    bundle_lawbench_version: Optional[str] = None
-
-
-FROM_RUN = Provenance(kind="run", source="lawbench run")
-
-
-_RESULT_COLS = ("r.run_id, u.started, u.profile, u.\"commit\", r.anchor_id, r.law, r.kind, "
-                "r.verdict, r.quantity, r.unit, r.published, r.predicted, r.measured, r.ci_lo, "
-                "r.ci_hi, r.band_lo, r.band_hi, r.spread, r.reason")
+__all__ = ["History", "RunRow", "ResultRow", "RunKeys", "Provenance", "Binding", "engine_key", "default_path"]
 
 
 class History:
@@ -225,9 +136,10 @@ class History:
             con.execute("PRAGMA journal_mode = WAL")
             con.executescript(f"BEGIN IMMEDIATE;\n{_SCHEMA}\nPRAGMA user_version = "
                               f"{HISTORY_SCHEMA};\nCOMMIT;")
-        elif version == 1:  # adds tables and triggers only: every version-1 row stays as it was
+        elif version in (1, 2):  # adds tables and triggers only: every older row stays as it was
             con.execute("PRAGMA journal_mode = WAL")
-            con.executescript(f"BEGIN IMMEDIATE;\n{_SCHEMA_V2}{_TRIGGERS}\nPRAGMA user_version = "
+            added = (_SCHEMA_V2 if version == 1 else "") + _SCHEMA_V3
+            con.executescript(f"BEGIN IMMEDIATE;\n{added}{_TRIGGERS}\nPRAGMA user_version = "
                               f"{HISTORY_SCHEMA};\nCOMMIT;")
         elif version != HISTORY_SCHEMA:
             raise self._error(f"history schema version {version}, but this lawbench reads version "
@@ -294,6 +206,11 @@ class History:
             con.execute("INSERT INTO imports VALUES (?,?,?,?,?,?,?,?)",
                         (record.run_id, p.kind, p.source, p.sha256, p.imported_at or utc_now(),
                          p.contributor, p.bundle_created, p.bundle_lawbench_version))
+            if p.binding is not None:
+                b = p.binding
+                con.execute("INSERT INTO bindings VALUES (?,?,?,?,?,?,?,?,?,?)",
+                            (record.run_id, b.workflow_run_id, b.run_attempt, b.job, b.box, b.artifact_name,
+                             b.artifact_id, b.artifact_digest, b.head_sha, b.verified_at))
             con.execute("COMMIT")
             self._keys = None
         except sqlite3.IntegrityError as exc:
@@ -316,7 +233,8 @@ class History:
         ``contributions=False`` keeps only runners' runs."""
         sql = ('SELECT u.run_id, started, finished, profile, detected_profile, "commit", version, '
                "exit_code, json_extract(record_json, '$.counts') AS counts, "
-               "COALESCE(i.kind, 'run') AS source FROM runs u LEFT JOIN imports i USING (run_id)")
+               "COALESCE(i.kind, 'run') AS source, b.* FROM runs u LEFT JOIN imports i USING (run_id) "
+               "LEFT JOIN bindings b USING (run_id)")
         where, params = [], ()  # type: list[str], tuple
         if profile is not None:
             where, params = ["profile = ?"], (profile,)
@@ -328,8 +246,8 @@ class History:
         if limit is not None:
             sql, params = sql + " LIMIT ?", params + (int(limit),)
         rows = self._query(sql, params)
-        return [RunRow(*tuple(r)[:-2], counts=json.loads(r["counts"] or "{}"), source=r["source"])
-                for r in rows]
+        return [RunRow(*tuple(r)[:8], counts=json.loads(r["counts"] or "{}"), source=r["source"],
+                       binding=_binding(tuple(r)[11:])) for r in rows]
 
     def results(self, run_id: str) -> list[ResultRow]:
         """Every anchor's result in one run, by anchor id."""
@@ -366,9 +284,9 @@ class History:
     def provenance(self, run_id: str) -> Optional[Provenance]:
         """Where the run came from; None for a run appended before provenance was kept (schema 1)."""
         rows = self._query("SELECT kind, source, sha256, imported_at, contributor, bundle_created, "
-                           "bundle_lawbench_version FROM imports WHERE run_id = ?",
-                           (self.resolve(run_id),))
-        return Provenance(*tuple(rows[0])) if rows else None
+                           "bundle_lawbench_version, b.* FROM imports LEFT JOIN bindings b USING (run_id) "
+                           "WHERE run_id = ?", (self.resolve(run_id),))
+        return Provenance(*tuple(rows[0])[:7], binding=_binding(tuple(rows[0])[8:])) if rows else None
 
     def anchor_history(self, anchor_id: str, profile: Optional[str] = None) -> list[ResultRow]:
         """The time series of one anchor, oldest first (optionally on one profile)."""
@@ -446,15 +364,6 @@ class History:
         return iter(self.runs(limit=None))
 
 
-def _result_row(run_id: str, r: Result) -> tuple:
-    ci = r.interval or (None, None)
-    band = r.band or (None, None)
-    return (run_id, r.anchor_id, r.law, r.kind, r.verdict.value, r.quantity, r.unit, r.published,
-            r.predicted, r.measured, ci[0], ci[1], band[0], band[1], r.spread, r.reason)
-
-
-def _sample_rows(run_id: str, r: Result) -> list[tuple]:
-    if r.measurement is None:
-        return []
-    return [(run_id, r.anchor_id, i, s.arm, s.value, s.predecessor)
-            for i, s in enumerate(r.measurement.samples)]
+def _binding(cols: tuple) -> Optional[Binding]:
+    """A bindings row's columns after its run_id (all NULL when the run has none)."""
+    return Binding(*cols) if cols and cols[0] is not None else None

@@ -67,6 +67,9 @@ def add_history_parser(subparsers: Any) -> argparse.ArgumentParser:
     i.add_argument("--contribution", action="store_true",
                    help="mark every run of this import a contribution (a bundle always is one): "
                         "shown, never counted for a runner's drift, staleness or latest")
+    i.add_argument("--require-binding", action="store_true",
+                   help="a run record must carry a binding to the nightly workflow run that made it, which "
+                        "verifies (docs/history.md); one without is refused (the collect step's import)")
     i.add_argument("--quarantine", metavar="DIR",
                    help="copy each refused file into DIR with a .reason.txt, and exit 0 when every "
                         "refused file is kept there (the others go in either way)")
@@ -166,7 +169,8 @@ def _runs(history: History, args: argparse.Namespace, console: Any) -> int:
         "run": [r.run_id[:12] for r in rows],
         "started (UTC)": [_when(r.started) for r in rows],
         "profile": [r.profile for r in rows],
-        "from": ["contribution" if r.source == "contribution" else "runner" for r in rows],
+        "from": ["contribution" if r.source == "contribution" else r.binding.short() if r.binding else "runner"
+                 for r in rows],
         "detected": [r.detected_profile or "-" for r in rows],
         "commit": [(r.commit or "-")[:10] for r in rows],
         "exit": [Text(str(r.exit_code), style="green" if r.exit_code == 0 else "red")
@@ -264,7 +268,11 @@ def _import(history: History, args: argparse.Namespace) -> int:
     if any(not p.strip() for p in args.paths):  # "" would import the current folder, recursively
         raise UsageError("history import: an empty PATH (an unset shell variable?); give run.json files, "
                          "bundles or folders")
-    outcomes = import_paths(history, args.paths, contribution=args.contribution)
+    if args.contribution and args.require_binding:
+        raise UsageError("history import: --contribution and --require-binding contradict each other: a "
+                         "contribution is never bound to a runner's workflow run")
+    outcomes = import_paths(history, args.paths, contribution=args.contribution,
+                            require_binding=args.require_binding)
     refused = sum(o.status == "refused" for o in outcomes)
     kept_aside = quarantine(outcomes, Path(args.quarantine)) if args.quarantine and refused else None
     filed = file_records(outcomes, Path(args.file_into)) if args.file_into else []

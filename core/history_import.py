@@ -5,7 +5,9 @@ Idempotent, so a nightly job can import every record it has ever kept into a fre
 already there with the same content is left as it is; the same run id with other content is
 refused (a run is recorded once, and the history is append-only). Each imported run keeps where it
 came from (the `imports` table: the path as given, the file's sha256, when, and for a bundle who
-sent it).
+sent it). A runner's record may carry its binding to the workflow run that made it
+(lawbench.core.history_binding); with ``require_binding`` a record without one that verifies is
+refused, so it can never speak for a runner.
 """
 from __future__ import annotations
 
@@ -16,9 +18,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal, Optional, Sequence
 
+from lawbench.core import history_binding
 from lawbench.core.contribute import is_bundle, read_bundle
 from lawbench.core.errors import DataError
-from lawbench.core.history import History, Provenance, engine_key
+from lawbench.core.history import Binding, History, Provenance, engine_key
 from lawbench.core.record_checks import MAX_RECORD_BYTES, check_record, check_shape
 from lawbench.core.reports import RunRecord, parse_record, parse_record_time, to_json, utc_now, write_json
 
@@ -33,6 +36,8 @@ class ImportOutcome:
     run_id: Optional[str] = None
     kind: Optional[str] = None  # "run" or "contribution"
     profile: Optional[str] = None  # of an imported run: where `--file-into` files it
+    binding: Optional[Binding] = None  # a runner's run bound to its workflow run
+    sha256: Optional[str] = None  # of the file given
 
 
 def expand(paths: Sequence[str]) -> list[Path]:
@@ -41,8 +46,8 @@ def expand(paths: Sequence[str]) -> list[Path]:
     files: list[Path] = []
     for given in paths:
         path = Path(given)
-        files.extend(sorted(p for p in path.rglob("*.json") if p.is_file()) if path.is_dir()
-                     else [path])
+        files.extend(sorted(p for p in path.rglob("*.json") if p.is_file() and not history_binding.not_a_record(p))
+                     if path.is_dir() else [path])
     return files
 
 
@@ -75,10 +80,12 @@ class _Candidate:
     provenance: Provenance
 
 
-def read_candidate(path: Path, contribution: bool = False) -> "ImportOutcome | _Candidate":
+def read_candidate(path: Path, contribution: bool = False,
+                   require_binding: bool = False) -> "ImportOutcome | _Candidate":
     """Read and check one run record or contribution bundle; never raises for a bad file.
 
     :param contribution: mark it a contribution whatever it says (a bundle always is one).
+    :param require_binding: a run record must carry a binding to its workflow run that verifies.
     """
     source = str(path)
     try:
@@ -119,8 +126,9 @@ def read_candidate(path: Path, contribution: bool = False) -> "ImportOutcome | _
                                 "a run still in progress, or one that died before writing its "
                                 "end; import the record its run finished", field="finished")
             check_record(record, source)
+            binding = None if contribution else history_binding.find(path, record, sha, require_binding)
             provenance = Provenance(kind="contribution" if contribution else "run", source=source,
-                                    sha256=sha, imported_at=utc_now())
+                                    sha256=sha, imported_at=utc_now(), binding=binding)
         _not_from_the_future(record, source)
         return _Candidate(record, provenance)
     except DataError as exc:
@@ -139,11 +147,12 @@ def _shadows(a: str, b: str) -> bool:
     return a.startswith(b) or b.startswith(a)
 
 
-def import_files(history: History, files: Sequence[Path], contribution: bool = False) -> list[ImportOutcome]:
+def import_files(history: History, files: Sequence[Path], contribution: bool = False,
+                 require_binding: bool = False) -> list[ImportOutcome]:
     """Import files as one batch, so that which of two records with one run id goes in never
     depends on the order they come in: a run already in the history stays; of two new ones, a
     runner's record goes before a contribution, and two of one kind that differ are both refused."""
-    read = [read_candidate(f, contribution) for f in files]
+    read = [read_candidate(f, contribution, require_binding) for f in files]
     cands = [c for c in read if isinstance(c, _Candidate)]
     rank = {"run": 0, "contribution": 1}
     order = sorted(range(len(cands)), key=lambda i: rank.get(cands[i].provenance.kind, 2))
@@ -182,14 +191,15 @@ def _add(history: History, record: RunRecord, provenance: Provenance) -> ImportO
         if stored.rstrip("\n") == mine.rstrip("\n") or \
                 _same(_canonical(RunRecord.model_validate_json(stored)), mine):
             return ImportOutcome(source, "already", f"run {run_id} is already in the history",
-                                 run_id, kind, record.profile)
+                                 run_id, kind, record.profile, provenance.binding, provenance.sha256)
         return ImportOutcome(source, "refused", f"{source}: run {run_id} is already in the history "
                              "with different content; a run is recorded once and the one there stays "
                              "(is this file edited, or a copy of another run?)", run_id, kind)
     history.append(record, provenance)
+    bound = f", bound to {provenance.binding.short()}" if provenance.binding else ""
     return ImportOutcome(source, "imported", f"run {run_id} ({kind}, profile {record.profile}, "
-                         f"{engine_key(record.engine)}, started {record.started})", run_id, kind,
-                         record.profile)
+                         f"{engine_key(record.engine)}, started {record.started}{bound})", run_id, kind,
+                         record.profile, provenance.binding, provenance.sha256)
 
 
 def quarantine(outcomes: Sequence[ImportOutcome], folder: Path) -> list[str]:
@@ -216,6 +226,7 @@ def file_records(outcomes: Sequence[ImportOutcome], data: Path) -> list[ImportOu
     """File every record that is in the history as it was given: a runner's under
     ``data/runs/<profile>/<run_id>.json``, a contribution's under ``data/contributions/<profile>/``
     (import that folder with --contribution: a plain run.json there is still someone else's).
+    A runner's verified binding goes beside its record (``<run_id>.binding.json``).
     A file already there with the same bytes is left; one with other bytes is never overwritten."""
     filed = []
     for o in outcomes:
@@ -224,8 +235,11 @@ def file_records(outcomes: Sequence[ImportOutcome], data: Path) -> list[ImportOu
         dest = data / ("contributions" if o.kind == "contribution" else "runs") / o.profile / f"{o.run_id}.json"
         try:
             raw = Path(o.source).read_bytes()
+            binding = dest.with_name(dest.stem + history_binding.FILED)
             if dest.exists():
                 same = dest.read_bytes() == raw
+                if same:
+                    _file_binding(o, binding, raw)  # a night that filed the record but not yet its binding
                 filed.append(ImportOutcome(str(dest), "already" if same else "refused",
                                            f"{dest}: already filed" if same else
                                            f"{dest}: holds other content; a filed record is never overwritten",
@@ -235,6 +249,7 @@ def file_records(outcomes: Sequence[ImportOutcome], data: Path) -> list[ImportOu
             tmp = dest.with_name(f".{dest.name}.tmp")
             tmp.write_bytes(raw)
             tmp.replace(dest)
+            _file_binding(o, binding, raw)
         except OSError as exc:
             filed.append(ImportOutcome(str(dest), "refused", f"{dest}: cannot file {o.source}: "
                                        f"{exc.strerror or exc}", o.run_id, o.kind, o.profile))
@@ -243,11 +258,35 @@ def file_records(outcomes: Sequence[ImportOutcome], data: Path) -> list[ImportOu
     return filed
 
 
-def import_paths(history: History, paths: Sequence[str], contribution: bool = False) -> list[ImportOutcome]:
+def _file_binding(o: ImportOutcome, dest: Path, raw: bytes) -> None:
+    """The binding the import verified, beside the record it binds; a binding already filed
+    there stays (the first night that verified it), whatever this night's verified_at says."""
+    if dest.exists() or o.binding is None or o.run_id is None:
+        return
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(f".{dest.name}.tmp")
+    tmp.write_text(history_binding.filed_text(o.binding, o.run_id, hashlib.sha256(raw).hexdigest()), encoding="utf-8")
+    tmp.replace(dest)
+
+
+def import_paths(history: History, paths: Sequence[str], contribution: bool = False,
+                 require_binding: bool = False) -> list[ImportOutcome]:
     """Import every file (folders expanded); the good ones go in even when others are refused.
     An existing folder without records gives nothing (a data branch's first night); a path that
-    does not exist is refused. With ``contribution`` every run is marked a contribution."""
-    return import_files(history, expand(paths), contribution)
+    does not exist is refused. With ``contribution`` every run is marked a contribution; with
+    ``require_binding`` a run record without a binding to its workflow run that verifies is refused,
+    and a given folder is one of fetched artifacts (scripts/nightly_fetch.sh): its run.json files
+    where a runner's record lies are read, and every other run.json in it is refused."""
+    if not require_binding:
+        return import_files(history, expand(paths), contribution)
+    files, misplaced = [], []
+    for given in map(Path, paths):
+        placed, others = history_binding.artifact_records(given) if given.is_dir() else ([given], [])
+        files += placed
+        misplaced += [ImportOutcome(str(p), "refused", f"{p}: lies at {p.relative_to(given)}, not where a runner's "
+                                    "record lies in its artifact (<artifact>/<profile>/run.json): it cannot speak "
+                                    "for a runner") for p in others]
+    return import_files(history, files, contribution, require_binding) + misplaced
 
 
 def export_runs(history: History, folder: Path, profile: Optional[str] = None) -> list[ImportOutcome]:

@@ -14,15 +14,21 @@ next job time the box against a still-running engine. So:
 * The box lock's file descriptor is passed to the group (`pass_fds`): a flock is held while any
   process holds its open file, so the lock stays taken until the last engine process is gone.
 
-`popen_group` is the one way to start such a group; core/engines/bench.py and build.py use it.
+`popen_group` is the one way to start such a group and `end_group` the one way to end one: every
+tool lawbench runs goes through them (core/engines/bench.py, build.py and server.py, and pip's
+downloads in core/store/pypi.py).
 """
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import threading
+import time
 from typing import Any, Optional
+
+import psutil
 
 # The supervisor: reads "+PGID" / "-PGID" lines; at EOF (lawbench gone) SIGKILLs the groups left.
 # "bye" is lawbench's normal exit: nothing is left to kill. Kept free of imports beyond the stdlib.
@@ -91,6 +97,59 @@ def group_ended(proc: subprocess.Popen) -> None:
     _tell(f"-{proc.pid}")
 
 
+GROUP_EXIT_WAIT_S = 5.0
+
+
+def end_group(proc: subprocess.Popen) -> tuple[str, str]:
+    """Kill the process group ``proc`` leads, wait for it, and return what it had printed.
+
+    The group was made by popen_group and holds only the tool and its children; a child left
+    running would keep timing the box after lawbench has released its lock.
+    """
+    kill_group(proc)
+    out, err = proc.communicate()
+    wait_group_empty(proc)
+    return out or "", err or ""
+
+
+def stop_group(proc: subprocess.Popen, grace_s: float = 5.0) -> None:
+    """SIGTERM to the whole group first (a server frees its model and exits), then end_group."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=grace_s)
+    except (ProcessLookupError, PermissionError, subprocess.TimeoutExpired):
+        pass
+    end_group(proc)
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def wait_group_empty(proc: subprocess.Popen) -> None:
+    deadline = time.monotonic() + GROUP_EXIT_WAIT_S
+    while group_alive(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.02)  # grandchildren are not ours to wait for: watch the group empty
+
+
+def group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    # A zombie still counts for killpg, and a container's PID 1 may never reap it.
+    for p in psutil.process_iter(["status"]):
+        try:
+            if os.getpgid(p.pid) == pgid and p.info["status"] != psutil.STATUS_ZOMBIE:
+                return True
+        except (OSError, psutil.Error):
+            continue
+    return False
+
+
 def _fd_open(fd: int) -> bool:
     try:
         os.fstat(fd)
@@ -137,7 +196,6 @@ class Drain:
             t.join(self.join_s)  # a grandchild that kept a pipe open is not waited for longer
         return tuple(b"".join(self.chunks[n]).decode("utf-8", errors="replace")  # type: ignore[return-value]
                      for n in ("stdout", "stderr"))
-
 
 
 def supervisor_pid() -> Optional[int]:

@@ -15,12 +15,32 @@
 # did not reach, instead of the job being killed with no record. One profile's failure never
 # stops the next; the exit status is the worst of them. The box lock (lawbench.core.lock) and the
 # job's concurrency group keep any other job from measuring beside this one.
+#
+# Inside the nightly's job (GITHUB_RUN_ID set) each profile's record gets OUT/<profile>/binding.json:
+# the workflow run, attempt, job, box (LAWBENCH_BOX), commit, profile, and the record's run id and
+# sha256. The collect step holds it against what GitHub says about the artifact
+# (lawbench.core.history_binding); a record without a binding that verifies never speaks for a runner.
 set -uo pipefail
 if [ $# -lt 3 ]; then echo "usage: $0 PLAN DATA OUT [RUN ARGS…]" >&2; exit 2; fi
 plan=$1 data=$2 out=$3
 shift 3
 nox=${NOX:-nox}
 worst=0
+bind() {
+  [ -n "${GITHUB_RUN_ID:-}" ] && [ -f "$1/run.json" ] || return 0
+  python3 - "$1" "$2" <<'EOF_BIND' || echo "nightly_runner: could not write $1/binding.json: the collect step will not file this record" >&2
+import hashlib, json, os, sys
+folder, profile = sys.argv[1:3]
+raw = open(os.path.join(folder, "run.json"), "rb").read()
+env = os.environ.get
+binding = {"binding_version": 1, "workflow_run_id": env("GITHUB_RUN_ID"), "run_attempt": int(env("GITHUB_RUN_ATTEMPT") or 1),
+           "job": env("GITHUB_JOB"), "box": env("LAWBENCH_BOX"), "head_sha": env("GITHUB_SHA"),
+           "repository": env("GITHUB_REPOSITORY"), "profile": profile,
+           "record_run_id": json.loads(raw).get("run_id"), "record_sha256": hashlib.sha256(raw).hexdigest()}
+with open(os.path.join(folder, "binding.json"), "w", encoding="utf-8") as fh:
+    json.dump(binding, fh, indent=2)
+EOF_BIND
+}
 for entry in $plan; do
   IFS=: read -r profile cadence deadline <<< "$entry"
   if ! [[ $profile =~ ^[a-z0-9][a-z0-9._-]*$ && $cadence =~ ^(quick|nightly|weekly|full)$ && $deadline =~ ^[0-9]+$ ]]; then
@@ -37,6 +57,7 @@ for entry in $plan; do
   "$nox" -s anchors -- --profile "$profile" --strict --cadence "$cadence" --gate baseline --baseline "$base" \
     --deadline "$deadline" --out "$out/$profile" --contribute "$out/$profile/bundle.json" "$@"
   rc=$?
+  bind "$out/$profile" "$profile"
   echo "::endgroup::"
   echo "nightly_runner: $profile exit $rc"
   if [ "$rc" -gt "$worst" ]; then worst=$rc; fi

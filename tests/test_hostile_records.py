@@ -116,6 +116,7 @@ FORGERIES = {
                             "results.0.anchor_id", "an id must be"),
     "markup-anchor-id": (lambda d: d["results"][0].update(anchor_id="[bold]dummy"), "results.0.anchor_id",
                          "an id must be"),
+    "markup-profile": (lambda d: d.update(profile="[bold]cpu[/]"), "profile", "letters, digits"),
     "week-date": (lambda d: d.update(started="2026-W48-3T02:00:00+00:00"), "started", "one form"),
     "other-offset": (lambda d: d.update(started=d["started"].replace("+00:00", "+02:00")), "started", "one form"),
     "no-zone": (lambda d: d.update(finished=d["finished"][:19]), "finished", "one form"),
@@ -186,6 +187,12 @@ def test_deep_huge_and_numerous_records_are_refused_before_parsing_and_the_rest_
     assert took < 60
     assert rows(history)[1:] == before  # the good file went in, newest first; the others as they were
     still_works(genuine, history, tmp_path)
+    # `report` of the numerous one (a page of 20 000 results never finished rendering) is one line, fast
+    began = time.monotonic()
+    p = run_cli(["report", str(folder / "b-many.json"), "--out", str(tmp_path / "many.html")], genuine[1], tmp_path)
+    assert p.returncode == 2 and "Traceback" not in p.stderr and time.monotonic() - began < 60, p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1 and "b-many.json" in p.stderr and "at most 10000" in p.stderr
+    assert not (tmp_path / "many.html").exists()
 
 
 # --------------------------------------------------------------------------- identity
@@ -202,6 +209,11 @@ def test_a_run_id_that_shadows_a_genuine_one_is_refused(genuine, history, tmp_pa
     p = run_cli(["report", "--run", genuine_id, "--db", str(history), "--out", str(tmp_path / "r.html")],
                 genuine[1], tmp_path)
     assert p.returncode == 0, p.stderr
+    # the genuine run is still named by its id and by a prefix, never "ambiguous"
+    p = run_cli(["history", "compare", genuine_id[:12], data(genuine, "n2")["run_id"], "--db", str(history)],
+                genuine[1], tmp_path)
+    assert p.returncode == 0 and "ambiguous" not in p.stdout + p.stderr, p.stdout + p.stderr
+    still_works(genuine, history, tmp_path)
 
 
 def test_a_whole_run_id_is_never_ambiguous_and_prefixes_match_case(tmp_path, genuine):

@@ -1,7 +1,8 @@
 """The history survives the night: scripts/nightly_collect.sh, which the nightly's collect job
 runs, carries real run records from one night to the next on the data branch's folder, rebuilds
 one history from all of them, and builds the report pages. Three nights are run here for real
-(prediction-only runs: real records in seconds)."""
+(prediction-only runs: real records in seconds), each in an artifact bound to its workflow run as
+the runner and fetch scripts leave it (tests/_nightly_artifacts.py)."""
 from __future__ import annotations
 
 import json
@@ -12,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from _nightly_artifacts import bound_artifact
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -27,13 +29,16 @@ def _env(tmp_path: Path) -> dict[str, str]:
 
 
 def _night(tmp_path: Path, name: str) -> Path:
-    """One runner job's artifact folder, from a real run."""
-    out = tmp_path / "artifacts" / name / f"lawbench-cpu-{name}"
+    """One night's fetched artifacts folder, from a real run bound to its workflow run."""
+    out = tmp_path / "runs" / name
     done = subprocess.run([str(BIN / "lawbench"), "run", "--profile", "cpu", "-k", "prediction", "--out", str(out),
                            "--no-history"], capture_output=True, text=True, env=_env(tmp_path), cwd=tmp_path,
                           timeout=300)
     assert (out / "run.json").is_file(), done.stdout[-2000:] + done.stderr[-2000:]
-    return out.parent
+    tonight = tmp_path / "artifacts" / name
+    workflow_run = str(int.from_bytes(name.encode(), "big"))  # one workflow run per night
+    bound_artifact(tonight, "cpu", workflow_run, {"cpu": out / "run.json"})
+    return tonight
 
 
 def _collect(tmp_path: Path, tonight: Path, site: str) -> subprocess.CompletedProcess:
@@ -56,8 +61,9 @@ def test_three_nights_carry_one_history_forward(tmp_path):
         assert "Traceback" not in done.stdout + done.stderr
         site = tmp_path / f"site-{night}"
         assert (site / "index.html").is_file() and (site / "runs" / f"{ids[-1]}.html").is_file()
-    filed = _filed(tmp_path)
+    filed = [p for p in _filed(tmp_path) if not p.name.endswith(".binding.json")]
     assert [p.stem for p in filed] == sorted(ids) and all(p.parent.name == "cpu" for p in filed)
+    assert len(_filed(tmp_path)) == 2 * len(ids)  # each beside the binding the collect verified
 
     # The data branch alone rebuilds the whole history: every night, comparable night to night.
     db = tmp_path / "rebuilt.sqlite"
@@ -81,11 +87,11 @@ def test_a_retried_collect_files_nothing_twice_and_a_bad_record_stops_it(tmp_pat
     assert again.returncode == 0, again.stderr[-3000:]
     assert {p: p.read_bytes() for p in _filed(tmp_path)} == before
 
-    broken = tmp_path / "artifacts" / "bad" / "lawbench-h200-x"
+    broken = tmp_path / "artifacts" / "bad" / "lawbench-h200-x" / "h200"
     broken.mkdir(parents=True)
     (broken / "run.json").write_text('{"profile": "h200", "run_id": "x"}')
-    done = _collect(tmp_path, broken.parent, "site2")
-    assert done.returncode != 0
-    assert str(broken / "run.json") in done.stdout + done.stderr
+    done = _collect(tmp_path, broken.parent.parent, "site2")
+    assert done.returncode == 3
+    assert f"REFUSED {broken / 'run.json'}" in done.stdout
     assert "Traceback" not in done.stdout + done.stderr
     assert {p: p.read_bytes() for p in _filed(tmp_path)} == before  # nothing filed from a bad night

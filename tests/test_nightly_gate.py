@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import tomllib
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -56,17 +57,28 @@ class Nights:
 
     def run(self, planted: dict, select: str, *extra: str) -> tuple[int, dict, str]:
         """One night of the cpu box, then the collect step; returns (job exit, record, step summary)."""
+        from _nightly_artifacts import fetched
+
+        from lawbench.core.reports import git_commit
+
         self.n += 1
         (self.wrapper / "planted.json").write_text(json.dumps(planted))
-        out, summary = self.tmp / f"out-{self.n}", self.tmp / f"summary-{self.n}.md"
+        # the job's out folder is its artifact, fetched into tonight-N/ (scripts/nightly_fetch.sh)
+        workflow_run, head = str(700 + self.n), git_commit() or "0" * 40
+        tonight, summary = self.tmp / f"tonight-{self.n}", self.tmp / f"summary-{self.n}.md"
+        out = tonight / f"lawbench-cpu-{workflow_run}"
         env = dict(self.env, GITHUB_STEP_SUMMARY=str(summary))
+        created = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         job = subprocess.run(["bash", "scripts/nightly_runner.sh", self.plan, "data", str(out), "-k", select,
-                              "--llama-dir", str(self.wrapper), *extra], cwd=self.tmp, env=env,
+                              "--llama-dir", str(self.wrapper), *extra], cwd=self.tmp,
+                             env=dict(env, GITHUB_RUN_ID=workflow_run, GITHUB_RUN_ATTEMPT="1", GITHUB_JOB="anchors",
+                                      LAWBENCH_BOX="cpu", GITHUB_SHA=head),
                              capture_output=True, text=True, timeout=1800)
         assert "Traceback" not in job.stdout + job.stderr, job.stdout[-3000:] + job.stderr[-3000:]
         record = json.loads((out / "cpu" / "run.json").read_text())
+        fetched(tonight, out.name, workflow_run, head, created)
         # the collect step: tonight's artifacts are the job's out folder; ref-desktop left none
-        collect = subprocess.run(["bash", "scripts/nightly_collect.sh", "data", str(out), f"site-{self.n}",
+        collect = subprocess.run(["bash", "scripts/nightly_collect.sh", "data", str(tonight), f"site-{self.n}",
                                   "quarantine"], cwd=self.tmp, env=env, capture_output=True, text=True, timeout=600)
         assert collect.returncode == 0, collect.stdout[-3000:] + collect.stderr[-3000:]
         assert (self.tmp / "data" / "runs" / "cpu" / f"{record['run_id']}.json").is_file()

@@ -122,6 +122,28 @@ def test_a_dispatched_ref_can_measure_but_never_reaches_the_push_or_pages():
             assert not any((job.get("permissions") or {}).get("pages") == "write" for job in doc["jobs"].values())
 
 
+def test_a_runner_s_record_is_bound_to_the_job_the_collect_step_verifies():
+    """The pieces lawbench.core.history_binding holds against each other are where it looks for
+    them: the runner job's id, the box each binding names, the artifact's name and layout, the
+    fetch step's digest check, and the collect step's one import with --require-binding."""
+    from lawbench.core.history_binding import BINDING, FETCHED, RUNNER_JOB
+
+    nightly = _load(ROOT / ".github" / "workflows" / "nightly.yml")
+    anchors = nightly["jobs"][RUNNER_JOB]  # GITHUB_JOB of the job that runs the profiles
+    verify = _nightly_verify_step()
+    assert verify["env"]["LAWBENCH_BOX"] == "${{ matrix.box }}" and "lawbench-out" in verify["run"]
+    [upload] = [s for s in _steps(anchors) if s.get("uses", "").startswith("actions/upload-artifact@")]
+    assert upload["with"]["name"] == "lawbench-${{ matrix.box }}-${{ github.run_id }}"
+    assert upload["with"]["path"] == "lawbench-out/"  # so a record lies at <artifact>/<profile>/run.json
+    runner = (ROOT / "scripts" / "nightly_runner.sh").read_text()
+    assert f'"{BINDING}"' in runner and "GITHUB_RUN_ID" in runner and 'bind "$out/$profile" "$profile"' in runner
+    fetch = (ROOT / "scripts" / "nightly_fetch.sh").read_text()
+    assert '"$digest" != "sha256:$sha"' in fetch and f'"$dest/$name{FETCHED}"' in fetch
+    collect = " ".join((ROOT / "scripts" / "nightly_collect.sh").read_text().split())
+    assert 'lawbench history import --db "$db" --require-binding --quarantine "$quarantine" --file-into "$data"' in collect
+    assert "for record in" not in collect  # one code path: no loop of its own over tonight's records
+
+
 def test_collect_waits_for_no_runner_job():
     collect = _load(ROOT / ".github" / "workflows" / "collect.yml")
     assert "schedule" in collect["on"]

@@ -30,10 +30,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Union
 
-import psutil
-
 from lawbench.core.errors import EngineError, EngineInterrupted
 from lawbench.core.models import Sample
+
+# The one process runner starts and ends every tool's group (end_group stays importable from here)
+from lawbench.core.procgroup import GROUP_EXIT_WAIT_S, end_group  # noqa: F401
+from lawbench.core.procgroup import group_alive as _group_alive
+from lawbench.core.procgroup import kill_group as _kill_group
+from lawbench.core.procgroup import wait_group_empty as _wait_group_empty
 
 if TYPE_CHECKING:  # llamacpp imports end_group from here: annotations only, no cycle
     from lawbench.core.engines.llamacpp import LlamaCpp
@@ -207,49 +211,6 @@ class _Proc:
     interrupted: str = ""  # the signal that stopped lawbench while this ran (SIGINT, SIGTERM)
     lost_runs: int = 0  # earlier clean runs of the same command whose output came back short
     flooded: str = ""  # the stream that passed MAX_OUTPUT_BYTES: the group was ended
-
-
-GROUP_EXIT_WAIT_S = 5.0
-
-
-def end_group(proc: subprocess.Popen) -> tuple[str, str]:
-    """Kill the process group ``proc`` leads, wait for it, and return what it had printed.
-
-    The group was made by us (start_new_session) and holds only the tool and its children; a
-    child left running would keep timing the box after lawbench has released its lock.
-    """
-    _kill_group(proc)
-    out, err = proc.communicate()
-    _wait_group_empty(proc)
-    return out or "", err or ""
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _wait_group_empty(proc: subprocess.Popen) -> None:
-    deadline = time.monotonic() + GROUP_EXIT_WAIT_S
-    while _group_alive(proc.pid) and time.monotonic() < deadline:
-        time.sleep(0.02)  # grandchildren are not ours to wait for: watch the group empty
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except (ProcessLookupError, PermissionError):
-        return False
-    # A zombie still counts for killpg, and a container's PID 1 may never reap it.
-    for p in psutil.process_iter(["status"]):
-        try:
-            if os.getpgid(p.pid) == pgid and p.info["status"] != psutil.STATUS_ZOMBIE:
-                return True
-        except (OSError, psutil.Error):
-            continue
-    return False
 
 
 def run_process(cmd: list[str], timeout_s: float, env: Optional[dict] = None,

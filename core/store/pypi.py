@@ -7,7 +7,8 @@ where every pip command on this machine goes: pip's configuration (/etc/pip.conf
 find-links still apply. pip checks the sha256 an index gives for a file (PEP 503's ``#sha256=``);
 the model store checks the catalogue's sha256 of the file it extracts.
 
-Never a hang: pip waits at most ``$LAWBENCH_STALL_TIMEOUT_S`` seconds (default 60) for a byte on a
+Never a hang: pip runs in a process group of its own (lawbench.core.procgroup, so it never outlives
+lawbench) and waits at most ``$LAWBENCH_STALL_TIMEOUT_S`` seconds (default 60) for a byte on a
 socket (``--timeout``) and tries a failed request ``$LAWBENCH_DOWNLOAD_RETRIES`` more times
 (default 2, ``--retries``; also ``--resume-retries`` for a file cut off partway, where pip has it,
 pip >= 25.1). Behind that, lawbench watches pip, which downloads into a private
@@ -180,14 +181,14 @@ def _folder_state(dirs: list[Path], name: str) -> tuple[int, int, int]:
 def _run(cmd: list[str], log_path: Path, dirs: list[Path], watch: _Watch) -> tuple[int, list[str]]:
     """Run pip in its own process group with its output going to ``log_path``; end the group when
     it goes quiet or runs too long. Returns pip's exit status and its output lines."""
-    from lawbench.core.engines.bench import end_group
+    from lawbench.core.procgroup import end_group, group_ended, popen_group
 
     stall, total_s = pip_output.stall_timeout(), pip_output.total_timeout()
     quiet_s = quiet_limit(stall, pip_output.retries())
     env = {**os.environ, "TMPDIR": str(dirs[0]), "PYTHONUNBUFFERED": "1"}
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                env=env, start_new_session=True)
+        # its own group, ended by the supervisor should lawbench die mid-download
+        proc = popen_group(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env)
     lines: list[str] = []
     partial, offset = "", 0
     decode = codecs.getincrementaldecoder("utf-8")("replace").decode  # a read may end mid-character
@@ -227,6 +228,8 @@ def _run(cmd: list[str], log_path: Path, dirs: list[Path], watch: _Watch) -> tup
         if proc.poll() is None:
             end_group(proc)  # an interrupt: pip and whatever it started go with us
         raise
+    finally:
+        group_ended(proc)
 
 
 # --------------------------------------------------------------------------- errors
