@@ -44,6 +44,9 @@ from lawbench.core.verdicts import classify, decide_sequential
 
 VENDORED = "0.3.36"  # llama-cpp-python's sdist: vendor/llama.cpp at ggml-org/llama.cpp@0c1e57098
 SMALL = "l15 and syn-100m-q4_0"  # one anchor whose subject decodes a 100M-parameter Q4_0 model
+# The tests that check a path (a gate far from 1, two engines wired, an option refused), not a
+# figure: one anchor whose subject decodes 16 tokens of syn-25m a repetition, ~10x cheaper a visit
+TINY = "l15 and syn-25m-q4_0"
 
 
 def lawbench(args: list[str], env: dict, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess:
@@ -330,7 +333,7 @@ def test_real_ab_of_a_build_against_itself_contains_1(tmp_path, env, llama):  # 
 def test_real_gate_passes_fails_and_refuses_to_guess(tmp_path, env, llama):  # noqa: F811
     # Gates far from 1 (a build against itself), so that a neighbour's load on a 2-core box, which
     # widened the interval to [0.26, 5.5] at worst (load 3.3), cannot make these two undecided.
-    common = ["--b", "llama.cpp", "-k", SMALL, "--pairs", "6"]
+    common = ["--b", "llama.cpp", "-k", TINY, "--pairs", "6"]
 
     def gate(name: str, ratio: str, code: int, confidence: str = "0.99") -> str:
         args = common + ["--confidence", confidence, "--gate-min-ratio", ratio]
@@ -374,7 +377,7 @@ def test_real_ab_of_two_engines_sharing_one_compile(tmp_path, env, llama):  # no
     own.mkdir()
     for tool in ("llama-bench", "llama-perplexity", "llama-quantize"):
         (own / tool).symlink_to(llama.bin_dir / tool)
-    record = ab_record(tmp_path / "ab", env, ["--b", f"dir:{own}", "-k", SMALL, "--pairs", "3"], 0)
+    record = ab_record(tmp_path / "ab", env, ["--b", f"dir:{own}", "-k", TINY, "--pairs", "3"], 0)
     a, b = record["engines"]["a"], record["engines"]["b"]
     assert a["bin_dir"] != b["bin_dir"] == str(own) and b["source"] == f"a runner's own build at {own}"
     assert a["build_number"] == b["build_number"] == 11434
@@ -402,11 +405,11 @@ def test_real_ab_of_two_llama_cpp_builds(tmp_path, env, llama):  # noqa: F811
 
 @pytest.mark.integration
 def test_real_opt_out_options_are_checked_against_the_build_and_the_anchor(tmp_path, env, llama):  # noqa: F811
-    line = one_line_error(lawbench(["ab", "--b", "llama.cpp+args=--no-such-option 1", "-k", SMALL,
+    line = one_line_error(lawbench(["ab", "--b", "llama.cpp+args=--no-such-option 1", "-k", TINY,
                                     "--out", str(tmp_path)], env, tmp_path), 2)
     assert "--b 'llama.cpp+args=--no-such-option 1': llama-bench at" in line and "has no --no-such-option" in line
     # the anchor runs one thread: a second -t would make llama-bench run two tests, so it is refused
-    record = ab_record(tmp_path / "clash", env, ["--b", "llama.cpp+args=-t 2", "-k", SMALL, "--pairs", "3"], 1)
+    record = ab_record(tmp_path / "clash", env, ["--b", "llama.cpp+args=-t 2", "-k", TINY, "--pairs", "3"], 1)
     (r,) = record["results"]
     assert r["status"] == "error" and "engine option -t (+args=) is already set" in r["reason"]
     assert record["engines"]["b"]["bench_args"] == ["-t", "2"]

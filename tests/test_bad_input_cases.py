@@ -59,10 +59,15 @@ provenance = { seed = "002_73bfd6a23252a67a.txt" }
 """
 
 
+def _ship(tmp_path, toml_text: str):
+    """One extra anchor file, shipped by a real (tiny) plugin distribution in tmp_path/site."""
+    tomllib.loads(toml_text)  # the defect is in the data, never in the TOML syntax
+    return carrier_plugin(tmp_path / "site", "extra", {"extra.toml": toml_text}, dist="lawbench-extra-anchors")
+
+
 def _check_with(tmp_path, cli_env, toml_text: str):
     """`lawbench check` with one extra anchor file, shipped by a real (tiny) plugin distribution."""
-    tomllib.loads(toml_text)  # the defect is in the data, never in the TOML syntax
-    package = carrier_plugin(tmp_path / "site", "extra", {"extra.toml": toml_text}, dist="lawbench-extra-anchors")
+    package = _ship(tmp_path, toml_text)
     site = package.parent
     p = run_cli(["check"], dict(cli_env, PYTHONPATH=str(site)), tmp_path)
     return p, str(package / "anchors" / "extra.toml")
@@ -126,8 +131,7 @@ def test_a_case_defect_is_exit_2_naming_file_anchor_and_field(tmp_path, cli_env,
 
 def test_a_case_defect_stops_a_run_before_anything_runs(tmp_path, cli_env):
     bad = MEASURED_ANCHOR.replace("calibrate = true", "calibrate = true, kv_typo = 1")
-    site = tmp_path / "site"
-    _check_with(tmp_path, cli_env, bad)
+    site = _ship(tmp_path, bad).parent  # (the check of this very file is the test above)
     out = tmp_path / "out"
     p = run_cli(["run", "--profile", "cpu", "--out", str(out)], dict(cli_env, PYTHONPATH=str(site)), tmp_path)
     assert p.returncode == 2 and "Traceback" not in p.stderr
@@ -138,8 +142,7 @@ def test_a_case_defect_stops_a_run_before_anything_runs(tmp_path, cli_env):
 def test_a_defect_in_a_plugin_the_run_did_not_select_is_set_aside(tmp_path, cli_env):
     """A run of --law dummy names the unrelated broken plugin and runs: it never blocks others."""
     bad = KV_ANCHOR.replace('unit = "KB/pos"', 'unit = "tok/s"')  # shipped by the 'extra' law's package
-    site = tmp_path / "site"
-    _check_with(tmp_path, cli_env, bad)
+    site = _ship(tmp_path, bad).parent
     out = tmp_path / "out"
     env = dict(cli_env, PYTHONPATH=os.pathsep.join([str(site), cli_env["PYTHONPATH"]]))
     p = run_cli(["run", "--profile", "cpu", "--law", "dummy", "--out", str(out), "--no-history"], env, tmp_path)

@@ -19,6 +19,7 @@ import pytest
 from conftest import run_cli
 
 from lawbench.core.history import History
+from lawbench.core.history_import import import_paths
 from lawbench.core.reports import RunRecord, read_json, to_json
 
 
@@ -38,12 +39,14 @@ def genuine(tmp_path_factory, dummy_site):
 
 @pytest.fixture
 def history(genuine, tmp_path):
-    """A fresh history with the first two genuine runs imported, and its path."""
-    base, env = genuine
+    """A fresh history with the first two genuine runs imported, and its path. Imported in this
+    process, by the function `lawbench history import` calls: it is each test's starting state, not
+    what it tests (the refusals below go through the real command line)."""
+    base, _ = genuine
     db = tmp_path / "h.sqlite"
-    p = run_cli(["history", "import", "--db", str(db), str(base / "n1" / "run.json"),
-                 str(base / "n2" / "run.json")], env, tmp_path)
-    assert p.returncode == 0, p.stdout + p.stderr
+    with History(db, create=True) as h:
+        done = import_paths(h, [str(base / "n1" / "run.json"), str(base / "n2" / "run.json")])
+    assert [o.status for o in done] == ["imported", "imported"], [o.message for o in done]
     return db
 
 

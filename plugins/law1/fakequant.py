@@ -7,7 +7,7 @@ only in the chosen tensors. The native arm and the gauge arm are two such copies
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Optional
 
 import numpy as np
 from gguf import GGMLQuantizationType, GGUFReader, GGUFValueType, GGUFWriter
@@ -29,12 +29,15 @@ def _copy_field(writer: GGUFWriter, field) -> None:
 
 
 def write_fake_quantized(src: Path, dst: Path, replace: dict[str, Callable[[np.ndarray], np.ndarray]],
-                         dequant: Callable[[str], np.ndarray]) -> dict[str, np.ndarray]:
+                         dequant: Callable[[str], np.ndarray],
+                         reader: Optional[GGUFReader] = None) -> dict[str, np.ndarray]:
     """Copy `src` to `dst`, storing replace[name](W) as F32 for each named tensor.
 
     ``dequant(name)`` gives a tensor's float32 weights (rows, cols); returns what was written.
+    ``reader``: ``src`` already opened (GGUFReader decodes every metadata field, a real model's
+    whole tokenizer: seconds), when the caller writes two copies of one source.
     """
-    reader = GGUFReader(src)
+    reader = reader or GGUFReader(src)
     arch = str(bytes(reader.fields["general.architecture"].parts[-1]), "utf-8")
     writer = GGUFWriter(str(dst), arch)
     for name, field in reader.fields.items():

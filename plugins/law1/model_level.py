@@ -91,8 +91,16 @@ def file_key(source_sha256: str, names: list[str], case: Law1PerplexityCase, gau
 
 
 def fake_quantized_file(src: Path, source_sha256: str, names: list[str], case: Law1PerplexityCase,
-                        gauge: str, folder: Path) -> tuple[Path, dict[str, Any]]:
-    """The fake-quantized copy of ``src`` (built once, then reused) and its build record."""
+                        gauge: str, folder: Path, shared: dict[str, Any] | None = None
+                        ) -> tuple[Path, dict[str, Any]]:
+    """The fake-quantized copy of ``src`` (built once, then reused) and its build record.
+
+    ``shared``: one dict that both arms of an anchor pass, so that what depends on the source only
+    is made once for the two copies: the source opened (its metadata decoded) and each source
+    tensor's effective rank (the same number in both records).
+    """
+    from gguf import GGUFReader
+
     from lawbench.plugins.law1.fakequant import write_fake_quantized
     from lawbench.plugins.law1.gauges import effective_rank, quantize_in_gauge, rel_mse
     from lawbench.plugins.law1.tensors import TensorFile
@@ -103,7 +111,10 @@ def fake_quantized_file(src: Path, source_sha256: str, names: list[str], case: L
     if dst.is_file() and sidecar.is_file():
         return dst, {**json.loads(sidecar.read_text()), "cached": True}
     folder.mkdir(parents=True, exist_ok=True)
-    tf = TensorFile(src)
+    shared = {} if shared is None else shared
+    if "reader" not in shared:
+        shared["reader"], shared["tensors"], shared["erank"] = GGUFReader(src), TensorFile(src), {}
+    tf, eranks = shared["tensors"], shared["erank"]
     stats: dict[str, dict[str, float]] = {}
 
     def fake(name: str):
@@ -111,13 +122,16 @@ def fake_quantized_file(src: Path, source_sha256: str, names: list[str], case: L
 
         def apply(w):
             wq = quantize_in_gauge(w, case.bits, case.group, gauge, seed=case.seed + layer)
-            stats[name] = {"erank": round(effective_rank(w), 2), "rel_mse": rel_mse(w, wq)}
+            if name not in eranks:
+                eranks[name] = round(effective_rank(w), 2)
+            stats[name] = {"erank": eranks[name], "rel_mse": rel_mse(w, wq)}
             return wq
         return apply
 
     t0 = time.monotonic()
     part = dst.with_suffix(".part")
-    write_fake_quantized(src, part, {n: fake(n) for n in names}, lambda n: tf.read(n).weights)
+    write_fake_quantized(src, part, {n: fake(n) for n in names}, lambda n: tf.read(n).weights,
+                         reader=shared["reader"])
     record = {"file": dst.name, "key": key, "gauge": gauge, "source": src.name,
               "source_sha256": source_sha256, "source_type": tf.read(names[0]).source_type,
               "build_wall_s": round(time.monotonic() - t0, 2), "tensors": stats}
@@ -208,9 +222,9 @@ def sampler(anchor: Anchor, profile: Any, resources: Any) -> PerplexityRatioSamp
     source_sha = getattr(entry, "sha256", None) or sha256_of(src)
     names = [f"blk.{n}.{case.role}.weight" for n in layers]
     folder = cache_root() / "models" / model / "law1-fakequant"
-    files, builds = {}, {}
+    files, builds, shared = {}, {}, {}
     for arm, gauge in (("native", "native"), ("gauge", case.gauge)):
-        files[arm], builds[arm] = fake_quantized_file(src, source_sha, names, case, gauge, folder)
+        files[arm], builds[arm] = fake_quantized_file(src, source_sha, names, case, gauge, folder, shared)
     tsha = text_sha256(text)
     threads = case.threads or (profile.engine_threads() if profile is not None else None)
     info = {"model": src.name, "role": case.role, "layers": layers, "bits": case.bits,
