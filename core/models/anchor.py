@@ -55,7 +55,7 @@ class Band(Strict):
 
 class Provenance(Strict):
     """Where a published number came from. At least a seed document, a register id or another
-    published document (a path under sources/, e.g. "quantprobe/smoke.py")."""
+    published document (a file of the public record, e.g. "FedericoTs/quantprobe:tests/smoke.py")."""
 
     seed: Optional[str] = None  # e.g. "000_4a91008eeaefec79.txt"
     register_id: Optional[str] = None  # e.g. "L-30"
