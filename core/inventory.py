@@ -311,6 +311,13 @@ def check_record_citations(inv: Inventory, record: Any = None) -> list[DataError
                 problems.append(DataError(lc.file, f"looked at {ref!r}, which the public record's cache does not list "
                                                    f"({rec.where}: add a [[file]] for it)",
                                           claim=cid, field=f"unencoded.looked.{i}"))
+            elif not rec.excerpts(repo, path):
+                # a file named as looked at shows the lines read: a list of names alone is a guess
+                problems.append(DataError(lc.file, f"looked at {ref!r}, but the cache holds no line of it that was read "
+                                                   f"(cache the lines that bear on the reason: `lawbench record add`)",
+                                          claim=cid, field=f"unencoded.looked.{i}"))
+            elif u.looked.index(ref) != i:
+                problems.append(DataError(lc.file, f"looked at {ref!r} twice", claim=cid, field=f"unencoded.looked.{i}"))
     return problems
 
 
