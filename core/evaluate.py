@@ -92,7 +92,29 @@ def evaluate(anchor: Anchor, law: Law, policy: RunPolicy, resources: Any = None,
                         reason=f"{type(exc).__name__} in law {law.name!r}: {exc!r} (a bug in the law plugin, "
                                "or a case field its case_model does not check)", detail={"traceback": tb})
     result.duration_s = round(time.monotonic() - started, 3)
-    return _note_print_limited(anchor, _apply_finding(anchor, result))
+    return _note_print_limited(anchor, _apply_expected_void(anchor, _apply_finding(anchor, result)))
+
+
+def _apply_expected_void(anchor: Anchor, result: Result) -> Result:
+    """A source that scored its own run VOID claims the instrument cannot resolve the band at that
+    budget: VOID confirms the claim (PASS), a resolved interval, in the band or out, refutes it."""
+    if anchor.expect != "VOID" or result.verdict not in (Verdict.PASS, Verdict.FAIL, Verdict.VOID):
+        return result
+    result.detail["expected_void"] = anchor.expect_reason
+    if result.verdict is Verdict.VOID:
+        n = (result.detail.get("interval") or {}).get("n", 0)
+        if n < anchor.budget.max_samples:  # stopped early (timeout, a stop): the source's n was not reached
+            result.reason = (f"VOID after {n} of the {anchor.budget.max_samples} samples the source's claim "
+                             f"is about: not a confirmation; {result.reason}")
+            return result
+        result.verdict = Verdict.PASS
+        result.reason = f"VOID, as the source found ({anchor.expect_reason}): {result.reason}".rstrip(": ")
+    else:
+        was = result.verdict.value
+        result.verdict = Verdict.FAIL
+        result.reason = (f"the interval resolved the band ({was}) where the source could not "
+                         f"({anchor.expect_reason}): {result.reason}").rstrip(": ")
+    return result
 
 
 def _note_print_limited(anchor: Anchor, result: Result) -> Result:

@@ -69,9 +69,10 @@ class Claim(Strict):
     law: Id
     seed: Optional[str] = None
     register_id: Optional[str] = None
-    # another published document, as a path under sources/ with where it came from in the file
-    # itself (e.g. "quantprobe/smoke.py": the register's planner's own regression anchors)
-    document: Optional[str] = None
+    # another published document: a file of the public record, "<owner>/<name>:<path>" (e.g.
+    # "FedericoTs/quantprobe:tests/smoke.py", the register's planner's own regression anchors); the
+    # quote must be in a cached excerpt of it at the pinned commit (lawbench.core.record)
+    document: Optional[str] = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*:.+$")
     quote: str = Field(min_length=1)  # the source's own words, verbatim
     unencoded: Optional[Unencoded] = None
     record: list[RecordQuote] = Field(default_factory=list)  # the public record behind it, quoted
@@ -84,7 +85,7 @@ class Claim(Strict):
     def _one_source(self) -> "Claim":
         if sum(x is not None for x in (self.seed, self.register_id, self.document)) != 1:
             raise ValueError("seed: give exactly one source: seed = \"<seed file>\", register_id = \"<id>\" "
-                             "or document = \"<path under sources/>\"")
+                             "or document = \"<owner>/<name>:<path>\" (a file of the public record)")
         return self
 
     @model_validator(mode="after")
@@ -291,16 +292,12 @@ def check_record_citations(inv: Inventory, record: Any = None) -> list[DataError
     problems: list[DataError] = []
     for cid, lc in inv.claims.items():
         c = lc.claim
+        if c.document is not None:  # the line's own source is a file of the record: its quote is checked there
+            repo, _, path = c.document.partition(":")
+            problems += _quote_problems(rec, lc.file, cid, "document", repo, path, c.quote, "quote")
         for i, rq in enumerate(c.record):
-            if rq.repo not in rec.repos:
-                problems.append(DataError(lc.file, f"quotes repository {rq.repo!r}, which the public record does not pin "
-                                                   f"(pinned: {', '.join(rec.repos)})", claim=cid, field=f"record.{i}.repo"))
-                continue
-            piece = rec.missing_piece(rq.repo, rq.path, rq.quote)
-            if piece is not None:
-                problems.append(DataError(lc.file, f"{piece[:70]!r} is not in any cached excerpt of {rq.repo}:{rq.path} "
-                                                   f"({rec.where}; cache it with `lawbench record add`)",
-                                          claim=cid, field=f"record.{i}.quote"))
+            problems += _quote_problems(rec, lc.file, cid, f"record.{i}.repo", rq.repo, rq.path, rq.quote,
+                                        f"record.{i}.quote")
         u = c.unencoded
         if u is None or u.reason not in RECORD_REASONS:
             continue
@@ -314,4 +311,23 @@ def check_record_citations(inv: Inventory, record: Any = None) -> list[DataError
                 problems.append(DataError(lc.file, f"looked at {ref!r}, which the public record's cache does not list "
                                                    f"({rec.where}: add a [[file]] for it)",
                                           claim=cid, field=f"unencoded.looked.{i}"))
+            elif not rec.excerpts(repo, path):
+                # a file named as looked at shows the lines read: a list of names alone is a guess
+                problems.append(DataError(lc.file, f"looked at {ref!r}, but the cache holds no line of it that was read "
+                                                   f"(cache the lines that bear on the reason: `lawbench record add`)",
+                                          claim=cid, field=f"unencoded.looked.{i}"))
+            elif u.looked.index(ref) != i:
+                problems.append(DataError(lc.file, f"looked at {ref!r} twice", claim=cid, field=f"unencoded.looked.{i}"))
     return problems
+
+
+def _quote_problems(rec: Any, file: str, cid: str, repo_field: str, repo: str, path: str, quote: str,
+                    quote_field: str) -> list[DataError]:
+    if repo not in rec.repos:
+        return [DataError(file, f"quotes repository {repo!r}, which the public record does not pin "
+                                f"(pinned: {', '.join(rec.repos)})", claim=cid, field=repo_field)]
+    piece = rec.missing_piece(repo, path, quote)
+    if piece is not None:
+        return [DataError(file, f"{piece[:70]!r} is not in any cached excerpt of {repo}:{path} "
+                                f"({rec.where}; cache it with `lawbench record add`)", claim=cid, field=quote_field)]
+    return []

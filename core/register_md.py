@@ -163,15 +163,22 @@ def render(results: Path, registry: Optional[Any] = None,
         out.append(f"## {title}\n\n| claim | source | quote | encoded by |\n|---|---|---|---|")
         for lc in lines:
             c = lc.claim
-            if c.unencoded is not None:
-                enc = f"*not encoded — {c.unencoded.reason}:* {_cell(c.unencoded.detail)}"
+            twin = inv.claims.get(c.same_as) if c.same_as and not cov.cited_by.get(c.id) else None
+            shown = twin.claim if twin is not None else c  # a repeated figure takes its twin's status
+            if shown.unencoded is not None:
+                u = shown.unencoded
+                enc = f"*not encoded — {u.reason}:* {_cell(u.detail)}"
+                if u.looked:
+                    enc += " *Looked at:* " + ", ".join(f"`{_cell(ref)}`" for ref in u.looked)
             elif law not in reg.laws:
                 enc = "*pending: no plugin for this law yet*"
             else:
-                ids = cov.cited_by.get(c.id) or []
+                ids = cov.cited_by.get(shown.id) or []
                 enc = "<br>".join(f"`{i}` ({by_id[i].anchor.status}"
                                   + (", open finding" if by_id[i].anchor.finding else "")
                                   + f"; {_verdicts(i, verdicts)})" for i in ids) or "**missing**"
+            if twin is not None:
+                enc = f"*same figure as `{twin.claim.id}`:* {enc}"
             out.append(f"| `{c.id}` | {_cell(c.source)} | {_cell(c.quote)} | {enc} |")
         out.append("")
 

@@ -14,9 +14,11 @@ from lawbench.core.errors import DataError
 from lawbench.core.inventory import check_inventory, coverage, load_inventory
 from lawbench.core.loading import AnchorSet, LoadedAnchor
 from lawbench.core.models import Anchor
+from lawbench.core.record import load_record
 
 SOURCES = Path(__file__).resolve().parents[1] / "sources"
 INVENTORY = load_inventory()
+RECORD = load_record()
 
 
 def _words(text: str) -> str:
@@ -36,8 +38,12 @@ def _register_entries() -> dict[str, dict]:
 
 @pytest.mark.parametrize("line", [lc.claim for lc in INVENTORY.claims.values()], ids=lambda c: c.id)
 def test_every_line_quotes_its_source_verbatim(line):
-    if line.seed or line.document:
-        source = SOURCES / "seeds" / line.seed if line.seed else SOURCES / line.document
+    if line.document:  # a file of the public record: its quote is in a cached excerpt at the pinned commit
+        repo, _, path = line.document.partition(":")
+        assert RECORD.missing_piece(repo, path, line.quote) is None, f"{line.id}: not verbatim in {line.document}"
+        return
+    if line.seed:
+        source = SOURCES / "seeds" / line.seed
         assert source.is_file(), f"{line.id}: {source} is not in sources/"
         text = _words(source.read_text(encoding="utf-8"))
     else:
@@ -130,3 +136,21 @@ def test_a_bad_line_is_one_error_naming_file_claim_and_field(tmp_path, body, wan
     with pytest.raises(DataError) as exc:
         _inventory(tmp_path, body)
     assert "lines.toml" in str(exc.value) and want in str(exc.value), str(exc.value)
+
+
+def test_register_md_shows_every_line_as_the_coverage_counts_it_and_where_each_reason_looked():
+    """REGISTER.md's rows agree with the coverage line: a repeated figure (same_as) shows its twin's
+    status rather than '**missing**', and every reason about the public record shows the files it
+    looked at (issue 23)."""
+    text = (SOURCES.parent / "REGISTER.md").read_text(encoding="utf-8")
+    rows = {m.group(1): m.group(0) for m in re.finditer(r"^\| `([^`]+)` \|.*$", text, re.M)}
+    from lawbench.core.inventory import RECORD_REASONS
+    for cid, lc in INVENTORY.claims.items():
+        row = rows.get(cid)
+        assert row is not None, f"{cid}: no row in REGISTER.md"
+        assert "**missing**" not in row, f"{cid}: shown missing"
+        c = lc.claim
+        if c.same_as and c.unencoded is None:
+            assert f"*same figure as `{c.same_as}`:*" in row or "(active" in row, cid
+        if c.unencoded is not None and c.unencoded.reason in RECORD_REASONS:
+            assert "*Looked at:*" in row and all(f"`{ref}`" in row for ref in c.unencoded.looked), cid

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from lawbench.core.inventory import check_record_citations, load_inventory
+from lawbench.core.errors import DataError
+from lawbench.core.inventory import RECORD_REASONS, check_record_citations, load_inventory
 from lawbench.core.record import (Record, RecordData, add_excerpt, dump, git_dir, load_record, verify)
 
 INVENTORY = load_inventory()
@@ -21,6 +22,13 @@ def test_every_record_quote_is_in_the_cache_at_the_pinned_commit(line):
     for rq in line.record:
         assert rq.repo in RECORD.repos, rq.repo
         assert RECORD.missing_piece(rq.repo, rq.path, rq.quote) is None, (line.id, rq.path, rq.quote[:60])
+
+
+@pytest.mark.parametrize("line", [lc.claim for lc in INVENTORY.claims.values() if lc.claim.document], ids=lambda c: c.id)
+def test_every_line_whose_source_is_a_file_of_the_record_quotes_it_at_the_pinned_commit(line):
+    repo, _, path = line.document.partition(":")
+    assert repo in RECORD.repos and RECORD.file(repo, path) is not None, line.document
+    assert RECORD.missing_piece(repo, path, line.quote) is None, (line.id, line.quote[:60])
 
 
 def test_both_public_repositories_are_pinned_and_quoted():
@@ -103,3 +111,57 @@ def test_a_quote_not_in_the_cache_and_an_unlisted_looked_at_file_are_located_err
     assert "claim a: field record.0.quote: 'the figure is 9.99x' is not in any cached excerpt of o/r:notes.md" in problems[0]
     assert "claim a: field unencoded.looked.0: looked at 'o/r:missing.md'" in problems[1]
     assert "claim b: field unencoded.looked: reason no-public-model names no place" in problems[2]
+
+
+def test_a_looked_at_file_without_a_line_read_and_a_document_quote_off_the_cache_are_located_errors(tmp_path):
+    """A looked list names where someone read: a file the cache lists without any cached line of it
+    is a name, not a reading. A line whose own source is a file of the record (document = "o/r:path")
+    has its quote checked against the cache like any record quote."""
+    inv_dir = tmp_path / "inv"
+    inv_dir.mkdir()
+    (inv_dir / "laws.toml").write_text('[law.law4]\ntitle = "Law 4"\n', encoding="utf-8")
+    (inv_dir / "lines.toml").write_text(
+        '[[claim]]\nid = "a"\nlaw = "law4"\nseed = "s.txt"\nquote = "q"\n'
+        'unencoded = { reason = "not-published", detail = "d", looked = ["o/r:notes.md", "o/r:other.md", "o/r:notes.md"] }\n'
+        '[[claim]]\nid = "b"\nlaw = "law4"\ndocument = "o/r:notes.md"\nquote = "the figure is 2.10x"\n'
+        '[[claim]]\nid = "c"\nlaw = "law4"\ndocument = "o/r:notes.md"\nquote = "the figure is 2.11x"\n', encoding="utf-8")
+    inv = load_inventory(sorted(inv_dir.glob("*.toml")))
+    work, head = _repo(tmp_path)
+    (work / "other.md").write_text("x\n", encoding="utf-8")
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t"}
+    for cmd in (["add", "other.md"], ["commit", "-qm", "c2"]):
+        subprocess.run(["git", *cmd], cwd=work, env=env, check=True)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=work, capture_output=True, text=True, check=True).stdout.strip()
+    path = _cache(tmp_path, head)
+    rec = load_record(path)
+    add_excerpt(rec, "o/r", "notes.md", 2, 2, git_dir(str(work)))
+    rec.data.file.append(type(rec.data.file[0])(repo="o/r", path="other.md", sha256=""))  # listed, never read
+    problems = [str(p) for p in check_record_citations(inv, Record(rec.data, "record.toml"))]
+    assert len(problems) == 3, problems
+    assert "claim a: field unencoded.looked.1: looked at 'o/r:other.md', but the cache holds no line of it" in problems[0]
+    assert "claim a: field unencoded.looked.2: looked at 'o/r:notes.md' twice" in problems[1]
+    assert "claim c: field quote: 'the figure is 2.11x' is not in any cached excerpt of o/r:notes.md" in problems[2]
+
+
+def test_a_document_that_names_no_file_of_the_record_is_refused_with_its_field(tmp_path):
+    inv_dir = tmp_path / "inv"
+    inv_dir.mkdir()
+    (inv_dir / "laws.toml").write_text('[law.law4]\ntitle = "Law 4"\n', encoding="utf-8")
+    (inv_dir / "lines.toml").write_text('[[claim]]\nid = "a"\nlaw = "law4"\ndocument = "quantprobe/smoke.py"\nquote = "q"\n',
+                                        encoding="utf-8")
+    with pytest.raises(DataError) as err:
+        load_inventory(sorted(inv_dir.glob("*.toml")))
+    assert "claim a" in str(err.value) and "field document" in str(err.value)
+
+
+@pytest.mark.parametrize("line", [lc.claim for lc in INVENTORY.claims.values()
+                                  if lc.claim.unencoded and lc.claim.unencoded.reason in RECORD_REASONS],
+                         ids=lambda c: c.id)
+def test_every_explained_line_shows_the_lines_it_read(line):
+    """Issue 23: an explained line's reason stands only with the places looked at named — each a
+    file of the record with at least one cached line, so a reader can check the reason against it."""
+    assert line.unencoded.looked, line.id
+    for ref in line.unencoded.looked:
+        repo, _, path = ref.partition(":")
+        assert RECORD.excerpts(repo, path), (line.id, ref)

@@ -1,14 +1,14 @@
 """quantprobe's own published measurements on the reference desktop (anchors/law4/quantprobe.toml).
 
 Each anchor re-measures one number of quantprobe's regression suite (MEASURED_ANCHORS, VRAM_GAPS), its
-plan.py docstring or its README, kept byte for byte under sources/quantprobe/. Off the desktop every
-anchor SKIPs naming the GTX 1060 this machine lacks; each quote is in its vendored document; each
-vendored document is the file its README says, by sha256; `lawbench check` accepts the whole set.
+plan.py docstring or its README, read from github.com/FedericoTs/quantprobe at the public record's
+pinned commit (anchors/public_record.toml caches the lines quoted; `lawbench record verify` re-reads
+them from a clone). Off the desktop every anchor SKIPs naming the GTX 1060 this machine lacks; each
+quote is in a cached excerpt of its file; `lawbench check` accepts the whole set.
 """
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import re
 from importlib import resources as ir
 from pathlib import Path
@@ -21,13 +21,15 @@ from lawbench.core.hardware.detect import fingerprint_machine, match_reasons
 from lawbench.core.hardware.profiles import load_profiles
 from lawbench.core.inventory import load_inventory
 from lawbench.core.loading import load_anchors
+from lawbench.core.record import load_record
 from lawbench.core.models import Verdict
 from lawbench.core.store.catalog import RealModel, load_catalog
 from lawbench.plugins.law4.law import Law4
 from lawbench.plugins.law4.measure import arm_cases
 
-SOURCES = Path(__file__).resolve().parents[1] / "sources"
-VENDORED = SOURCES / "quantprobe"
+REPO = "FedericoTs/quantprobe"
+SMOKE = f"{REPO}:tests/smoke.py"
+RECORD = load_record()
 PROFILES = load_profiles()
 ANCHORS = [la.anchor for la in load_anchors([ir.files("lawbench.anchors.law4") / "quantprobe.toml"],
                                             laws=["law4"], profiles=PROFILES).anchors]
@@ -51,7 +53,7 @@ def _policy(*, strict: bool = False) -> RunPolicy:
 def test_every_measured_row_of_quantprobe_has_a_line():
     """MEASURED_ANCHORS has 4 rows and VRAM_GAPS 7 (smoke.py at v1.36.0); plan.py and the README add
     3 measured figures. A row dropped from the inventory fails here."""
-    smoke = (VENDORED / "smoke.py").read_text(encoding="utf-8")
+    smoke = "\n".join(e.text for e in RECORD.excerpts(REPO, "tests/smoke.py"))
     measured = re.search(r"^MEASURED_ANCHORS = \[(.*?)^\]", smoke, re.S | re.M).group(1)
     gaps = re.search(r"^VRAM_GAPS = \[(.*?)^\]", smoke, re.S | re.M).group(1)
     rows = [m.group(1) for m in re.finditer(r'^\s*\("([^"]+)",', measured + gaps, re.M)]
@@ -59,24 +61,24 @@ def test_every_measured_row_of_quantprobe_has_a_line():
     quoted = " ".join(c.quote for c in LINES)
     for label in rows:
         assert f'("{label}",' in quoted, f"no inventory line quotes the row {label!r}"
-    assert sum(c.document != "quantprobe/smoke.py" for c in LINES) == 3
+    assert sum(c.document != SMOKE for c in LINES) == 3
 
 
 @pytest.mark.parametrize("line", LINES, ids=lambda c: c.id)
-def test_each_line_quotes_its_vendored_document(line):
-    assert line.law == "law4" and line.document and line.document.startswith("quantprobe/")
-    text = _words((SOURCES / line.document).read_text(encoding="utf-8"))
-    assert _words(line.quote) in text, f"{line.id}: not verbatim in {line.document}"
+def test_each_line_quotes_its_file_of_the_public_record(line):
+    assert line.law == "law4" and line.document and line.document.startswith(f"{REPO}:")
+    path = line.document.partition(":")[2]
+    rec_file = RECORD.file(REPO, path)
+    assert rec_file is not None and len(rec_file.sha256) == 64, f"{line.id}: {path} is cached with its bytes' sha256"
+    assert RECORD.missing_piece(REPO, path, line.quote) is None, f"{line.id}: not verbatim in {line.document}"
 
 
-def test_each_vendored_file_is_the_one_its_readme_names():
-    readme = (VENDORED / "README.md").read_text(encoding="utf-8")
-    names = ("smoke.py", "METADATA", "plan.py", "LICENSE")
-    assert sorted(p.name for p in VENDORED.iterdir()) == sorted(names + ("README.md",))
-    for name in names:
-        digest = hashlib.sha256((VENDORED / name).read_bytes()).hexdigest()
-        row = next(r for r in readme.splitlines() if r.startswith(f"| {name} |"))
-        assert row.rstrip(" |").endswith(digest), f"{name}: sha256 {digest} is not the README's"
+def test_no_copy_of_quantprobe_is_kept_in_the_repository():
+    """Issue 21: lawbench cites quantprobe's files at a pinned commit and runs the pinned wheel
+    (tests/test_quantprobe_crosscheck.py); it keeps no copy of either."""
+    root = Path(__file__).resolve().parents[1]
+    assert not (root / "sources" / "quantprobe").exists()
+    assert not list((root / "sources").rglob("*.py")), "sources/ holds the user's documents, no code"
 
 
 @pytest.mark.parametrize("anchor", ANCHORS, ids=lambda a: a.id)
@@ -86,8 +88,9 @@ def test_each_anchor_is_a_measurement_on_the_desktop_citing_its_lines(anchor):
     ours = {c.id for c in LINES}
     assert set(anchor.claims) & ours, anchor.claims  # its quantprobe lines (a seed line may join them)
     pv = anchor.provenance
-    # No `document` on provenance yet: seed names the vendored file, which must exist.
-    assert (SOURCES / pv.document).is_file(), pv.document
+    # provenance.document names the public record's file, which the cache lists with its sha256
+    repo, _, path = (pv.document or "").partition(":")
+    assert repo == REPO and RECORD.file(repo, path) is not None, pv.document
     assert re.search(r"±|\+/-", pv.band_rationale) and "'" in pv.band_rationale, pv.band_rationale
     assert "Engine:" in pv.notes and "Model" in pv.notes
     # Each number is the published one: it appears in every line the anchor cites.

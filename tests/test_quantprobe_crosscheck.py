@@ -9,7 +9,7 @@ entry of explained.toml, and the entry is checked, not trusted:
 * its recorded values must still be the tools' values (else it is stale: the law moved);
 * each cause it names must still differ in that case (else stale);
 * for a price, quantprobe re-priced with the named causes' inputs replaced by lawbench's
-  (plugins/law4/quantprobe.align) must land within TOLERANCE of lawbench: the causes are the
+  (tests/_quantprobe_reader.align) must land within TOLERANCE of lawbench: the causes are the
   whole story, or the test says what is left.
 
 docs/quantprobe.md is rendered from the same run and must match. After a deliberate change run
@@ -35,7 +35,7 @@ pytest.importorskip("quantprobe")
 from _engine_fixtures import llama  # noqa: F401,E402  (builds the ladder's missing files)
 from lawbench.core.gguf_header import read_header
 from lawbench.core.loading import read_toml
-from lawbench.plugins.law4 import quantprobe as Q
+import _quantprobe_reader as Q
 
 HERE = Path(__file__).parent
 DATA = HERE / "data" / "quantprobe"

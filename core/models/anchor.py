@@ -55,7 +55,7 @@ class Band(Strict):
 
 class Provenance(Strict):
     """Where a published number came from. At least a seed document, a register id or another
-    published document (a path under sources/, e.g. "quantprobe/smoke.py")."""
+    published document (a file of the public record, e.g. "FedericoTs/quantprobe:tests/smoke.py")."""
 
     seed: Optional[str] = None  # e.g. "000_4a91008eeaefec79.txt"
     register_id: Optional[str] = None  # e.g. "L-30"
@@ -188,6 +188,12 @@ class Anchor(Strict):
     # the nearest basis it does give, and reports show the reason beside the verdict.
     resolution: Optional[Literal["print-limited"]] = None
     resolution_reason: Optional[str] = None
+    # "VOID": the published claim is that this instrument cannot resolve the band at this budget
+    # (register C-34: 'too jittery to resolve the ceiling to ±15% even at n=5'). A VOID run then
+    # confirms it and PASSes; a run that resolves the band (PASS or FAIL) refutes it and FAILs
+    # (lawbench.core.evaluate; docs/verdicts.md). expect_reason quotes the source's own verdict.
+    expect: Optional[Literal["VOID"]] = None
+    expect_reason: Optional[str] = None
 
     @model_validator(mode="after")
     def _kind_needs(self) -> "Anchor":
@@ -196,6 +202,13 @@ class Anchor(Strict):
                              "basis the source lacks and which nearer one the band borrows")
         if self.resolution_reason and not self.resolution:
             raise ValueError('resolution_reason: only an anchor with resolution = "print-limited" gives one')
+        if self.expect and not (self.expect_reason or "").strip():
+            raise ValueError(f"expect_reason: expect = {self.expect!r} needs the source's own words for the verdict it expects")
+        if self.expect_reason and not self.expect:
+            raise ValueError('expect_reason: only an anchor with expect = "VOID" gives one')
+        if self.expect and (self.kind not in ("measurement", "agreement", "ratio") or self.finding):
+            raise ValueError("expect: only a measured anchor (measurement, agreement, ratio) without a finding "
+                             "can expect a VOID")
         if self.kind in ("prediction", "measurement", "ratio") and self.value is None \
                 and (self.band is None or self.band.lo is None and self.band.hi is None):
             raise ValueError(f"value: a {self.kind} anchor needs a value (or a [lo, hi] band)")

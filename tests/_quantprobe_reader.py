@@ -1,5 +1,9 @@
 """Law 4 beside the register's own planner: quantprobe (PyPI, pinned) prices the same inputs.
 
+The reader behind tests/test_quantprobe_crosscheck.py, and nothing else: it imports the installed
+quantprobe (the `test` extra pins quantprobe==1.37.0) and keeps no copy of its code, so it lives
+beside its one test rather than in the package (issue 21).
+
 `lawbench predict FILE --profile P --ctx N` and `quantprobe plan --gguf FILE --machine M --ctx N`
 answer the same question on one file: a model (GGUF header, header dump or manifest) is written as
 a *sparse GGUF* — the header, then a hole as long as the tensor data — which lawbench reads with
