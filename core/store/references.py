@@ -85,6 +85,13 @@ def model_file(ref: Union[str, ModelRef], resources: Any = None, *, fetch: bool 
                             "measure a gguf:<catalogue id> or path:<file> model")
     if parsed.kind == "path":
         path = parsed.local_path()
+        if os.path.lexists(path) and not path.is_file():
+            # There, but a folder, a pipe or a device: a data error naming what it is (reading a
+            # pipe would wait for a writer), never "not on this machine".
+            from lawbench.core.gguf_header import GGUFHeaderError, _kind_of
+
+            what = _kind_of(os.stat(path).st_mode) if os.path.exists(path) else "a broken link"
+            raise GGUFHeaderError(str(path), f"is {what}, not a regular file; give the path of a .gguf file")
         if not path.is_file():
             named = f" (named {str(parsed)!r})" if str(path) != parsed.name else ""  # which $VAR it read
             raise NotApplicable(f"model file {path} is not on this machine{named}")
