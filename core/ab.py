@@ -158,41 +158,16 @@ def select_anchors(ctx: Any, k: Optional[str]) -> list[Any]:
     return speed
 
 
-# --------------------------------------------------------------------------- resources per engine
-
-
-class EngineResources:
-    """What a law's sampler sees for one engine: that engine, and the run's lock and model store.
-
-    ``comparing_engines`` tells a law that this sampler measures an engine against another on the
-    anchor's case, not the law: a probe that decides whether the law applies here (Law 4's scope
-    rules) has nothing to decide."""
-
-    comparing_engines = True
-
-    def __init__(self, shared: Any, llama: Any):
-        self.shared, self._engine, self.profile = shared, llama, shared.profile
-
-    def llama(self) -> Any:
-        self.shared.lock()
-        return self._engine
-
-    def lock(self) -> None:
-        self.shared.lock()
-
-    def store(self) -> Any:
-        return self.shared.store()
-
-    def model(self, model_id: str) -> Any:
-        return self.shared.model(model_id)
-
-
 # --------------------------------------------------------------------------- one anchor
 
 
-def measure_anchor(loaded: Any, law: Any, profile: Any, engines: dict[str, EngineResources],
+def measure_anchor(loaded: Any, law: Any, profile: Any, engines: dict[str, Any],
                    budget: Budget, gate: Optional[float]) -> ABResult:
-    """Pairs of visits of one anchor's subject on engines A and B, decided by the verdicts' rule."""
+    """Pairs of visits of one anchor's subject on engines A and B, decided by the verdicts' rule.
+
+    :param engines: per side, the run's Resources with that side's engine
+        (``resources.with_engine(build)``: the run's lock and model store, ``comparing_engines``).
+    """
     from lawbench.core.protocol import ArmSampler
     from lawbench.core.verdicts import decide_sequential, median
 

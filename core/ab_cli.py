@@ -53,7 +53,6 @@ def add_ab_parser(sub: argparse._SubParsersAction) -> None:
 
 def cmd_ab(args: argparse.Namespace) -> int:
     from lawbench.core.ab import (
-        EngineResources,
         as_result,
         budget_for,
         engine_of,
@@ -86,7 +85,7 @@ def cmd_ab(args: argparse.Namespace) -> int:
     # engine A is the run's engine: its llama-quantize makes the synthetic models both engines read
     run = Run(ctx, mode="ab", out=out, engine=llamas["a"], settings=settings(args.pairs, args.confidence, gate))
     run.engine = engine_of({side: describe(specs[side], llamas[side]) for side in specs})
-    engines = {side: EngineResources(run.resources, llama) for side, llama in llamas.items()}
+    engines = {side: run.resources.with_engine(llama) for side, llama in llamas.items()}
     budget = budget_for(args.pairs, gate is not None, float(args.timeout_s), args.confidence)
     print(f"lawbench ab: profile {profile.id}, {len(anchors)} anchor(s), up to {args.pairs} pairs each\n"
           f"  A = {_engine_line(run.engine['a'])}\n  B = {_engine_line(run.engine['b'])}",

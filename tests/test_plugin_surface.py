@@ -34,6 +34,20 @@ def test_every_public_name_resolves_and_is_documented():
         lawbench.Nope  # noqa: B018
 
 
+@pytest.mark.parametrize("module", ["lawbench.engines", "lawbench.store", "lawbench.hardware", "lawbench.host"])
+def test_every_name_of_a_public_module_resolves(module):
+    """The built-in laws import these instead of lawbench.core: a name that moved in core must
+    move here too, or every law that reads it breaks at its first use, not at import."""
+    import importlib
+
+    mod = importlib.import_module(module)
+    assert mod.__all__ and set(dir(mod)) == set(mod.__all__)
+    for name in mod.__all__:
+        assert getattr(mod, name) is not None, f"{module}.{name}"
+    with pytest.raises(AttributeError, match="has no attribute 'Nope'"):
+        mod.Nope  # noqa: B018
+
+
 def test_the_third_party_law_imports_only_from_lawbench():
     """The test plugin is the smallest real law: it must need nothing behind `lawbench.`."""
     for path in (DUMMY_SRC / "lawbench_dummy").glob("*.py"):

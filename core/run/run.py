@@ -45,8 +45,7 @@ class Run:
         self.out = None if out is None else Path(out)
         self.keep_history = history
         self.settings = dict(settings or {})
-        self.resources = Resources(llama_dir=ctx.llama_dir, profile=ctx.policy.profile) if engine is None \
-            else _WithEngine(engine, ctx.policy.profile)
+        self.resources = Resources(llama_dir=ctx.llama_dir, profile=ctx.policy.profile, engine=engine)
         # `lawbench` installed the handlers for the whole command; pytest driven directly did not
         self._own_signals = signals.installed() is None
         self.stop = signals.install()
@@ -206,15 +205,6 @@ class Run:
         if self._own_signals:
             signals.restore()
             self._own_signals = False
-
-
-class _WithEngine(Resources):
-    """The run's Resources with its llama.cpp chosen by the command (the A/B's engine A) rather
-    than by the profile: the lock and the model store are the run's as ever."""
-
-    def __init__(self, llama: Any, profile: Any):
-        super().__init__(profile=profile)
-        self._llama = llama
 
 
 def interrupted_result(anchor: Any, profile_id: str, signal_name: str) -> Result:

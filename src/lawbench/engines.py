@@ -52,7 +52,7 @@ _EXPORTS = {
     "log_tail": "lawbench.core.engines.bench:_tail",
     "popen_group": "lawbench.core.procgroup",
     "group_ended": "lawbench.core.procgroup",
-    "end_group": "lawbench.core.engines.bench",
+    "end_group": "lawbench.core.procgroup",
 }
 __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy(__name__, _EXPORTS)
@@ -63,7 +63,7 @@ if TYPE_CHECKING:  # for editors and type checkers: the same names, eagerly
     from lawbench.core.engines.bench import _engine_error as engine_error  # noqa: F401
     from lawbench.core.engines.bench import _fault as process_fault  # noqa: F401
     from lawbench.core.engines.bench import _tail as log_tail  # noqa: F401
-    from lawbench.core.engines.bench import capture_load_log, end_group, quantize, run_bench, run_process  # noqa: F401
+    from lawbench.core.engines.bench import capture_load_log, quantize, run_bench, run_process  # noqa: F401
     from lawbench.core.engines.bench import record_label as bench_record_label  # noqa: F401
     from lawbench.core.engines.imatrix import Imatrix, cached_imatrix  # noqa: F401
     from lawbench.core.engines.kernels import build_tracer, kernel_labels, read_trace, traced_env  # noqa: F401
@@ -71,4 +71,4 @@ if TYPE_CHECKING:  # for editors and type checkers: the same names, eagerly
     from lawbench.core.engines.perplexity import DEFAULT_TEXT, SliceVisits, run_perplexity  # noqa: F401
     from lawbench.core.engines.perplexity import shipped_text, text_sha256, text_slices  # noqa: F401
     from lawbench.core.engines.server import Request, Speculation, serve  # noqa: F401
-    from lawbench.core.procgroup import group_ended, popen_group  # noqa: F401
+    from lawbench.core.procgroup import end_group, group_ended, popen_group  # noqa: F401
