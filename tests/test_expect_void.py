@@ -40,7 +40,7 @@ class Jitter(Law):
     def __init__(self, values):
         self.values = list(values)
 
-    def predict(self, anchor, profile):
+    def predict(self, anchor, profile, resources=None):
         return Prediction(1.843, {})
 
     def sampler(self, anchor, profile, resources):
