@@ -154,15 +154,15 @@ def test_an_index_that_serves_another_archive_is_refused(pinned):
     assert not (downloads / name).exists()
 
 
-def test_an_unpinned_archive_is_never_taken_from_the_nightlys_cache(pinned, monkeypatch):
+def test_an_unpinned_archive_is_taken_from_the_cache_only_without_the_runner_s_secret(pinned, monkeypatch):
+    """A version chosen by hand has no pin: a developer's own cache is used as found (as an unsigned
+    build is); the nightly's runner, whose cache other jobs can write, fetches it again."""
     downloads, name, good, _, fetched = pinned
     monkeypatch.delitem(build_trust.SOURCE_SHA256, name)
     downloads.mkdir()
     (downloads / name).write_bytes(b"whatever lies in the cache")
-    # A person's own machine: a version they chose by hand is used as they left it (offline too).
     monkeypatch.delenv(build_trust.KEY_ENV, raising=False)
     assert build._fetch_sdist(VERSION, downloads).read_bytes() == b"whatever lies in the cache" and fetched == []
-    # The nightly's jobs hold the key: there an archive without a pin is fetched again, every build.
     monkeypatch.setenv(build_trust.KEY_ENV, "the nightly's secret")
     assert build._fetch_sdist(VERSION, downloads).read_bytes() == good and len(fetched) == 1
 

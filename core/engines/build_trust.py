@@ -16,10 +16,10 @@ unless ``$LAWBENCH_CACHE_KEY`` is set, when it is rebuilt.
 The source archives are pinned too (``SOURCE_SHA256``): the sha256 PyPI publishes for each archive
 lawbench builds from. A cached archive is unpacked only when it hashes to its pin; one that does not
 is set aside and fetched again through pip (which checks the index's own sha256), and a download
-that still differs from the pin is refused. An archive without a pin (a version chosen by hand, a
-test's planted source) is taken from the cache as found on a person's own machine — as a build from
-before manifests is adopted — but never where ``$LAWBENCH_CACHE_KEY`` is set (the nightly's jobs):
-there pip fetches it for each build, checked against the index's sha256.
+that still differs from the pin is refused. An archive without a pin (a version chosen by hand) is
+taken from the cache as found on a developer's machine, as an unsigned build is; where
+``$LAWBENCH_CACHE_KEY`` is set (the nightly's runner, whose cache other jobs can write) pip fetches
+it again for each build, checked against the index's sha256.
 """
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def _sha256(path: Path) -> str:
 
 def source_problem(archive: Path) -> Optional[str]:
     """Why the source archive may not be built from (one line), or None when it hashes to its pin.
-    An archive without a pin is "not pinned": the caller fetches it again rather than trust a cache."""
+    An archive without a pin is "not pinned" (fetch_source says what then)."""
     want = SOURCE_SHA256.get(archive.name)
     if want is None:
         return "not pinned"
@@ -65,7 +65,8 @@ def source_problem(archive: Path) -> Optional[str]:
 def fetch_source(target: Path, fetch: Callable[[Path], Path]) -> Path:
     """The source archive at ``target`` (the download cache), verified: a cached one that does not
     hash to its pin is set aside and fetched again with ``fetch(folder) -> path`` (pip, which checks
-    the index's sha256); a download that differs from the pin is refused.
+    the index's sha256); a download that differs from the pin is refused. A cached archive without
+    a pin is used as found unless $LAWBENCH_CACHE_KEY is set, when it is fetched again.
 
     :raises EngineError: the index served an archive other than the pinned one.
     """
