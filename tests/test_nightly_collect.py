@@ -28,17 +28,24 @@ def _env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
-def _night(tmp_path: Path, name: str) -> Path:
-    """One night's fetched artifacts folder, from a real run bound to its workflow run."""
-    out = tmp_path / "runs" / name
-    done = subprocess.run([str(BIN / "lawbench"), "run", "--profile", "cpu", "-k", "prediction", "--out", str(out),
-                           "--no-history"], capture_output=True, text=True, env=_env(tmp_path), cwd=tmp_path,
-                          timeout=300)
-    assert (out / "run.json").is_file(), done.stdout[-2000:] + done.stderr[-2000:]
-    tonight = tmp_path / "artifacts" / name
-    workflow_run = str(int.from_bytes(name.encode(), "big"))  # one workflow run per night
-    bound_artifact(tonight, "cpu", workflow_run, {"cpu": out / "run.json"})
-    return tonight
+@pytest.fixture(scope="module")
+def nights(tmp_path_factory) -> dict[str, Path]:
+    """Three nights' fetched artifact folders, each from a real run bound to its workflow run, made
+    once for this module: the collect step only reads them, and each test files them into a data
+    folder of its own."""
+    base = tmp_path_factory.mktemp("nights")
+    made = {}
+    for name in ("n1", "n2", "n3"):
+        out = base / "runs" / name
+        done = subprocess.run([str(BIN / "lawbench"), "run", "--profile", "cpu", "-k", "prediction", "--out",
+                               str(out), "--no-history"], capture_output=True, text=True, env=_env(base),
+                              cwd=base, timeout=300)
+        assert (out / "run.json").is_file(), done.stdout[-2000:] + done.stderr[-2000:]
+        tonight = base / "artifacts" / name
+        workflow_run = str(int.from_bytes(name.encode(), "big"))  # one workflow run per night
+        bound_artifact(tonight, "cpu", workflow_run, {"cpu": out / "run.json"})
+        made[name] = tonight
+    return made
 
 
 def _collect(tmp_path: Path, tonight: Path, site: str) -> subprocess.CompletedProcess:
@@ -51,10 +58,10 @@ def _filed(tmp_path: Path) -> list[Path]:
     return sorted((tmp_path / "data" / "runs").rglob("*.json"))
 
 
-def test_three_nights_carry_one_history_forward(tmp_path):
+def test_three_nights_carry_one_history_forward(tmp_path, nights):
     ids = []
     for night in ("n1", "n2", "n3"):
-        tonight = _night(tmp_path, night)
+        tonight = nights[night]
         ids.append(json.loads(next(tonight.rglob("run.json")).read_text())["run_id"])
         done = _collect(tmp_path, tonight, f"site-{night}")
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -79,8 +86,8 @@ def test_three_nights_carry_one_history_forward(tmp_path):
     assert "nightly" in (tmp_path / "summary.md").read_text()
 
 
-def test_a_retried_collect_files_nothing_twice_and_a_bad_record_stops_it(tmp_path):
-    tonight = _night(tmp_path, "n1")
+def test_a_retried_collect_files_nothing_twice_and_a_bad_record_stops_it(tmp_path, nights):
+    tonight = nights["n1"]
     assert _collect(tmp_path, tonight, "site").returncode == 0
     before = {p: p.read_bytes() for p in _filed(tmp_path)}
     again = _collect(tmp_path, tonight, "site")  # the job re-run by hand: idempotent
