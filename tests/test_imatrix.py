@@ -108,7 +108,7 @@ def test_real_smollm2_imatrix_is_cached_and_feeds_law1(llama, smollm2, tmp_path)
     other = cached_imatrix(llama, smollm2, "0" * 64, text, ctx=64, chunks=3, threads=1, folder=tmp_path)
     assert not other.cached and other.path != first.path
     # attn_output reads un-normalized activations: only the imatrix describes them
-    case = Law1Case(model="smollm2-135m-q4_1", role="attn_output", layers=[0, 1, 2], bits=2)
+    case = Law1Case(model="gguf:smollm2-135m-q4_1", role="attn_output", layers=[0, 1, 2], bits=2)
     got = tensor_effect(str(smollm2), case, 3, seed=0, imatrix=first)
     assert got["activations"] == "imatrix" and got["inputs"].startswith("imatrix: mean x^2")
     assert 0 < got["ratio"] < 10
