@@ -54,6 +54,7 @@ class Nights:
         # cheap anchors of that cadence.
         self.plan = matrix["cpu"]["plan"]
         self.n = 0
+        self.records: dict[int, Path] = {}
 
     def run(self, planted: dict, select: str, *extra: str) -> tuple[int, dict, str]:
         """One night of the cpu box, then the collect step; returns (job exit, record, step summary)."""
@@ -75,7 +76,8 @@ class Nights:
                                       LAWBENCH_BOX="cpu", GITHUB_SHA=head),
                              capture_output=True, text=True, timeout=1800)
         assert "Traceback" not in job.stdout + job.stderr, job.stdout[-3000:] + job.stderr[-3000:]
-        record = json.loads((out / "cpu" / "run.json").read_text())
+        self.records[self.n] = out / "cpu" / "run.json"  # where the job left this night's record
+        record = json.loads(self.records[self.n].read_text())
         fetched(tonight, out.name, workflow_run, head, created)
         # the collect step: tonight's artifacts are the job's out folder; ref-desktop left none
         collect = subprocess.run(["bash", "scripts/nightly_collect.sh", "data", str(tonight), f"site-{self.n}",
@@ -122,7 +124,7 @@ def test_nights_through_the_gate(llama, tmp_path):  # noqa: F811
     assert rc == 1 and red(fourth) == {CENSUS: "lost-label"}, fourth["gate"]
 
     # The third night's red, accepted by a person: the proposal, reviewed, is the acknowledged file.
-    proposal = subprocess.run([str(BIN / "lawbench"), "baseline", "propose", str(tmp_path / "out-3" / "cpu" / "run.json"),
+    proposal = subprocess.run([str(BIN / "lawbench"), "baseline", "propose", str(nights.records[3]),
                                "--who", "reviewer", "--until", "2099-01-01"], capture_output=True, text=True,
                               env=nights.env, timeout=120)
     assert proposal.returncode == 0, proposal.stderr
