@@ -138,4 +138,6 @@ def test_nights_through_the_gate(llama, tmp_path):  # noqa: F811
     assert "acknowledged until 2099-01-01 (reviewer)" in summary  # the red is shown, with its date
 
     filed = sorted(p.stem for p in (tmp_path / "data" / "runs").rglob("*.json"))
-    assert filed == sorted(r["run_id"] for r in (first, second, third, fourth, fifth))  # no box waited
+    runs = sorted(r["run_id"] for r in (first, second, third, fourth, fifth))
+    assert [f for f in filed if not f.endswith(".binding")] == runs  # no box waited
+    assert [f for f in filed if f.endswith(".binding")] == [f"{r}.binding" for r in runs]  # each bound
