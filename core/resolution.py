@@ -111,6 +111,15 @@ def check_resolution(loaded: Iterable[Any], profiles: Mapping[str, HardwareProfi
                              f"resolve of a {kind} figure on profile {pid!r} ({_describe(noise)}); widen it "
                              "to the source's own tolerance for this figure (docs/bands.md)",
                     anchor=a.id, field="band"))
+            elif noise.reproduction is not None and half < noise.reproduction * abs(centre) * (1 - 1e-9):
+                # Rule 2's floor: a narrower published error bar (one session's) or a print's
+                # rounding interval does not say how far the next session moves the figure.
+                out.append(DataError(
+                    la.file, f"band half-width {half:.4g} {a.unit} ({_pct(half, centre)}) is narrower than the "
+                             f"reproduction figure for a {kind} figure on profile {pid!r} "
+                             f"(±{100 * noise.reproduction:g} %: {noise.reproduction_source}); the band is that "
+                             "figure, band_basis = \"reproduction\", and the rationale says why (docs/bands.md)",
+                    anchor=a.id, field="band"))
     return out
 
 

@@ -86,6 +86,26 @@ def test_the_resolution_is_drift_plus_what_the_budget_buys():
     assert resolvable_half_width(more, noise, 100.0) > 13.0
 
 
+def test_a_band_narrower_than_the_reproduction_figure_is_refused_whatever_its_samples_resolve():
+    """Rule 2's floor: a published one-session error bar, or a print's rounding interval, narrower
+    than how far the source says such a figure moves on the box is not the band."""
+    repro = dict(PROFILE, noise={**PROFILE["noise"], "ratio": {
+        "within": 0.0141, "source": "C-02 per arm, two arms",
+        "reproduction": 0.02, "reproduction_source": "D-22: 'ratio 0.99-1.02'"}})
+    fields = {"kind": "ratio", "unit": "x", "value": 1.046,
+              "budget": {"min_samples": 3, "max_samples": 21, "batch": 3}}
+    narrow = anchor("t.mtp", {"abs": 0.01}, **fields)  # ±0.96 %: 21 rounds resolve it (0.92 %)
+    assert check(narrow) == []
+    errors = check(narrow, profile=repro)
+    assert len(errors) == 1, errors
+    line = str(errors[0])
+    assert "field band" in line and "reproduction figure for a ratio figure on profile 'box' (±2 %: D-22" in line
+    assert check(anchor("t.mtp", {"rel": 0.02}, **fields), profile=repro) == []
+    with pytest.raises(ValidationError, match="reproduction_source"):
+        HardwareProfile.model_validate(dict(PROFILE, noise={"ratio": {"within": 0.01, "source": "s",
+                                                                      "reproduction": 0.02}}))
+
+
 def test_exempt_deterministic_one_sided_and_unmeasured():
     assert check(anchor("t.bytes", {"abs": 0.5}, kind="measurement", unit="B", value=1024.0)) == []
     assert check(anchor("t.gb", {"abs": 0.005}, kind="measurement", unit="GB", value=3.8,

@@ -67,11 +67,18 @@ class Noise(Strict):
     floor: Optional[FiniteFloat] = Field(default=None, gt=0)
     floor_unit: Optional[str] = None
     source: str = Field(min_length=1)
+    # docs/bands.md rule 2: the source's own statement of how far such a figure moves when measured
+    # again on this box (relative half-width). No band of this kind on this box is narrower, whatever
+    # its basis: a narrower published error bar is how well one session knew its figure.
+    reproduction: Optional[FiniteFloat] = Field(default=None, gt=0, le=1)
+    reproduction_source: Optional[str] = Field(default=None, min_length=1)
 
     @model_validator(mode="after")
     def _floor_has_unit(self) -> "Noise":
         if (self.floor is None) != (self.floor_unit is None):
             raise ValueError("floor_unit: a floor and its unit come together (floor = 3.0, floor_unit = \"MiB\")")
+        if (self.reproduction is None) != (self.reproduction_source is None):
+            raise ValueError("reproduction_source: a reproduction figure comes with the source that states it")
         return self
 
 
