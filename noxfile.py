@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import nox
+import nox.command
 
 nox.options.sessions = ["anchors"]
 nox.options.reuse_existing_virtualenvs = True
@@ -46,9 +47,26 @@ def tests(session: nox.Session) -> None:
     # Compiled once here, as pip compiles a regular install; stale files are never used (mtime).
     session.run("python", "-m", "compileall", "-q", "core", "plugins", "src", "examples/lawbench-law2",
                 silent=True)
-    session.run("pytest", *(session.posargs or ["-q", "-ra"]))
-    if not session.posargs:  # the example package's own tests, as its author runs them
-        session.run("pytest", "-q", "-ra", "examples/lawbench-law2/tests")
+    if session.posargs:  # a developer's own selection, as given: `nox -s tests -- -k history`
+        session.run("pytest", *session.posargs)
+        return
+    # Two passes (tests/conftest.py marks which test is which): most tests on every core, then
+    # the serial ones one at a time with nothing beside them: a real engine's timed runs, and
+    # runner-like runs that share this machine's cache and its one box lock. Both passes run
+    # even when the first fails, so one run shows every failure.
+    passes = {
+        "parallel": ["-q", "-ra", "-n", "auto", "-m", "not serial and not nightly"],
+        "serial": ["-q", "-ra", "-m", "serial and not nightly"],
+        "lawbench-law2": ["-q", "-ra", "examples/lawbench-law2/tests"],  # as its author runs them
+    }
+    failed = []
+    for name, args in passes.items():
+        try:
+            session.run("pytest", *args)
+        except nox.command.CommandFailed:
+            failed.append(name)
+    if failed:
+        session.error(f"tests failed in: {', '.join(failed)}")
 
 
 @nox.session(default=False)

@@ -13,6 +13,31 @@ pytest_plugins = ["lawbench.testing"]
 
 HERE = Path(__file__).parent
 
+# What runs alone. `nox -s tests` runs the suite in two passes: everything else on every core
+# (pytest-xdist), then these one at a time, with nothing else on the box:
+# - a test that takes the real llama.cpp build (a fixture below) or is marked integration: a timed
+#   engine run must not share the machine with other work, or its verdict measures the neighbour;
+# - a module that runs lawbench as a runner does, on the machine's own cache (it strips LAWBENCH_*
+#   from the environment): that cache has one box lock, and two such runs at once refuse each other;
+# - a module that sends a stop signal to the pytest process itself: in a pytest-xdist worker that
+#   process is the worker, which a SIGTERM ends (measured: the worker crashed).
+ENGINE_FIXTURES = frozenset({"llama"})
+SERIAL_MODULES = frozenset({
+    # the machine's own cache
+    "test_ab.py", "test_bad_input_models.py", "test_bad_input_runtime.py", "test_engine_of_record.py",
+    "test_nightly_bad_input.py", "test_nightly_collect.py", "test_nightly_gate.py",
+    "test_nightly_pipeline.py", "test_runner_job.py", "test_workflows.py",
+    # signals to this process (test_bad_input_runtime.py too)
+    "test_records_write_units.py"})
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if ENGINE_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.integration)
+        if item.get_closest_marker("integration") or item.path.name in SERIAL_MODULES:
+            item.add_marker(pytest.mark.serial)
+
 
 def pip_install_into(src: Path, site: Path, build: Path) -> Path:
     """Really pip-install a plugin distribution from tests/plugins into a folder (no deps, offline)."""
