@@ -74,6 +74,8 @@ def cmd_schema(args: argparse.Namespace) -> int:
     for name, law in get_registry().laws.items():
         if law.case_model is not None:  # the `case` table of that law's anchors
             schemas[f"case-{name}"] = law.case_model
+        if law.profile_model is not None:  # that law's table of a hardware profile, [laws.<name>]
+            schemas[f"profile-{name}"] = law.profile_model
     rendered = {name: TypeAdapter(model).json_schema() for name, model in schemas.items()}
     if not args.out:
         print(json.dumps(rendered, indent=2))

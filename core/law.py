@@ -97,6 +97,12 @@ class Law:
     # The pydantic model of this law's `case` table (extra="forbid", so a typo is an error).
     # `lawbench check` validates every anchor's case with it; `lawbench schema` exports it.
     case_model: ClassVar[Optional[type[BaseModel]]] = None
+    # The pydantic model of this law's table in a hardware profile ([laws.<name>]: its own
+    # constants of a machine). Core validates every profile's table with it when the profile is
+    # loaded, handing it the profile (validation context "profile": its tiers and fingerprint),
+    # so a bad entry is one line naming the file and the field; `lawbench schema` exports it.
+    # The law reads the table with ``profile.law_table(self.name, self.profile_model)``.
+    profile_model: ClassVar[Optional[type[BaseModel]]] = None
 
     def case(self, anchor: Anchor) -> Any:
         """The anchor's case validated by ``case_model`` (the raw table for a law without one).

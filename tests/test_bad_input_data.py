@@ -37,11 +37,11 @@ kind = "ram"
 capacity_gb = { value = 16.0, source = "test" }
 bandwidth_spec_gbs = { value = 48.0, source = "test" }
 bandwidth_measured_gbs = { value = 26.1, source = "test" }
-[eta]
+[laws.law4.eta]
 ram = { value = 0.65, source = "test", basis = "spec" }
-[eta_format.ram]
+[laws.law4.eta_format.ram]
 Q4_0 = { value = 0.61, source = "test", basis = "spec" }
-[constants]
+[laws.law4.constants]
 eta_kv = { value = 0.70, source = "test", basis = "spec" }
 cpu_attention_k_us = { value = 1.55, source = "test" }
 pcie_bandwidth_gbs = { value = 12.2, source = "test" }
@@ -322,16 +322,16 @@ PROFILE_DEFECTS = [
     ("inf bandwidth", "value = 48.0", "value = inf", "tiers.0.bandwidth_spec_gbs.value", "finite number"),
     ("NaN bandwidth", "value = 26.1", "value = nan", "tiers.0.bandwidth_measured_gbs.value", "finite number"),
     ("zero capacity", "value = 16.0", "value = 0", "tiers.0.capacity_gb.value", "a capacity is above 0 GB"),
-    ("eta above 1.5", "value = 0.65", "value = 2.0", "eta.ram.value", "at most 1.5 (got 2)"),
-    ("eta zero", "value = 0.65", "value = 0", "eta.ram.value", "above 0"),
-    ("eta negative per format", "value = 0.61", "value = -0.61", "eta_format.ram.Q4_0.value", "above 0"),
-    ("eta_kv constant above 1.5", "value = 0.70", "value = 7.0", "constants.eta_kv.value", "at most 1.5"),
-    ("NaN eta", "value = 0.65", "value = nan", "eta.ram.value", "finite number"),
-    ("negative CPU-attention k", "value = 1.55", "value = -1.55", "constants.cpu_attention_k_us.value",
+    ("eta above 1.5", "value = 0.65", "value = 2.0", "laws.law4.eta.ram.value", "at most 1.5 (got 2)"),
+    ("eta zero", "value = 0.65", "value = 0", "laws.law4.eta.ram.value", "above 0"),
+    ("eta negative per format", "value = 0.61", "value = -0.61", "laws.law4.eta_format.ram.Q4_0.value", "above 0"),
+    ("eta_kv constant above 1.5", "value = 0.70", "value = 7.0", "laws.law4.constants.eta_kv.value", "at most 1.5"),
+    ("NaN eta", "value = 0.65", "value = nan", "laws.law4.eta.ram.value", "finite number"),
+    ("negative CPU-attention k", "value = 1.55", "value = -1.55", "laws.law4.constants.cpu_attention_k_us.value",
      "0 µs or more"),
-    ("zero bandwidth constant", "value = 12.2", "value = 0", "constants.pcie_bandwidth_gbs.value",
+    ("zero bandwidth constant", "value = 12.2", "value = 0", "laws.law4.constants.pcie_bandwidth_gbs.value",
      "a bandwidth is above 0 GB/s"),
-    ("efficiency above 1.5", "value = 0.85", "value = 85", "constants.tensor_parallel_efficiency.value",
+    ("efficiency above 1.5", "value = 0.85", "value = 85", "laws.law4.constants.tensor_parallel_efficiency.value",
      "at most 1.5"),
     ("ram_gb_min above ram_gb_max", "ram_gb_min = 14.0", "ram_gb_min = 20.0", "fingerprint.ram_gb_min",
      "20 GiB is above ram_gb_max 17 GiB"),

@@ -70,7 +70,7 @@ def test_measured_profile_carries_the_figure_and_matches_this_machine(measured):
     assert profile.tier("ram").bandwidth_gbs() == measured.median_gbs
     assert not profile.fingerprint.generic
     assert detect.profile_matches(fp, profile)
-    assert profile.eta == profiles["cpu"].eta  # η keeps its seed source
+    assert profile.laws == profiles["cpu"].laws  # each law's constants keep their sources
 
 
 def test_write_measured_profile_writes_a_loadable_file_that_detect_prefers(tmp_path):

@@ -100,6 +100,8 @@ def test_schema_export(cli_env, tmp_path):
     schema = json.loads((tmp_path / "s" / "anchors.schema.json").read_text())
     assert schema["$defs"]["Anchor"]["additionalProperties"] is False
     assert (tmp_path / "s" / "profile.schema.json").is_file()
+    law4 = json.loads((tmp_path / "s" / "profile-law4.schema.json").read_text())  # [laws.law4] of a profile
+    assert law4["additionalProperties"] is False and {"eta", "eta_format", "constants"} <= set(law4["properties"])
 
 
 def test_check_passes_on_shipped_data(cli_env, tmp_path):

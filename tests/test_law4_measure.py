@@ -37,8 +37,8 @@ def measured_cpu(gbs: float = 13.7, threads: int = 2) -> HardwareProfile:
     `lawbench profiles measure` plus a contributor's η would give), threads known."""
     cpu = PROFILES["cpu"]
     ram = cpu.tiers[0].model_copy(update={"bandwidth_measured_gbs": Fact(value=gbs, source="test")})
-    eta = {"ram": Fact(value=0.65, source="test", basis="measured")}
-    return cpu.model_copy(update={"tiers": [ram], "threads": threads, "eta": eta})
+    eta = {"ram": {"value": 0.65, "source": "test", "basis": "measured"}}
+    return cpu.model_copy(update={"tiers": [ram], "threads": threads, "laws": {"law4": {"eta": eta}}})
 
 
 def law4_anchor(**fields):
@@ -130,7 +130,9 @@ def test_eta_is_paired_with_the_bandwidth_of_its_basis():
     assert tiers["ram"].bandwidth_gbs == 48.0 and tiers["ram"].eta == 0.65  # spec basis
     assert tiers["vram"].bandwidth_gbs == 192.0
     ddr4 = PROFILES["cpu-ddr4"]
-    measured = ddr4.model_copy(update={"constants": {**ddr4.constants, "eta_ram_moe": ddr4.constants["eta_ram_moe_l11"]}})
+    table = ddr4.laws["law4"]
+    measured = ddr4.model_copy(update={"laws": {"law4": {**table, "constants": {
+        **table["constants"], "eta_ram_moe": table["constants"]["eta_ram_moe_l11"]}}}})
     moe = resolve_tiers(case, measured, moe=True)["ram"]
     assert moe.bandwidth_gbs == 26.1 and moe.eta == 0.66  # L-11: measured basis
 

@@ -16,6 +16,7 @@ from lawbench.core import gguf_header as gh
 from lawbench.core.errors import DataError
 from lawbench.plugins.law4 import pricing as P
 from lawbench.plugins.law4.manifest import load_manifest
+from lawbench.plugins.law4.profile import law4_profile
 from lawbench.plugins.law4.shape import ModelShape, ShapeError, role_of
 
 
@@ -393,7 +394,7 @@ def test_cli_prices_the_usual_placements_by_the_law(capsys):
     assert list(rows) == ["all on GPU", "experts on CPU", "pure CPU (-ngl 0)"]
     # pure CPU by hand: weights at the MoE RAM η, KV at η_kv, and L-19's k (the seed's 1.55 µs,
     # not the register's pure-CPU arm 1.10) per layer
-    c = prof.constants
+    c = law4_profile(prof).constants
     ram = prof.tier("ram").bandwidth_spec_gbs.value * 1e9
     t = (P.active_bytes(shape) / (c["eta_ram_moe"].value * ram)
          + 16384 * P.kv_bytes_per_pos(shape) / (c["eta_kv"].value * ram)

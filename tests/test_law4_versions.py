@@ -7,6 +7,7 @@ from lawbench.core.errors import DataError
 from lawbench.core.hardware.profiles import load_profiles
 from lawbench.plugins.law4 import versions as V
 from lawbench.plugins.law4.law import Law4
+from lawbench.plugins.law4.profile import law4_profile
 from lawbench.testing import make_anchor
 
 PROFILES = load_profiles()
@@ -73,7 +74,7 @@ def test_v2_adds_l19s_cpu_attention_at_the_seeds_k_even_on_pure_cpu():
     case = dict(PURE_CPU_7B, ctx=16384)
     extra = 1 / tok_s(case, "v2") - 1 / tok_s(case, "L-15")
     assert extra == pytest.approx(28 * 16384 * 1.55e-6)
-    assert PROFILES["cpu-ddr4"].constants["cpu_attention_k_us_pure_cpu"].value == 1.10  # kept, unused
+    assert law4_profile(PROFILES["cpu-ddr4"]).constant("cpu_attention_k_us_pure_cpu") == 1.10  # kept, unused
 
 
 def test_l15_prices_the_format_eta_and_earlier_versions_the_tier_average():

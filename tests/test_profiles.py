@@ -25,7 +25,7 @@ cpu_model_contains = "Test CPU"
 name = "ram"
 kind = "ram"
 bandwidth_spec_gbs = {{ value = 10.0, source = "test" }}
-[eta]
+[laws.law4.eta]
 ram = {{ value = 0.5, source = "test", basis = "spec" }}
 """
 
@@ -42,10 +42,10 @@ def facts(profile):
         for fact in (tier.capacity_gb, tier.bandwidth_spec_gbs, tier.bandwidth_measured_gbs):
             if fact is not None:
                 yield fact
-    yield from profile.eta.values()
-    for per_format in profile.eta_format.values():
-        yield from per_format.values()
-    yield from profile.constants.values()
+    from lawbench.core.hardware.cli import _law_facts
+
+    for table in profile.laws.values():  # every law's facts, whatever the law calls them
+        yield from (fact for _, fact in _law_facts(table, ()))
 
 
 # --------------------------------------------------------------------------- shipped profiles
@@ -71,29 +71,6 @@ def test_every_shipped_number_names_its_source(profile_id):
     assert profile.fingerprint.cpu_model_contains or profile.fingerprint.gpu_name_contains
 
 
-def test_estimates_are_marked_as_the_seed_marks_them():
-    gtx = load_profiles()["gtx1060"]
-    assert gtx.constants["tensor_parallel_efficiency"].estimate
-    assert gtx.constants["raid0_efficiency"].estimate
-    assert "[est]" in gtx.constants["tensor_parallel_efficiency"].source
-    assert not gtx.eta["vram"].estimate
-
-
-def test_the_seed_numbers_are_where_the_laws_look_for_them():
-    profiles = load_profiles()
-    gtx = profiles["gtx1060"]
-    assert gtx.eta_for("vram") == 0.56
-    assert gtx.eta_for("vram", "Q4_0") == 0.619
-    assert gtx.eta_for("vram", "Q4_K_M") == 0.553
-    assert gtx.eta_for("vram", "Q2_K") == 0.340
-    assert gtx.eta_for("vram", "IQ3_XS") == 0.56  # no per-format figure: the tier average
-    assert gtx.tier("vram").bandwidth_spec_gbs.value == 192.0
-    assert gtx.constants["cpu_attention_k_us"].value == 1.55
-    assert gtx.constants["eta_kv"].value == 0.70
-    assert profiles["gb10"].memory_reading == "per-pid"
-    assert profiles["h200"].tier("vram").bandwidth_spec_gbs.source.startswith("NVIDIA H200 spec")
-
-
 def test_generic_cpu_profile_leaves_bandwidth_to_the_machine():
     cpu = load_profiles()["cpu"]
     assert cpu.fingerprint.generic
@@ -101,9 +78,9 @@ def test_generic_cpu_profile_leaves_bandwidth_to_the_machine():
     assert ram.bandwidth_measured_gbs is None and ram.bandwidth_spec_gbs is None
     with pytest.raises(ValueError, match="no bandwidth"):
         ram.bandwidth_gbs()
-    # No η either: Law 4's published η values are fractions of the reference box's spec
+    # No law table either: Law 4's published η values are fractions of the reference box's spec
     # bandwidth, so the cpu anchors calibrate η·BW in the run (anchors/law4/cpu.toml).
-    assert cpu.eta == {} and not any(k.startswith("eta_") for k in cpu.constants)
+    assert cpu.laws == {}
     assert [p.id for p in load_profiles().values() if p.fingerprint.generic] == ["cpu"]
 
 
@@ -183,33 +160,16 @@ def test_a_misspelt_required_field_is_named_with_the_field_it_resembles(tmp_path
 
 
 def test_unknown_fact_field(tmp_path):
-    err = broken(tmp_path, GOOD.format(id="x").replace('source = "test" }\n[eta]',
-                                                       'source = "test", unit = "GB/s" }\n[eta]'))
+    err = broken(tmp_path, GOOD.format(id="x").replace('source = "test" }\n[laws',
+                                                       'source = "test", unit = "GB/s" }\n[laws'))
     assert err.field == "tiers.0.bandwidth_spec_gbs.unit"
     assert "estimate" in err.message  # the allowed fields of a Fact
-
-
-def test_eta_for_a_tier_that_does_not_exist(tmp_path):
-    err = broken(tmp_path, GOOD.format(id="x").replace("[eta]\nram", "[eta]\nvram"))
-    assert err.field == "eta.vram"
-    assert "ram" in err.message
-
-
-def test_eta_format_for_a_tier_that_does_not_exist(tmp_path):
-    err = broken(tmp_path, GOOD.format(id="x") + '[eta_format.disk]\nQ4_0 = { value = 1, source = "t" }\n')
-    assert err.field == "eta_format.disk"
 
 
 def test_a_number_that_is_not_a_number(tmp_path):
     err = broken(tmp_path, GOOD.format(id="x").replace("value = 10.0", 'value = "fast"'))
     assert err.field == "tiers.0.bandwidth_spec_gbs.value"
     assert "'fast'" in err.message
-
-
-def test_a_fact_without_a_source(tmp_path):
-    err = broken(tmp_path, GOOD.format(id="x").replace('ram = { value = 0.5, source = "test", basis = "spec" }',
-                                                       'ram = { value = 0.5, basis = "spec" }'))
-    assert err.field == "eta.ram.source" and "missing" in err.message
 
 
 def test_a_bad_tier_kind(tmp_path):
@@ -224,7 +184,7 @@ def test_a_bad_id(tmp_path):
 
 def test_duplicate_tier_names(tmp_path):
     text = GOOD.format(id="x") + '[[tiers]]\nname = "ram"\nkind = "ram"\n'
-    # TOML puts the second [[tiers]] after [eta]; still one array, two tiers named "ram"
+    # TOML puts the second [[tiers]] after [laws.law4.eta]; still one array, two tiers named "ram"
     err = broken(tmp_path, text)
     assert "unique" in err.message
 
@@ -259,29 +219,62 @@ def test_cli_reports_a_broken_folder_without_a_traceback(tmp_path, capsys):
     assert "bad.toml" in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize("eta, field, words", [
-    ('ram = { value = 0.5, source = "t" }', "eta.ram.basis", "which bandwidth"),
-    ('ram = { value = 0.5, source = "t", basis = "stream" }', "eta.ram.basis", "'spec' or 'measured'"),
-    ('ram = { value = 0.5, source = "t", basis = "measured" }', "eta.ram.basis", "no bandwidth_measured_gbs"),
-])
-def test_an_eta_without_its_basis_is_refused(tmp_path, eta, field, words):
-    text = GOOD.format(id="x").replace('ram = { value = 0.5, source = "test", basis = "spec" }', eta)
-    err = broken(tmp_path, text)
-    assert err.field == field and words in err.message
+# --------------------------------------------------------------------------- a law's own table
 
 
-def test_constants_named_eta_need_a_basis_too(tmp_path):
-    text = GOOD.format(id="x") + '[constants]\neta_ram_moe = { value = 0.35, source = "t" }\n'
-    err = broken(tmp_path, text)
-    assert err.field == "constants.eta_ram_moe.basis"
+def test_a_law_validates_its_own_table_with_the_profile_handed_in(tmp_path):
+    """Core knows no law's terms: [laws.<name>] is checked by that law's profile_model, which is
+    handed the profile (its tiers) and reports a field core prefixes with laws.<name>."""
+    import tomllib
+
+    from pydantic import ValidationInfo, model_validator
+
+    from lawbench import Fact, Law, Strict
+
+    class Table(Strict):
+        speed: dict[str, Fact] = {}
+
+        @model_validator(mode="after")
+        def _tiers(self, info: ValidationInfo) -> "Table":
+            tiers = [t.name for t in info.context["profile"].tiers]
+            for key in self.speed:
+                if key not in tiers:
+                    raise ValueError(f"speed.{key}: no tier {key!r} (tiers: {', '.join(tiers)})")
+            return self
+
+    class MyLaw(Law):
+        name = "mylaw"
+        profile_model = Table
+
+    text = GOOD.format(id="x") + '[laws.mylaw.speed]\nvram = { value = 1, source = "t" }\n'
+    with pytest.raises(DataError) as err:
+        validate_profile(tomllib.loads(text), "my.toml", laws={"mylaw": MyLaw()})
+    assert str(err.value).startswith("my.toml") and err.value.field == "laws.mylaw.speed.vram"
+    assert "no tier 'vram' (tiers: ram)" in err.value.message
+    good = validate_profile(tomllib.loads(text.replace("vram =", "ram =")), "my.toml", laws={"mylaw": MyLaw()})
+    assert good.law_table("mylaw", Table).speed["ram"].value == 1
+    # A law not installed here: its table is kept as written, for the law that will read it.
+    kept = validate_profile(tomllib.loads(text), "my.toml", laws={})
+    assert kept.laws["mylaw"] == {"speed": {"vram": {"value": 1, "source": "t"}}}
 
 
-def test_shipped_etas_name_their_basis():
-    """Law 4's η table is a fraction of the spec bandwidth; L-11's MoE figure of the measured one."""
-    profiles = load_profiles()
-    for pid in ("gtx1060", "cpu-ddr4"):
-        p = profiles[pid]
-        assert p.eta["ram"].basis == "spec" and p.constants["eta_ram_moe"].basis == "spec"
-    assert profiles["gtx1060"].eta_format["vram"]["Q4_0"].basis == "spec"
-    l11 = profiles["cpu-ddr4"].constants["eta_ram_moe_l11"]
-    assert l11.basis == "measured" and l11.value == 0.66
+def test_the_cli_shows_a_law_tables_facts_under_its_name(capsys):
+    assert profiles_command(_args("show", "gtx1060"), extra_dirs=()) == 0
+    out = capsys.readouterr().out
+    assert "laws.law4.eta.vram" in out and "laws.law4.eta_format.vram.Q4_0" in out
+    assert "laws.law4.constants.eta_kv" in out
+
+
+def test_core_names_no_law_in_a_profile():
+    """A profile's per-law constants live behind the law (issue 21): no module of core names Law 4's
+    η tables or constants, nor reads a law's table other than through law_table()."""
+    import re
+
+    core = Path(__file__).resolve().parent.parent / "core"
+    words = re.compile(r"eta_format|\beta_for\b|\beta_fact\b|[\"']eta[\"']|\.eta\b|(?<!gguf)\.constants\b|\[eta\]|ETA_MAX")
+    found = [f"{path.relative_to(core.parent)}:{n}: {line.strip()}"
+             for path in sorted(core.rglob("*.py")) for n, line in enumerate(path.read_text().splitlines(), 1)
+             if words.search(line)]
+    assert found == []
+    text = (core / "models" / "profile.py").read_text()
+    assert "η" not in text and not re.search(r"\beta(_\w+)?\b", text)

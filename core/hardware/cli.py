@@ -11,6 +11,7 @@ import json
 import sys
 from typing import Any, Iterable, Optional
 
+from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -97,15 +98,14 @@ def profiles_command(args: argparse.Namespace, extra_dirs: Optional[Iterable[Any
 
 def _list(profiles: dict[str, HardwareProfile], console: Console) -> int:
     table = Table(title="hardware profiles", show_lines=True)
-    for col in ("id", "description", "tiers (capacity · spec / measured bandwidth)", "η",
-                "runner labels"):
+    for col in ("id", "description", "tiers (capacity · spec / measured bandwidth)",
+                "per-law facts (`profiles show ID`)", "runner labels"):
         table.add_column(col, overflow="fold")
     for p in profiles.values():
         tiers = "\n".join(_tier_line(t) for t in p.tiers)
-        eta = "\n".join(f"{k} {v.value:g}{' [est]' if v.estimate else ''}"
-                        for k, v in p.eta.items()) or "—"
+        laws = "\n".join(f"{law}: {len(_law_facts(table, ()))} facts" for law, table in p.laws.items()) or "—"
         table.add_row(*map(escape, (p.id + (" (generic)" if p.fingerprint.generic else ""),
-                                    p.description, tiers, eta, ", ".join(p.runner_labels))))
+                                    p.description, tiers, laws, ", ".join(p.runner_labels))))
     console.print(table)
     return 0
 
@@ -191,10 +191,22 @@ def _facts(p: HardwareProfile) -> list[tuple[str, Fact]]:
         for name in ("capacity_gb", "bandwidth_spec_gbs", "bandwidth_measured_gbs"):
             if getattr(t, name) is not None:
                 rows.append((f"tiers.{t.name}.{name}", getattr(t, name)))
-    rows += [(f"eta.{k}", v) for k, v in p.eta.items()]
-    rows += [(f"eta_format.{t}.{f}", v) for t, fs in p.eta_format.items() for f, v in fs.items()]
-    rows += [(f"constants.{k}", v) for k, v in p.constants.items()]
+    for law, table in p.laws.items():
+        rows += [(".".join(("laws", law, *path)), fact) for path, fact in _law_facts(table, ())]
     return rows
+
+
+def _law_facts(table: Any, path: tuple[str, ...]) -> list[tuple[tuple[str, ...], Fact]]:
+    """Every fact of a law's table ({ value = …, source = … } at any depth), with its path. Core
+    reads a law's table only as facts, whatever the law calls them; the law validated it at load."""
+    if not isinstance(table, dict):
+        return []
+    if "value" in table and "source" in table:
+        try:
+            return [(path, Fact.model_validate({k: table[k] for k in ("value", "source", "estimate") if k in table}))]
+        except ValidationError:  # a table of a law not installed here, never validated: not shown
+            return []
+    return [row for key, sub in table.items() for row in _law_facts(sub, (*path, str(key)))]
 
 
 def _detect(args: argparse.Namespace, profiles: dict[str, HardwareProfile],
@@ -247,8 +259,8 @@ def _measure(args: argparse.Namespace, dirs: list[Any], console: Console) -> int
                   f"{result.threads} threads, {result.size_bytes // bandwidth.MIB} MiB)")
     console.print(escape(f"wrote profile {profile.id!r} to {path}"))
     console.print(escape(f"use it: LAWBENCH_PROFILE_DIRS={path.resolve().parent} lawbench run --profile {profile.id}"))
-    if "ram" not in profile.eta:  # the measured bandwidth alone prices nothing absolute
-        console.print(escape("it states no η: `lawbench predict` prices with η·bandwidth, so add [eta] ram = "
-                             "{ value = …, basis = \"measured\", source = \"…\" } from a source you can name; "
-                             "the agreement anchors calibrate η in the run and need none"))
+    # A measured bandwidth is all it adds: each law's constants ([laws.<law>]) are the base's, and
+    # a law that needs more of this machine says what when it prices (`lawbench predict`).
+    kept = ", ".join(f"[laws.{law}]" for law in profile.laws) or "none"
+    console.print(escape(f"per-law constants kept from profile {args.base!r}: {kept}"))
     return 0

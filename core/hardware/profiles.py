@@ -1,7 +1,8 @@
 """Load hardware profiles: the TOML files shipped in lawbench.hardware_profiles plus plugin folders.
 
 One file is one profile. Every problem becomes a DataError naming the file and the field
-("tiers.0.bandwidth_spec_gbs.value"), never a pydantic traceback.
+("tiers.0.bandwidth_spec_gbs.value", "laws.<law>.<its field>"), never a pydantic traceback.
+Each law's table ([laws.<law>]) is validated by that law's ``profile_model`` as the file loads.
 """
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import os
 import typing
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterable, Union
+from typing import Any, Iterable, Mapping, Optional, Union
 
 from pydantic import BaseModel, ValidationError
 
@@ -29,16 +30,22 @@ def builtin_dir() -> "Traversable":
     return resources.files(BUILTIN_PACKAGE)
 
 
-def load_profiles(extra_dirs: Iterable[Folder] = ()) -> dict[str, HardwareProfile]:
+# The laws whose tables a profile is validated against: name -> Law (or anything with a
+# ``profile_model``). None: the laws of the process-wide registry.
+Laws = Optional[Mapping[str, Any]]
+
+
+def load_profiles(extra_dirs: Iterable[Folder] = (), laws: Laws = None) -> dict[str, HardwareProfile]:
     """Every profile: the shipped ones, then each extra folder (plugins, a contributor's own).
 
     A profile id defined twice is an error naming both files.
     """
     profiles: dict[str, HardwareProfile] = {}
     origin: dict[str, str] = {}
+    laws = _laws(laws)
     for folder in [builtin_dir(), *extra_dirs]:
         for entry in _toml_files(folder):
-            profile = load_profile_file(entry)
+            profile = load_profile_file(entry, laws)
             label = _label(entry)
             if profile.id in profiles:
                 raise DataError(label, f"profile id {profile.id!r} is already defined in "
@@ -51,7 +58,7 @@ def load_profiles(extra_dirs: Iterable[Folder] = ()) -> dict[str, HardwareProfil
 
 def plugin_profiles(registry: Any, strict: bool = False) -> dict[str, HardwareProfile]:
     """The built-in profiles and every plugin's (see usable_plugin_dirs)."""
-    return load_profiles(extra_dirs=usable_plugin_dirs(registry, strict))
+    return load_profiles(extra_dirs=usable_plugin_dirs(registry, strict), laws=registry.laws)
 
 
 def usable_plugin_dirs(registry: Any, strict: bool = False) -> list[Any]:
@@ -64,7 +71,7 @@ def usable_plugin_dirs(registry: Any, strict: bool = False) -> list[Any]:
     good = []
     for folder, origin in zip(registry.profile_dirs, registry.profile_dir_origins):
         try:
-            load_profiles([folder])
+            load_profiles([folder], laws=registry.laws)
         except DataError as exc:
             if origin.startswith(PROFILE_DIRS_ENV):  # the user's own setting: a typo must not change the profile
                 raise UsageError(f"{PROFILE_DIRS_ENV}: {exc}") from None
@@ -83,62 +90,65 @@ def get_profile(profile_id: str, profiles: dict[str, HardwareProfile]) -> Hardwa
                          "Run `lawbench profiles` to list them.") from None
 
 
-def load_profile_file(entry: Folder) -> HardwareProfile:
+def load_profile_file(entry: Folder, laws: Laws = None) -> HardwareProfile:
     """Parse and validate one TOML file (a path or an importlib Traversable)."""
-    return validate_profile(read_toml(entry), _label(entry))
+    return validate_profile(read_toml(entry), _label(entry), laws)
 
 
-def validate_profile(data: dict[str, Any], label: str) -> HardwareProfile:
-    """Validate a parsed profile; `label` names where it came from in errors."""
-    _check_tier_references(data, label)
+def validate_profile(data: dict[str, Any], label: str, laws: Laws = None) -> HardwareProfile:
+    """Validate a parsed profile, and each law's table in it with that law's ``profile_model``;
+    `label` names where it came from in errors."""
     try:
-        return HardwareProfile.model_validate(data)
+        profile = HardwareProfile.model_validate(data)
     except ValidationError as exc:
         raise _data_error(exc, label) from None
+    for name, law in _laws(laws).items():
+        model = getattr(law, "profile_model", None)
+        if model is None:
+            continue
+        try:
+            profile.law_table(name, model)
+        except ValidationError as exc:
+            raise _data_error(exc, label, model, ("laws", name)) from None
+    return profile
+
+
+def _laws(laws: Laws) -> Mapping[str, Any]:
+    if laws is not None:
+        return laws
+    from lawbench.core.registry import get_registry  # the registry loads the laws, and they this module
+
+    return get_registry().laws
 
 
 # --------------------------------------------------------------------------- errors for people
 
 
-def _check_tier_references(data: dict[str, Any], label: str) -> None:
-    # models.py checks this too, but at the model's top level; here the error can name the key.
-    tiers = data.get("tiers")
-    if not isinstance(tiers, list):
-        return
-    names = {t.get("name") for t in tiers if isinstance(t, dict)}
-    for table in ("eta", "eta_format"):
-        section = data.get(table)
-        if not isinstance(section, dict):
-            continue
-        for key in section:
-            if key not in names:
-                known = ", ".join(sorted(str(n) for n in names if n)) or "(no tiers)"
-                raise DataError(label, f"refers to tier {key!r}, which this profile does not "
-                                       f"define (tiers: {known})", field=f"{table}.{key}")
-
-
-# A rule of a whole model names its field first: "eta.ram.basis: …", "ram_gb_min: …".
-def _data_error(exc: ValidationError, label: str) -> DataError:
+# A rule of a whole model names its field first: "ram_gb_min: …", "tiers: …". A law's table is
+# validated on its own: `model` is its profile_model and `prefix` its place ("laws", "law4").
+def _data_error(exc: ValidationError, label: str, model: type[BaseModel] = HardwareProfile,
+                prefix: tuple[str, ...] = ()) -> DataError:
     errors = exc.errors(include_url=False)
     first, hint = typo_first(errors)
-    loc = tuple(first.get("loc", ()))
+    inner = tuple(first.get("loc", ()))
+    loc = (*prefix, *inner)
     field = ".".join(str(part) for part in loc) or None
     named = named_field(first)
     if named:  # the field goes after the model's own place: "tiers.1" + "bandwidth_spec_gbs.value"
         field = ".".join(str(part) for part in (*loc, named.group(1)))
         message = named.group(2)
     else:
-        message = f"unknown field {loc[-1]!r}{hint}" if hint else _describe(first, loc)
+        message = f"unknown field {loc[-1]!r}{hint}" if hint else _describe(first, loc, model, inner)
     more = len(errors) - (2 if hint else 1)
     if more:
         message += f" (and {more} more problem{'s' if more > 1 else ''})"
     return DataError(label, message, field=field)
 
 
-def _describe(error: dict[str, Any], loc: tuple) -> str:
+def _describe(error: dict[str, Any], loc: tuple, model: type[BaseModel], inner: tuple) -> str:
     kind = error.get("type", "")
     if kind == "extra_forbidden":
-        allowed = _allowed_fields(loc[:-1])
+        allowed = _allowed_fields(model, inner[:-1])
         hint = f" (allowed: {', '.join(allowed)})" if allowed else ""
         return f"unknown field {loc[-1]!r}{hint}"
     if kind == "missing":
@@ -151,9 +161,9 @@ def _describe(error: dict[str, Any], loc: tuple) -> str:
     return msg
 
 
-def _allowed_fields(loc: tuple) -> list[str]:
-    """The field names allowed at `loc`, found by walking the model's annotations."""
-    current: Any = HardwareProfile
+def _allowed_fields(model: type[BaseModel], loc: tuple) -> list[str]:
+    """The field names allowed at `loc` in `model`, found by walking its annotations."""
+    current: Any = model
     for part in loc:
         current = _step(current, part)
         if current is None:

