@@ -44,7 +44,9 @@ def series_figures(title: str, series: list[Series], n_runs: int,
     for start in range(0, len(series), PER_FIGURE):
         chunk = series[start:start + PER_FIGURE]
         rows = math.ceil(len(chunk) / COLUMNS)
-        fig = new_figure(12.0, 0.5 + 2.3 * rows)
+        # Fixed margins (figures.new_figure): room for the y ticks and unit at the left, a
+        # two-line panel title and the run ticks between rows, the suptitle above.
+        fig = new_figure(12.0, 0.5 + 2.3 * rows, margins_in=(0.75, 0.2, 0.85, 0.3), hspace=0.5, wspace=0.4)
         fig.suptitle(plain(f"{title} ({start + 1}–{start + len(chunk)} of {len(series)})"))
         for i, s in enumerate(chunk):
             ax = fig.add_subplot(rows, COLUMNS, i + 1)

@@ -10,7 +10,8 @@ import math
 from dataclasses import dataclass
 from typing import Optional
 
-from lawbench.core.html.figures import BAND_COLOUR, finite, new_figure, plain, png_data_uri, rows_height, verdict_colour
+from lawbench.core.html.figures import (BAND_COLOUR, finite, new_figure, plain, png_data_uri, rows_height,
+                                        text_width_in, verdict_colour)
 from lawbench.core.models import Result, Verdict
 from lawbench.core.reports import fmt_band, fmt_num, fmt_pair
 
@@ -78,7 +79,12 @@ def forest_figure(law: str, rows: list[Result]) -> str:
     """One row per anchor: the band as a blue span, the interval as a bar, the point as a dot."""
     from matplotlib.collections import LineCollection
 
-    fig = new_figure(12.0, rows_height(len(rows)))
+    left_labels = [plain(_short(r.anchor_id, law)) for r in rows]
+    right_labels = [plain(value_label(r)) for r in rows]
+    probe = new_figure(1.0, 1.0, margins_in=(0, 0, 0, 0))  # measures the labels, draws nothing
+    sides = (text_width_in(probe, left_labels, 8) + 0.15, text_width_in(probe, right_labels, 8) + 0.15)
+    fig = new_figure(max(12.0, sum(sides) + 6.0), rows_height(len(rows)),
+                     margins_in=(sides[0], sides[1], 0.35, 0.75))
     ax = fig.add_subplot()
     n = len(rows)
     # One call per kind of mark (not one per row): a figure of 100 rows draws as fast as one of 10.
@@ -114,10 +120,10 @@ def forest_figure(law: str, rows: list[Result]) -> str:
     ax.set_xlabel("position against the anchor's own band (band half-widths from its centre; "
                   "< / > : further out than shown)")
     ticks = list(range(n - 1, -1, -1))
-    ax.set_yticks(ticks, [plain(_short(r.anchor_id, law)) for r in rows])
+    ax.set_yticks(ticks, left_labels)
     right_axis = ax.twinx()
     right_axis.set_ylim(ax.get_ylim())
-    right_axis.set_yticks(ticks, [plain(value_label(r)) for r in rows])
+    right_axis.set_yticks(ticks, right_labels)
     ax.set_title(plain(f"{law}: measured interval (or prediction) against the band, {n} anchors"))
     ax.grid(axis="x", color="#eaeef2", zorder=0)
     return png_data_uri(fig)
@@ -172,7 +178,7 @@ def scatter_figure(title: str, pairs: list[Pair]) -> tuple[str, int]:
               if v > 0 and math.isfinite(v)]
     lo, hi = min(values) / 2, max(values) * 2
     named = sum(p.result.verdict.bad for p in shown) <= NAMED  # more labels would overlap
-    fig = new_figure(6.2, 5.6)
+    fig = new_figure(6.2, 5.6, margins_in=(0.8, 0.15, 0.35, 0.55))
     ax = fig.add_subplot()
     ax.set_xscale("log")
     ax.set_yscale("log")
