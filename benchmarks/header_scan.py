@@ -19,7 +19,7 @@ from pathlib import Path
 import gguf
 import numpy as np
 
-import lawbench.core.gguf_header as gh
+import lawbench.core.store.gguf_header as gh
 
 VOCAB = 152_064
 MERGES = 151_387

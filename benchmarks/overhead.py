@@ -5,7 +5,7 @@ llama-bench invocations run bare, interleaved.
     python benchmarks/overhead.py --rounds 8 --anchor law4.cpu.l15.syn-100m-q4_k_m
 
 What is compared, per config:
-  lawbench  `lawbench.core.evaluate.evaluate(anchor, Law4, policy, resources)`: predict (header read,
+  lawbench  `lawbench.core.run.evaluate.evaluate(anchor, Law4, policy, resources)`: predict (header read,
             model-store lookup), the sampler (warm-up visit per arm, then visits of bench.reps
             repetitions, A/B interleaved for two arms), environment snapshots, the bootstrap
             verdict. The budget is pinned (min = max samples) so every evaluation runs the same
@@ -28,12 +28,12 @@ from importlib import resources as ir
 from pathlib import Path
 
 from lawbench.core.engines.bench import bench_command
-from lawbench.core.evaluate import RunPolicy, evaluate
+from lawbench.core.run.evaluate import RunPolicy, evaluate
 from lawbench.core.hardware.bandwidth import measure_ram_bandwidth
 from lawbench.core.hardware.profiles import load_profiles
-from lawbench.core.loading import load_anchors
+from lawbench.core.claims.loading import load_anchors
 from lawbench.core.models import Anchor, Budget, Fact
-from lawbench.core.resources import Resources
+from lawbench.core.run.resources import Resources
 from lawbench.plugins.law4.law import Law4
 from lawbench.plugins.law4.measure import arm_cases
 

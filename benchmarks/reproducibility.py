@@ -29,7 +29,7 @@ from typing import Any, Optional
 
 from lawbench.core.errors import DataError
 from lawbench.core.models import Result, Verdict
-from lawbench.core.reports import RunRecord, fmt_band, fmt_measured, is_history, jsonable, read_json
+from lawbench.core.record.reports import RunRecord, fmt_band, fmt_measured, is_retired, jsonable, read_json
 
 MAX_VOID = 0.20
 # The neighbour: spins on one CPU until killed, or until its parent is gone (even a SIGKILLed one).
@@ -46,7 +46,7 @@ SPIN = ("import os, sys\n"
 
 def measurement_results(record: RunRecord) -> list[Result]:
     """The results that measured something here: not predictions, not history."""
-    return [r for r in record.results if r.kind != "prediction" and not is_history(r)]
+    return [r for r in record.results if r.kind != "prediction" and not is_retired(r)]
 
 
 def by_anchor(records: list[RunRecord]) -> dict[str, list[Optional[Result]]]:
@@ -126,7 +126,7 @@ def selection(k: Optional[str]) -> str:
 
 
 def lawbench_run(profile: str, k: Optional[str], out: Path) -> list[str]:
-    return [sys.executable, "-m", "lawbench.core.cli", "run", "--profile", profile, "-k", selection(k),
+    return [sys.executable, "-m", "lawbench.core.commands.main", "run", "--profile", profile, "-k", selection(k),
             "--out", str(out), "--no-history"]
 
 

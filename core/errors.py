@@ -86,7 +86,7 @@ class DataError(LawbenchError):
         where = [file]
         if anchor:
             where.append(f"anchor {anchor}")
-        if claim:  # a line of the claims inventory (lawbench.core.inventory)
+        if claim:  # a line of the claims inventory (lawbench.core.claims.inventory)
             where.append(f"claim {claim}")
         if field:
             where.append(f"field {field}")

@@ -11,7 +11,7 @@
 # DEST/<name>.fetch.json: the workflow run id, its commit and creation time, the artifact's name,
 # id and digest, and the zip's sha256 — what GitHub says, written after the extraction and outside
 # the folder, so nothing inside an artifact can supply it. `lawbench history import
-# --require-binding` holds each record's binding against it (lawbench.core.history_binding).
+# --require-binding` holds each record's binding against it (lawbench.core.history.binding).
 set -uo pipefail
 if [ $# -lt 2 ]; then echo "usage: $0 REPO DEST [HOURS]" >&2; exit 2; fi
 repo=$1 dest=$2 hours=${3:-48}

@@ -13,13 +13,13 @@
 # Each profile runs through nox's anchors session (NOX, default `nox`), as a developer would.
 # `--deadline` is the profile's window: a run near it stops taking anchors and records which it
 # did not reach, instead of the job being killed with no record. One profile's failure never
-# stops the next; the exit status is the worst of them. The box lock (lawbench.core.lock) and the
+# stops the next; the exit status is the worst of them. The box lock (lawbench.core.run.lock) and the
 # job's concurrency group keep any other job from measuring beside this one.
 #
 # Inside the nightly's job (GITHUB_RUN_ID set) each profile's record gets OUT/<profile>/binding.json:
 # the workflow run, attempt, job, box (LAWBENCH_BOX), commit, profile, and the record's run id and
 # sha256. The collect step holds it against what GitHub says about the artifact
-# (lawbench.core.history_binding); a record without a binding that verifies never speaks for a runner.
+# (lawbench.core.history.binding); a record without a binding that verifies never speaks for a runner.
 set -uo pipefail
 if [ $# -lt 3 ]; then echo "usage: $0 PLAN DATA OUT [RUN ARGS…]" >&2; exit 2; fi
 plan=$1 data=$2 out=$3

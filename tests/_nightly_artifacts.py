@@ -13,7 +13,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Optional, Union
 
-from lawbench.core.reports import RunRecord, write_json
+from lawbench.core.record.reports import RunRecord, write_json
 
 
 def record(profile: str, started: Optional[str] = None) -> RunRecord:
@@ -58,7 +58,7 @@ def fetched(tonight: Path, artifact: str, workflow_run_id: str, head_sha: str, c
 def bound_artifact(tonight: Path, box: str, workflow_run_id: str, records: dict[str, Union[RunRecord, Path]],
                    created: Optional[str] = None) -> Path:
     """tonight/lawbench-<box>-<id>/<profile>/run.json with its binding, and the fetch facts beside it.
-    The head commit is the records' own (lawbench.core.reports.git_commit), or a fixed one."""
+    The head commit is the records' own (lawbench.core.record.reports.git_commit), or a fixed one."""
     artifact = f"lawbench-{box}-{workflow_run_id}"
     head = "0" * 40
     for profile, rec in records.items():

@@ -112,7 +112,7 @@ def cli_env(dummy_site, tmp_path) -> dict:
 
 
 def run_cli(args, env, cwd) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "lawbench.core.cli", *args], env=env, cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "lawbench.core.commands.main", *args], env=env, cwd=cwd,
                           capture_output=True, text=True, timeout=600)
 
 
@@ -123,7 +123,7 @@ def history_in_process(argv, capsys):
 
     from rich.console import Console
 
-    from lawbench.core.history_cli import add_history_parser, history_command
+    from lawbench.core.commands.history import add_history_parser, history_command
 
     parser = argparse.ArgumentParser(prog="lawbench")
     add_history_parser(parser.add_subparsers(dest="command"))

@@ -21,7 +21,7 @@ from _engine_fixtures import llama, synth_dir, tiny_f16, write_script  # noqa: F
 from test_bad_input_runtime import HERMETIC_PIP, Index
 from test_engine_build import CMAKE, TOOL_CPP
 
-from lawbench.core.ab import (
+from lawbench.core.run.ab import (
     ABResult,
     as_pairs,
     as_result,
@@ -40,7 +40,7 @@ from lawbench.core.engines.specs import parse_engine
 from lawbench.core.engines.variants import apply_engine_options
 from lawbench.core.errors import EngineError, UsageError
 from lawbench.core.models import Sample, Verdict
-from lawbench.core.verdicts import classify, decide_sequential
+from lawbench.core.stats.verdicts import classify, decide_sequential
 
 VENDORED = "0.3.36"  # llama-cpp-python's sdist: vendor/llama.cpp at ggml-org/llama.cpp@0c1e57098
 SMALL = "l15 and syn-100m-q4_0"  # one anchor whose subject decodes a 100M-parameter Q4_0 model
@@ -50,7 +50,7 @@ TINY = "l15 and syn-25m-q4_0"
 
 
 def lawbench(args: list[str], env: dict, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "lawbench.core.cli", *args], env=env, cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "lawbench.core.commands.main", *args], env=env, cwd=cwd,
                           capture_output=True, text=True, timeout=timeout)
 
 
@@ -159,7 +159,7 @@ def test_gate_decides_from_the_whole_interval_and_an_undecided_gate_is_void():
 def test_exit_code_passes_only_a_whole_measured_and_cleared_set():
     """An A/B's exit code is its run record's (RunRecord.finish, mode "ab"): 0 only when every
     anchor was measured and, with a gate, every interval cleared it."""
-    from lawbench.core.reports import RunRecord
+    from lawbench.core.record.reports import RunRecord
 
     def code(results: list[ABResult], gate=None) -> int:
         record = RunRecord.new("cpu", profile_matches=True, mode="ab")
@@ -177,7 +177,7 @@ def test_exit_code_passes_only_a_whole_measured_and_cleared_set():
 
 def test_an_ab_result_is_a_run_record_result_and_back():
     """ab.json is a view of the run record: an A/B result survives the trip unchanged."""
-    from lawbench.core.ab import ab_result_of
+    from lawbench.core.run.ab import ab_result_of
 
     r = ABResult(anchor_id="law4.cpu.l15.x", law="law4", subject="main", test="syn tg16", status="measured",
                  reason="ok", median_a=10.0, median_b=9.0, ratio=0.9, interval=(0.85, 0.95), confidence=0.95,
@@ -193,7 +193,7 @@ def test_an_ab_result_is_a_run_record_result_and_back():
 
 
 def test_selection_takes_speed_anchors_only():
-    from lawbench.core.session import RunContext
+    from lawbench.core.run.session import RunContext
 
     ctx = RunContext("cpu")
     got = select_anchors(ctx, SMALL)
@@ -432,7 +432,7 @@ def test_real_ab_stopped_by_sigterm_keeps_its_pairs(tmp_path, env, llama):  # no
         case " $* " in *" -m "*) echo visit >> "{visits}";; esac
         exec "{llama.bin_dir / 'llama-bench'}" "$@"
     """)
-    proc = subprocess.Popen([sys.executable, "-m", "lawbench.core.cli", "ab", "--b", f"dir:{bdir}", "-k", SMALL,
+    proc = subprocess.Popen([sys.executable, "-m", "lawbench.core.commands.main", "ab", "--b", f"dir:{bdir}", "-k", SMALL,
                              "--pairs", "500", "--out", str(tmp_path)], env=env, cwd=tmp_path,
                             stdout=subprocess.DEVNULL, stderr=(tmp_path / "err.txt").open("w"), text=True)
     try:

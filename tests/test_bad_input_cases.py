@@ -173,8 +173,8 @@ def test_schema_into_an_unwritable_folder_is_exit_2(tmp_path, cli_env):
 
 def test_the_shipped_repository_anchors_all_pass_their_laws_checks():
     from lawbench.core.hardware.profiles import load_profiles
-    from lawbench.core.loading import load_all
-    from lawbench.core.registry import build_registry, make_plugin_manager
+    from lawbench.core.claims.loading import load_all
+    from lawbench.core.laws.registry import build_registry, make_plugin_manager
 
     reg = build_registry(make_plugin_manager(autoload=False))
     anchors = load_all(reg, profiles=load_profiles().keys())

@@ -30,7 +30,7 @@ def env(tmp_path) -> dict:
 
 
 def predict(args: list[str], env: dict, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "lawbench.core.cli", "predict", *args], env=env,
+    return subprocess.run([sys.executable, "-m", "lawbench.core.commands.main", "predict", *args], env=env,
                           cwd=cwd, capture_output=True, text=True, timeout=120)
 
 

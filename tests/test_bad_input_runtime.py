@@ -36,8 +36,8 @@ from test_engine_build import plant_sdist
 
 from lawbench.core import progress
 from lawbench.core.engines.bench import parse_records, record_speeds, run_bench
-from lawbench.core.law import EngineError
-from lawbench.core.reports import read_json
+from lawbench.core.laws.law import EngineError
+from lawbench.core.record.reports import read_json
 from lawbench.core.store import Catalog, ModelStore, RealModel, pip_output, pypi
 from lawbench.core.store.pypi import DownloadError, fetch
 
@@ -53,7 +53,7 @@ def env(tmp_path) -> dict:
 
 def lawbench(args: list[str], env: dict, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess:
     """The real CLI; a hang is a TimeoutExpired, so it fails the test instead of stalling it."""
-    return subprocess.run([sys.executable, "-m", "lawbench.core.cli", *args], env=env, cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "lawbench.core.commands.main", *args], env=env, cwd=cwd,
                           capture_output=True, text=True, timeout=timeout)
 
 

@@ -11,9 +11,9 @@ import pytest
 from conftest import carrier_plugin, run_cli
 from pydantic import ValidationError
 
-from lawbench.core.loading import LoadedAnchor
+from lawbench.core.claims.loading import LoadedAnchor
 from lawbench.core.models import Anchor, HardwareProfile
-from lawbench.core.resolution import (basis_counts, check_resolution, noise_kind,
+from lawbench.core.stats.resolution import (basis_counts, check_resolution, noise_kind,
                                       resolvable_half_width)
 
 PROFILE = {
@@ -151,8 +151,8 @@ def test_noise_kind_defaults_from_kind_and_unit():
 
 def test_every_shipped_band_is_resolvable_and_says_its_basis():
     from lawbench.core.hardware.profiles import plugin_profiles
-    from lawbench.core.loading import load_all
-    from lawbench.core.registry import get_registry
+    from lawbench.core.claims.loading import load_all
+    from lawbench.core.laws.registry import get_registry
 
     reg = get_registry()
     profiles = plugin_profiles(reg, strict=True)
@@ -209,7 +209,7 @@ def test_check_refuses_a_shipped_too_narrow_band(cli_env, tmp_path: Path):
 
 
 def test_a_print_limited_verdict_carries_its_reason_into_every_report():
-    from lawbench.core.evaluate import _note_print_limited
+    from lawbench.core.run.evaluate import _note_print_limited
     from lawbench.core.models import Result, Verdict
 
     a = anchor("t.p", {"rel": 0.5}, kind="measurement", unit="%", value=35.9, noise="acceptance",

@@ -9,7 +9,7 @@ import pytest
 
 from lawbench.core.errors import UsageError
 from lawbench.core.hardware import bandwidth, detect
-from lawbench.core.hardware.cli import add_profiles_parser, profiles_command
+from lawbench.core.commands.profiles import add_profiles_parser, profiles_command
 from lawbench.core.hardware.profiles import load_profile_file, load_profiles
 
 # Sanity bounds, not speed goals: any machine that runs this reads RAM faster than 0.2 GB/s, and

@@ -373,7 +373,7 @@ def test_slots_without_batched_bench_and_mixed_tools_are_refused():
 def test_a_measured_ratio_at_two_expert_counts_runs_for_real(tiny_moe):
     """experts_used honoured end to end: arm a at k=1 over arm b at k=4, interleaved, through
     llama-batched-bench; every visit's load log confirmed the k it was asked for."""
-    from lawbench.core.resources import Resources
+    from lawbench.core.run.resources import Resources
 
     anchor = _anchor(kind="ratio", quantity="decode_ratio", unit="x", band={"lo": 0.01, "hi": 100.0},
                      case={"quantity": "decode_tok_s", "model": f"path:{tiny_moe}",
@@ -491,7 +491,7 @@ NEW_GTX1060 = [
 def _law4_anchors():
     from importlib import resources as ir
 
-    from lawbench.core.loading import load_anchors
+    from lawbench.core.claims.loading import load_anchors
 
     files = [ir.files("lawbench.anchors.law4") / f for f in ("gtx1060.toml", "history.toml")]
     return {la.anchor.id: la.anchor for la in load_anchors(files, laws=["law4"], profiles=PROFILES).anchors}
@@ -499,7 +499,7 @@ def _law4_anchors():
 
 @pytest.mark.parametrize("anchor_id", NEW_GTX1060)
 def test_each_new_gtx1060_anchor_skips_here_and_drives_what_it_claims(anchor_id):
-    from lawbench.core.evaluate import RunPolicy, evaluate
+    from lawbench.core.run.evaluate import RunPolicy, evaluate
     from lawbench.core.hardware.detect import fingerprint_machine, match_reasons
 
     anchor = _law4_anchors()[anchor_id]
@@ -514,7 +514,7 @@ def test_each_new_gtx1060_anchor_skips_here_and_drives_what_it_claims(anchor_id)
 
 
 def test_the_refuted_knob_bound_is_history_with_the_k1_arm_as_successor():
-    from lawbench.core.evaluate import RunPolicy, evaluate
+    from lawbench.core.run.evaluate import RunPolicy, evaluate
 
     anchors = _law4_anchors()
     old = anchors["law4.l30.knob-cannot-beat-1.24x"]

@@ -55,8 +55,8 @@ def test_the_readme_lists_every_open_finding_of_the_quick_run_with_its_claim():
     from pathlib import Path
 
     from lawbench.core.hardware.profiles import load_profiles
-    from lawbench.core.loading import load_all
-    from lawbench.core.registry import get_registry
+    from lawbench.core.claims.loading import load_all
+    from lawbench.core.laws.registry import get_registry
 
     anchors = [la.anchor for la in load_all(get_registry(), profiles=load_profiles().keys()).anchors]
     # What a quick run of the generic profile runs: predictions everywhere, the rest bound to cpu.

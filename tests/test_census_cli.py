@@ -15,7 +15,7 @@ import standin
 from _engine_fixtures import alive, wait_for
 
 _SCRIPT = Path(sys.executable).with_name("lawbench")
-LAWBENCH = [str(_SCRIPT)] if _SCRIPT.is_file() else [sys.executable, "-m", "lawbench.core.cli"]
+LAWBENCH = [str(_SCRIPT)] if _SCRIPT.is_file() else [sys.executable, "-m", "lawbench.core.commands.main"]
 DEFAULT = "minfer.r54.census.default"
 FALLBACK = "in-kernel-expand(fallback!)"
 

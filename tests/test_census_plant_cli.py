@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-CLI = [sys.executable, "-m", "lawbench.core.cli", "census", "plant"]
+CLI = [sys.executable, "-m", "lawbench.core.commands.main", "census", "plant"]
 
 
 def plant(args: list[str], cwd: Path, env_extra: dict | None = None) -> subprocess.CompletedProcess:

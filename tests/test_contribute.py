@@ -6,12 +6,12 @@ import json
 import pytest
 from conftest import run_cli
 
-from lawbench.core.contribute import ContributionBundle, machine_terms, read_bundle
+from lawbench.core.record.contribute import ContributionBundle, machine_terms, read_bundle
 from lawbench.core.errors import DataError
-from lawbench.core.history import History
-from lawbench.core.history_import import import_paths
+from lawbench.core.history.store import History
+from lawbench.core.history.imports import import_paths
 from lawbench.core.models import Measurement, Result, Sample, Verdict
-from lawbench.core.reports import RunRecord
+from lawbench.core.record.reports import RunRecord
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from lawbench.core.hardware import detect
-from lawbench.core.hardware.cli import add_profiles_parser, profiles_command
+from lawbench.core.commands.profiles import add_profiles_parser, profiles_command
 from lawbench.core.hardware.detect import GpuInfo, MachineFingerprint
 from lawbench.core.hardware.profiles import load_profiles
 

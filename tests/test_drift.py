@@ -8,10 +8,10 @@ import random
 import pytest
 from conftest import history_in_process
 
-from lawbench.core.drift import STEP_METHOD, find_drifts, standard_error, step_test
-from lawbench.core.history import History
+from lawbench.core.history.drift import STEP_METHOD, find_drifts, standard_error, step_test
+from lawbench.core.history.store import History
 from lawbench.core.models import Result, Verdict
-from lawbench.core.reports import RunRecord
+from lawbench.core.record.reports import RunRecord
 
 LLAMA = {"name": "llama.cpp", "version": "11434.0.0", "backend": "cpu", "build_number": 11434,
          "commit": "unknown"}
@@ -162,7 +162,7 @@ def test_series_split_on_engine_build_and_profile_and_skip_what_is_not_evidence(
         store.append(night(i + 2, [result("a.x", 2.0, verdict=Verdict.ERROR)]))
         i += 3
     assert find_drifts(store) == []
-    from lawbench.core.drift import series
+    from lawbench.core.history.drift import series
 
     lengths = {k: len(v) for k, v in series(store).items()}
     assert lengths == {("a.x", "cpu", "llama.cpp b11434 cpu"): 6, ("a.x", "cpu", "llama.cpp b11500 cpu"): 6}

@@ -15,7 +15,7 @@ from _engine_fixtures import llama  # noqa: F401  (fixture)
 from lawbench.core.engines.build import build_llamacpp
 from lawbench.core.engines.llamacpp import TOOLS, build_key, cpu_flags_hash, locate_llamacpp
 from lawbench.core.engines.tools import require_tool
-from lawbench.core.law import EngineError, LawbenchError
+from lawbench.core.laws.law import EngineError, LawbenchError
 from lawbench.core.store.pypi import DownloadError
 
 TOOL_CPP = r"""

@@ -3,7 +3,7 @@ import itertools
 
 import pytest
 
-from lawbench.core.law import Census, EngineError, Law, NotApplicable, Prediction
+from lawbench.core.laws.law import Census, EngineError, Law, NotApplicable, Prediction
 from lawbench.core.models import Sample, Verdict
 from lawbench.testing import evaluate_anchor, make_anchor
 
@@ -99,7 +99,7 @@ def test_skip_policy():
 def test_a_strict_runner_fails_only_skips_of_its_own_anchors():
     # A prediction bound to another profile (it reads a file only that runner holds) skips on a
     # strict job of this profile: the other runner's job runs it (found on the H200, 2026-12-01).
-    from lawbench.core.evaluate import RunPolicy, evaluate
+    from lawbench.core.run.evaluate import RunPolicy, evaluate
     from lawbench.testing import make_profile
 
     class NoHeader(ToyLaw):

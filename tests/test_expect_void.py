@@ -5,7 +5,7 @@ stopped before that count confirms nothing. Driven through core's evaluate() by 
 import pytest
 from pydantic import ValidationError
 
-from lawbench.core.law import Law, Prediction
+from lawbench.core.laws.law import Law, Prediction
 from lawbench.core.models import Anchor, Sample, Verdict
 from lawbench.testing import evaluate_anchor, make_anchor
 

@@ -1,4 +1,4 @@
-"""The nightly gate (core/gate.py): each rule that turns a night red, what keeps it green, what a
+"""The nightly gate (core/history/gate.py): each rule that turns a night red, what keeps it green, what a
 change of machine or engine build does, acknowledged reds, and the drift rule's false-alarm rate
 measured by simulation. Records are real RunRecords in a real SQLite history; their numbers are
 made up here because the rules under test are arithmetic on verdicts and intervals."""
@@ -11,12 +11,12 @@ import math
 import numpy as np
 import pytest
 
-from lawbench.core.drift import step_test
-from lawbench.core.gate import DRIFT_ALPHA, judge, load_acknowledged, machine_fingerprint
-from lawbench.core.history import History
+from lawbench.core.history.drift import step_test
+from lawbench.core.history.gate import DRIFT_ALPHA, judge, load_acknowledged, machine_fingerprint
+from lawbench.core.history.store import History
 from lawbench.core.models import Result, Verdict
 from lawbench.core.models.gate import AcknowledgedFile, Acknowledgement
-from lawbench.core.reports import RunRecord
+from lawbench.core.record.reports import RunRecord
 
 MACHINE = {"hostname": "box", "cpu_model": "Test CPU", "cpu_count_logical": 4, "ram_total_gb": 15.6, "gpus": []}
 ENGINE = {"name": "llama.cpp", "build_number": 11434, "backend": "cpu"}
@@ -204,10 +204,10 @@ def test_acknowledged_file_is_strict_and_names_the_field(tmp_path):
 
 
 def test_check_refuses_a_stale_or_unreviewed_acknowledgement(tmp_path):
-    from lawbench.core.gate_cli import acknowledged_problems
+    from lawbench.core.commands.gate import acknowledged_problems
     from lawbench.core.hardware.profiles import plugin_profiles
-    from lawbench.core.loading import load_all
-    from lawbench.core.registry import get_registry
+    from lawbench.core.claims.loading import load_all
+    from lawbench.core.laws.registry import get_registry
 
     reg = get_registry()
     profiles = plugin_profiles(reg)
@@ -234,9 +234,9 @@ def test_check_refuses_a_stale_or_unreviewed_acknowledgement(tmp_path):
 
 def test_check_refuses_a_nightly_worst_case_above_its_window():
     from lawbench.core.hardware.profiles import plugin_profiles
-    from lawbench.core.loading import load_all
-    from lawbench.core.plan import plan, window_problems
-    from lawbench.core.registry import get_registry
+    from lawbench.core.claims.loading import load_all
+    from lawbench.core.run.plan import plan, window_problems
+    from lawbench.core.laws.registry import get_registry
 
     reg = get_registry()
     profiles = plugin_profiles(reg)
@@ -276,9 +276,9 @@ def test_a_run_near_its_deadline_writes_an_honest_partial_record(tmp_path):
 
 def test_plan_prices_a_selection_by_budget_and_by_history(history):
     from lawbench.core.hardware.profiles import plugin_profiles
-    from lawbench.core.loading import load_all
-    from lawbench.core.plan import plan
-    from lawbench.core.registry import get_registry
+    from lawbench.core.claims.loading import load_all
+    from lawbench.core.run.plan import plan
+    from lawbench.core.laws.registry import get_registry
 
     reg = get_registry()
     profiles = plugin_profiles(reg)

@@ -16,9 +16,9 @@ import pytest
 from gguf import GGMLQuantizationType as Q
 from gguf import GGUFValueType as V
 
-import lawbench.core.gguf_header as gh
-from lawbench.core.gguf_header import GGUFHeaderError, SkippedArray, read_header
-from lawbench.core.law import LawbenchError
+import lawbench.core.store.gguf_header as gh
+from lawbench.core.store.gguf_header import GGUFHeaderError, SkippedArray, read_header
+from lawbench.core.laws.law import LawbenchError
 
 TEN_MB = 10 * 1024 * 1024
 

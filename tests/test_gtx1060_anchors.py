@@ -13,11 +13,11 @@ from importlib import resources as ir
 
 import pytest
 
-from lawbench.core.evaluate import RunPolicy, evaluate
+from lawbench.core.run.evaluate import RunPolicy, evaluate
 from lawbench.core.hardware.detect import fingerprint_machine, match_reasons
 from lawbench.core.hardware.profiles import load_profiles
-from lawbench.core.inventory import load_inventory
-from lawbench.core.loading import load_anchors
+from lawbench.core.claims.inventory import load_inventory
+from lawbench.core.claims.loading import load_anchors
 from lawbench.core.models import Verdict
 from lawbench.core.store.catalog import RealModel, load_catalog
 from lawbench.core.store.real import ModelStore

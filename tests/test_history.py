@@ -10,12 +10,12 @@ import sqlite3
 import pytest
 from rich.console import Console
 
-from lawbench.core.compare import compare_runs, print_comparison
+from lawbench.core.history.compare import compare_runs, print_comparison
 from lawbench.core.errors import DataError
-from lawbench.core.history import History, default_path
-from lawbench.core.history_cli import add_history_parser, history_command
+from lawbench.core.history.store import History, default_path
+from lawbench.core.commands.history import add_history_parser, history_command
 from lawbench.core.models import Measurement, Result, Sample, Verdict
-from lawbench.core.reports import RunRecord, to_json
+from lawbench.core.record.reports import RunRecord, to_json
 
 
 def result(anchor_id: str, verdict: Verdict = Verdict.PASS, measured: float | None = 10.0,
@@ -342,7 +342,7 @@ def test_a_version_1_history_is_upgraded_in_place(tmp_path):
     """A file written by the schema-1 lawbench (its tables, its triggers, user_version 1) keeps
     every row, gains the provenance and binding tables and their append-only triggers, and reads as
     the current version."""
-    from lawbench.core.history_schema import _SCHEMA_V1
+    from lawbench.core.history.schema import _SCHEMA_V1
 
     path = tmp_path / "history.sqlite"
     old_triggers = "".join(
@@ -374,7 +374,7 @@ def test_a_version_1_history_is_upgraded_in_place(tmp_path):
 
 def test_an_old_lawbench_refuses_a_newer_history(tmp_path, monkeypatch):
     """The schema-1 reader's rule, replayed: any user_version but its own is refused by name."""
-    import lawbench.core.history as history_module
+    import lawbench.core.history.store as history_module
 
     path = tmp_path / "history.sqlite"
     History(path).close()
@@ -386,8 +386,8 @@ def test_an_old_lawbench_refuses_a_newer_history(tmp_path, monkeypatch):
 def test_a_version_2_history_gains_the_bindings_table_and_keeps_its_rows(tmp_path):
     """Schema 3 adds `bindings` only: a version-2 file keeps every row in order, its runs have no
     binding, a bound run appended afterwards carries its own, and the new table is append-only too."""
-    from lawbench.core.history import Binding, Provenance
-    from lawbench.core.history_schema import _SCHEMA_V1, _SCHEMA_V2
+    from lawbench.core.history.store import Binding, Provenance
+    from lawbench.core.history.schema import _SCHEMA_V1, _SCHEMA_V2
 
     path = tmp_path / "history.sqlite"
     raw = sqlite3.connect(str(path))
@@ -436,7 +436,7 @@ LLAMA = {"name": "llama.cpp", "version": "11434.0.0", "backend": "cpu", "build_n
     ({"name": "llama.cpp", "version": "b5000", "backend": "unknown"}, "llama.cpp b5000 unknown"),
 ])
 def test_engine_key(engine, key):
-    from lawbench.core.history import engine_key
+    from lawbench.core.history.store import engine_key
 
     assert engine_key(engine) == key
 
@@ -448,7 +448,7 @@ def engine_record(run_id: str, started: str, results: list[Result], engine=LLAMA
 
 
 def test_compare_says_when_runs_are_not_comparable(store, capsys):
-    from lawbench.core.compare import comparability
+    from lawbench.core.history.compare import comparability
 
     pred = result("p.only", measured=None, kind="prediction", predicted=2.0)
     store.append(engine_record(RUN_A, "2025-06-01T00:00:00+00:00", [result("m.speed"), pred]))
@@ -473,7 +473,7 @@ def test_compare_says_when_runs_are_not_comparable(store, capsys):
 
 
 def test_compare_different_profiles_is_not_comparable_even_for_predictions(store):
-    from lawbench.core.compare import comparability
+    from lawbench.core.history.compare import comparability
 
     pred = result("p.only", measured=None, kind="prediction", predicted=2.0)
     store.append(engine_record(RUN_A, "2025-06-01T00:00:00+00:00", [pred]))
@@ -505,7 +505,7 @@ def _read_only_mount(folder, argv):
 
     return in_private_mounts(f"mount --bind -o ro '{folder}' '{folder}' && "
                              f"{{ touch '{folder}/w' 2>/dev/null && echo WRITABLE; true; }}",
-                             [sys.executable, "-m", "lawbench.core.cli", *argv])
+                             [sys.executable, "-m", "lawbench.core.commands.main", *argv])
 
 
 def test_a_history_on_a_read_only_mount_is_read_as_a_snapshot(tmp_path, two_runs):
@@ -585,7 +585,7 @@ def test_a_history_that_is_a_folder_or_empty_is_named_by_every_read_view(tmp_pat
     db = tmp_path / "history.sqlite"
     make(db)
     for argv in (["history"], ["history", "drift"], ["history", "stale"]):
-        p = subprocess.run([sys.executable, "-m", "lawbench.core.cli", argv[0], "--db", str(db), *argv[1:]],
+        p = subprocess.run([sys.executable, "-m", "lawbench.core.commands.main", argv[0], "--db", str(db), *argv[1:]],
                            capture_output=True, text=True, timeout=120)
         assert p.returncode == 2 and words in p.stderr and "Traceback" not in p.stderr, (argv, p.stderr)
     if db.is_file():

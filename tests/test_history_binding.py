@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from _nightly_artifacts import bound_artifact, record
 
-from lawbench.core.history import History
-from lawbench.core.history_import import file_records, import_paths
-from lawbench.core.reports import write_json
+from lawbench.core.history.store import History
+from lawbench.core.history.imports import file_records, import_paths
+from lawbench.core.record.reports import write_json
 
 RUN = "9001"
 
@@ -112,8 +112,8 @@ def test_without_require_binding_a_filed_binding_must_name_its_record(tmp_path):
     binding copied beside the wrong file) refuses the record rather than bind it."""
     import hashlib
 
-    from lawbench.core.history import Binding
-    from lawbench.core.history_binding import filed_text
+    from lawbench.core.history.store import Binding
+    from lawbench.core.history.binding import filed_text
 
     rec, other = record("cpu"), record("cpu")
     path = write_json(rec, tmp_path / "runs" / "cpu" / f"{rec.run_id}.json")

@@ -10,9 +10,9 @@ import uuid
 import pytest
 from conftest import run_cli
 
-from lawbench.core.history import History
-from lawbench.core.history_import import import_paths
-from lawbench.core.reports import RunRecord, read_json, to_json, write_json
+from lawbench.core.history.store import History
+from lawbench.core.history.imports import import_paths
+from lawbench.core.record.reports import RunRecord, read_json, to_json, write_json
 
 
 @pytest.fixture(scope="module")

@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 from conftest import carrier_plugin, run_cli
 
-from lawbench.core.evaluate import RunPolicy, evaluate
+from lawbench.core.run.evaluate import RunPolicy, evaluate
 from lawbench.core.hardware.profiles import load_profiles
-from lawbench.core.inventory import load_inventory
-from lawbench.core.loading import load_all
+from lawbench.core.claims.inventory import load_inventory
+from lawbench.core.claims.loading import load_all
 from lawbench.core.models import Verdict
 from lawbench.core.models.anchor import LINEAGE
-from lawbench.core.registry import get_registry
+from lawbench.core.laws.registry import get_registry
 
 
 PROFILES = load_profiles()

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from lawbench.core.history import History
-from lawbench.core.history_import import import_paths
-from lawbench.core.reports import RunRecord, read_json, to_json
+from lawbench.core.history.store import History
+from lawbench.core.history.imports import import_paths
+from lawbench.core.record.reports import RunRecord, read_json, to_json
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +128,7 @@ FORGERIES = {
 
 @pytest.mark.parametrize("name", list(FORGERIES))
 def test_a_forged_record_is_refused_in_one_line_and_the_history_is_unchanged(genuine, history, tmp_path, name):
-    from lawbench.core.history_import import import_paths
+    from lawbench.core.history.imports import import_paths
 
     change, field, word = FORGERIES[name]
     before = rows(history)
@@ -157,7 +157,7 @@ def test_the_command_line_and_report_refuse_a_forgery_in_one_line(genuine, histo
 def test_the_genuine_records_pass_the_same_checks(genuine, tmp_path):
     """The checks are the rules that made the records: real runs always pass them (else every
     check above could be refusing everything)."""
-    from lawbench.core.record_checks import check_record
+    from lawbench.core.record.checks import check_record
 
     for night in ("n1", "n2", "n3"):
         check_record(read_json(genuine[0] / night / "run.json"), night)
@@ -263,9 +263,9 @@ def test_a_duplicate_run_id_is_refused_whatever_the_order(genuine, tmp_path, ord
 def forged_bundle(genuine, run_id: str, **record_changes) -> dict:
     """A contribution bundle that claims to be the h200 runner's, --strict, with a fingerprint that
     matches: every field a stranger controls says "trust me"."""
-    from lawbench.core.contribute import build_bundle
+    from lawbench.core.record.contribute import build_bundle
     from lawbench.core.hardware.profiles import plugin_profiles
-    from lawbench.core.registry import get_registry
+    from lawbench.core.laws.registry import get_registry
 
     record = read_json(genuine[0] / "n3" / "run.json")
     record = record.model_copy(update={"run_id": run_id, "profile": "h200", "detected_profile": "h200",
@@ -299,7 +299,7 @@ def test_a_contribution_never_speaks_for_a_runner(genuine, history, tmp_path):
         assert h.provenance(json.loads(bundle.read_text())["record"]["run_id"]).kind == "contribution"
         assert h.runs(limit=1, contributions=False)[0].source == "run"
         assert h.resolve("latest") == data(genuine, "n2")["run_id"]  # never a contribution
-        from lawbench.core.drift import series
+        from lawbench.core.history.drift import series
         assert all(not h.run_keys()[p[0].run_id].contribution for s in series(h).values() for p in s)
     page = tmp_path / "h.html"
     p = run_cli(["report", "--history", "--db", str(history), "--out", str(page)], env, tmp_path)
@@ -342,7 +342,7 @@ def test_the_terminal_table_of_a_run_shows_a_record_s_text_literally():
     from rich.console import Console
 
     from lawbench.core.models import Result, Verdict
-    from lawbench.core.summaries import print_table
+    from lawbench.core.record.summaries import print_table
 
     record = RunRecord(profile="cpu", detected_profile="[/]")
     record.finish([Result(anchor_id="a.b", law="x", kind="prediction", profile="cpu", verdict=Verdict.FAIL,

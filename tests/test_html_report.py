@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from lawbench.core.cli import main
-from lawbench.core.history import History
-from lawbench.core.reports import read_json, write_json
+from lawbench.core.commands.main import main
+from lawbench.core.history.store import History
+from lawbench.core.record.reports import read_json, write_json
 
 pytest.importorskip("matplotlib", reason="the HTML report needs matplotlib (lawbench[plots])")
 
@@ -166,7 +166,7 @@ def test_history_page_shows_every_run_and_series(runs, tmp_path, capsys):
     text = (tmp_path / "h.html").read_text()
     for path in runs["records"]:
         assert read_json(path).run_id[:12] in text
-    assert "drift check unavailable" not in text  # core/drift.py is wired
+    assert "drift check unavailable" not in text  # core/history/drift.py is wired
     assert "No series moved" in text  # predictions repeat exactly: nothing can drift
     series = re.search(r"<dt>series</dt><dd>(\d+) ", text)
     live = [r for r in read_json(runs["records"][0]).results if not r.detail.get("history")
@@ -176,7 +176,7 @@ def test_history_page_shows_every_run_and_series(runs, tmp_path, capsys):
 
 
 def test_a_drift_is_listed_with_the_first_run_that_moved(runs, tmp_path, monkeypatch):
-    from lawbench.core.drift import Drift
+    from lawbench.core.history.drift import Drift
     from lawbench.core.html import historypage
 
     with History(runs["db"], create=False) as history:
@@ -227,7 +227,7 @@ def test_missing_history_is_one_line_and_exit_2(tmp_path, capsys):
 
 
 # matplotlib made unimportable the way a missing install is: `import matplotlib` raises ImportError.
-NO_MPL = "import sys; sys.modules['matplotlib'] = None; from lawbench.core.cli import main; sys.exit(main())"
+NO_MPL = "import sys; sys.modules['matplotlib'] = None; from lawbench.core.commands.main import main; sys.exit(main())"
 
 
 def test_without_matplotlib_report_says_how_to_install_and_run_still_records(runs, tmp_path):

@@ -90,9 +90,9 @@ def test_the_cycle_finder_finds_a_cycle():
 
 def test_the_pytest_plugin_loads_the_session_and_never_the_reverse():
     graph = import_graph()
-    assert "lawbench.core.session" in graph["lawbench.core.pytest_plugin"]
-    assert "lawbench.core.pytest_plugin" not in graph["lawbench.core.session"]
-    assert "lawbench.core.pytest_plugin" not in graph["lawbench.core.items"]
+    assert "lawbench.core.run.session" in graph["lawbench.core.run.pytest_plugin"]
+    assert "lawbench.core.run.pytest_plugin" not in graph["lawbench.core.run.session"]
+    assert "lawbench.core.run.pytest_plugin" not in graph["lawbench.core.run.items"]
 
 
 # --------------------------------------------------------------------------- layers
@@ -136,7 +136,7 @@ def layer_violations(imports: dict[str, set[str]], builtins: tuple[str, ...]) ->
         mine = _plugin_of(module)
         for name in sorted(names):
             if module.startswith("lawbench.core") and _plugin_of(name) is not None:
-                if not (module == "lawbench.core.registry" and name in builtins):
+                if not (module == "lawbench.core.laws.registry" and name in builtins):
                     found.append(f"{module} (core) imports {name}")
             if mine is not None:
                 other = _plugin_of(name)
@@ -148,7 +148,7 @@ def layer_violations(imports: dict[str, set[str]], builtins: tuple[str, ...]) ->
 
 
 def test_core_names_no_law_and_laws_use_only_the_public_surface():
-    from lawbench.core.registry import BUILTIN_PLUGINS
+    from lawbench.core.laws.registry import BUILTIN_PLUGINS
 
     assert layer_violations(imported_names(), BUILTIN_PLUGINS) == []
 
@@ -156,13 +156,13 @@ def test_core_names_no_law_and_laws_use_only_the_public_surface():
 def test_the_layer_rules_catch_each_kind_of_import():
     builtins = ("lawbench.plugins.law4",)
     imports = {
-        "lawbench.core.registry": {"lawbench.plugins.law4"},  # the list of built-ins: allowed
-        "lawbench.core.ab": {"lawbench.plugins.law4.case"},
+        "lawbench.core.laws.registry": {"lawbench.plugins.law4"},  # the list of built-ins: allowed
+        "lawbench.core.run.ab": {"lawbench.plugins.law4.case"},
         "lawbench.plugins.law3.law": {"lawbench.plugins.law4.measure", "lawbench.plugins.law3.case"},
         "lawbench.plugins.law4.law": {"lawbench.core.errors", "lawbench", "lawbench.engines"},
     }
     assert layer_violations(imports, builtins) == [
-        "lawbench.core.ab (core) imports lawbench.plugins.law4.case",
+        "lawbench.core.run.ab (core) imports lawbench.plugins.law4.case",
         "lawbench.plugins.law3.law (plugin law3) imports plugin law4: lawbench.plugins.law4.measure",
         "lawbench.plugins.law4.law (plugin law4) imports core: lawbench.core.errors; use lawbench's public surface",
     ]
@@ -170,7 +170,7 @@ def test_the_layer_rules_catch_each_kind_of_import():
 
 def test_the_scan_sees_lazy_imports_and_module_strings():
     imports = imported_names()
-    assert "lawbench.plugins.law4" in imports["lawbench.core.registry"]  # a string in BUILTIN_PLUGINS
+    assert "lawbench.plugins.law4" in imports["lawbench.core.laws.registry"]  # a string in BUILTIN_PLUGINS
     assert "lawbench.engines" in imports["lawbench.plugins.law4.measure"]  # imported inside a function
 
 
@@ -201,30 +201,97 @@ def _calls(pattern: str) -> dict[str, int]:
 
 
 def test_stop_signal_handlers_are_installed_in_one_module():
-    """SIGINT / SIGTERM / SIGHUP handlers are lawbench.core.signals' alone: `lawbench`'s main installs
+    """SIGINT / SIGTERM / SIGHUP handlers are lawbench.core.run.signals' alone: `lawbench`'s main installs
     them once per command, and a Run takes them over (installing them itself only under a bare pytest)."""
-    assert set(_calls(r"\bsignal \. signal \(")) == {"core/signals.py"}
-    assert set(_calls(r"\bStopSignals \(")) == {"core/signals.py"}
-    assert set(_calls(r"\bsignals \. install \(")) == {"core/cli.py", "core/run/run.py"}
+    assert set(_calls(r"\bsignal \. signal \(")) == {"core/run/signals.py"}
+    assert set(_calls(r"\bStopSignals \(")) == {"core/run/signals.py"}
+    assert set(_calls(r"\bsignals \. install \(")) == {"core/commands/main.py", "core/run/run.py"}
 
 
 def test_a_runs_exit_code_is_decided_in_one_place():
     """RunRecord.finish (with judged_bad) is the one rule for a run's exit code, and Run.finish the
     one caller for a live run of any mode (run, ab, census plant): no command computes its own."""
     assert set(_calls(r"\. exit_code = [^=]")) == {"core/models/run_record.py"}
-    assert set(_calls(r"\bjudged_bad \(")) == {"core/models/run_record.py", "core/record_checks.py"}
-    # a new record is made and finished by the Run alone; core/ab.py converts an old ab.json with the same rule
+    assert set(_calls(r"\bjudged_bad \(")) == {"core/models/run_record.py", "core/record/checks.py"}
+    # a new record is made and finished by the Run alone; core/run/ab.py converts an old ab.json with the same rule
     assert set(_calls(r"\bRunRecord \. new \(")) == {"core/run/run.py"}
-    assert set(_calls(r"\brecord \. finish \(")) == {"core/run/run.py", "core/ab.py"}
+    assert set(_calls(r"\brecord \. finish \(")) == {"core/run/run.py", "core/run/ab.py"}
     # 128 + the signal's number: the record's rule, the import check of it, and main for a command
     # stopped outside any run (an engine build, a download)
-    assert set(_calls(r"\binterrupt_exit_code \(")) == {"core/models/run_record.py", "core/record_checks.py",
-                                                       "core/cli.py"}
+    assert set(_calls(r"\binterrupt_exit_code \(")) == {"core/models/run_record.py", "core/record/checks.py",
+                                                       "core/commands/main.py"}
 
 
 def test_the_cli_never_fishes_the_record_out_of_pytest():
     assert _calls(r"\bsession \. record\b") == {}
     graph = import_graph()  # the Run knows nothing of pytest, its front end for `lawbench run`
-    front = {"lawbench.core.session", "lawbench.core.items", "lawbench.core.pytest_plugin"}
+    front = {"lawbench.core.run.session", "lawbench.core.run.items", "lawbench.core.run.pytest_plugin"}
     for module in ("lawbench.core.run", "lawbench.core.run.run", "lawbench.core.run.context"):
         assert not graph[module] & front, module
+
+
+# --------------------------------------------------------------------------- core's folders are its layers
+# Each folder of core imports only the folders CORE_LAYERS lists for it (lazy imports included); the
+# shared leaves at core's top import no folder. commands/ sits on top: nothing imports it but the
+# `lawbench` entry point.
+CORE_LAYERS = {
+    "commands": {"run", "html", "history", "record", "engines", "store", "hardware", "claims", "laws",
+                 "stats", "models"},
+    "run": {"html", "history", "record", "engines", "store", "hardware", "claims", "laws", "stats", "models"},
+    "html": {"history", "record", "models"},
+    "history": {"record", "hardware", "claims", "laws", "models"},
+    # run: reports reads an old ab.json with run.ab's rule; engines: the load-log parser's census_amount
+    "record": {"run", "engines", "laws", "stats", "models"},
+    "engines": {"store", "hardware", "stats", "models"},
+    "store": {"claims", "laws", "models"},
+    # hardware and claims read each other (profiles read TOML with claims.loading; REGISTER.md names
+    # the profiles), and models use hardware.cpus: the two pairs a later split of hardware/ would undo
+    "hardware": {"claims", "laws", "models"},
+    "claims": {"hardware", "laws", "models"},
+    "laws": {"models"},
+    "stats": {"hardware", "models"},
+    "models": {"hardware"},
+}
+
+
+def _folder(module: str) -> str | None:
+    """The core folder a module sits in ("" for a shared leaf at core's top, None outside core)."""
+    parts = module.split(".")
+    if parts[:2] != ["lawbench", "core"]:
+        return None
+    return parts[2] if len(parts) > 2 and (ROOT / "core" / parts[2] / "__init__.py").exists() else ""
+
+
+def folder_violations(imports: dict[str, set[str]]) -> list[str]:
+    found = []
+    for module, names in sorted(imports.items()):
+        mine = _folder(module)
+        if mine is None:
+            continue
+        allowed = CORE_LAYERS.get(mine, set()) | {mine, ""}
+        for name in sorted(names):
+            theirs = _folder(name)
+            if theirs is not None and theirs not in allowed:
+                found.append(f"{module} ({mine or 'core'}/) imports {name} ({theirs}/)")
+    return found
+
+
+def test_core_folders_import_only_the_layers_beneath_them():
+    assert set(CORE_LAYERS) | {""} >= {_folder(m) for m in _modules() if m.startswith("lawbench.core.")}
+    assert folder_violations(imported_names()) == []
+
+
+def test_nothing_but_the_entry_point_imports_a_command():
+    users = {m for m, names in imported_names().items()
+             if _folder(m) != "commands" and any(_folder(n) == "commands" for n in names)}
+    assert users == set()
+    assert "lawbench.core.commands.main:main" in (ROOT / "pyproject.toml").read_text()
+
+
+def test_the_folder_rule_catches_an_upward_import():
+    imports = {"lawbench.core.stats.verdicts": {"lawbench.core.commands.main", "lawbench.core.errors"},
+               "lawbench.core.errors": {"lawbench.core.run.plan"}}
+    assert folder_violations(imports) == [
+        "lawbench.core.errors (core/) imports lawbench.core.run.plan (run/)",
+        "lawbench.core.stats.verdicts (stats/) imports lawbench.core.commands.main (commands/)",
+    ]

@@ -17,10 +17,10 @@ import math
 import numpy as np
 import pytest
 
-from lawbench.core.loading import load_all
+from lawbench.core.claims.loading import load_all
 from lawbench.core.models import Budget, Sample, Verdict
-from lawbench.core.registry import get_registry
-from lawbench.core.verdicts import decide_sequential, location_interval, looks, per_look_confidence
+from lawbench.core.laws.registry import get_registry
+from lawbench.core.stats.verdicts import decide_sequential, location_interval, looks, per_look_confidence
 
 RUNS = 10_000
 NOMINAL = 0.95

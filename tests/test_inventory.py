@@ -11,10 +11,10 @@ import pytest
 from conftest import run_cli
 
 from lawbench.core.errors import DataError
-from lawbench.core.inventory import check_inventory, coverage, load_inventory
-from lawbench.core.loading import AnchorSet, LoadedAnchor
+from lawbench.core.claims.inventory import check_inventory, coverage, load_inventory
+from lawbench.core.claims.loading import AnchorSet, LoadedAnchor
 from lawbench.core.models import Anchor
-from lawbench.core.record import load_record
+from lawbench.core.claims.public_record import load_record
 
 SOURCES = Path(__file__).resolve().parents[1] / "sources"
 INVENTORY = load_inventory()
@@ -144,7 +144,7 @@ def test_register_md_shows_every_line_as_the_coverage_counts_it_and_where_each_r
     looked at (issue 23)."""
     text = (SOURCES.parent / "REGISTER.md").read_text(encoding="utf-8")
     rows = {m.group(1): m.group(0) for m in re.finditer(r"^\| `([^`]+)` \|.*$", text, re.M)}
-    from lawbench.core.inventory import RECORD_REASONS
+    from lawbench.core.claims.inventory import RECORD_REASONS
     for cid, lc in INVENTORY.claims.items():
         row = rows.get(cid)
         assert row is not None, f"{cid}: no row in REGISTER.md"

@@ -13,9 +13,9 @@ import pytest
 
 from lawbench.core.engines import kernels
 from lawbench.core.errors import EngineError, NotApplicable
-from lawbench.core.evaluate import census_problems
-from lawbench.core.loading import load_all
-from lawbench.core.registry import get_registry
+from lawbench.core.run.evaluate import census_problems
+from lawbench.core.claims.loading import load_all
+from lawbench.core.laws.registry import get_registry
 
 DATA = Path(__file__).parent / "data" / "kernels"
 
@@ -167,7 +167,7 @@ def test_tracer_counts_a_real_engine_run(tmp_path):
         pytest.skip(str(exc))
     if not bin_dir or not (Path(bin_dir) / "llama-bench").is_file():
         pytest.skip("LAWBENCH_LLAMA_DIR names no CUDA llama.cpp build")
-    from lawbench.core.resources import Resources
+    from lawbench.core.run.resources import Resources
 
     r = Resources(llama_dir=bin_dir)
     try:
@@ -198,7 +198,7 @@ def test_planted_fault_proves_the_cpu_repack_census(tmp_path):
         if locate_llamacpp(own).backend == "cuda":
             pytest.skip("a CUDA build: with -ngl 0 its weights go to a CUDA host buffer, not CPU_REPACK "
                         "(seen on the H200 machine, results/h200/census/README.md)")
-    p = subprocess.run([sys.executable, "-m", "lawbench.core.cli", "census", "plant", "--profile", "cpu",
+    p = subprocess.run([sys.executable, "-m", "lawbench.core.commands.main", "census", "plant", "--profile", "cpu",
                         "--anchor", "law4.cpu.census.q4_0-repack", "--out", str(tmp_path)],
                        capture_output=True, text=True, timeout=600, cwd=tmp_path)
     record = json.loads((tmp_path / "planted.json").read_text())
@@ -223,10 +223,10 @@ def test_pure_cpu_placement_census_turns_red_when_the_engine_reports_an_offload(
     (tests/data/loadlog_cuda_ngl99.log). The census must go red naming the offload and the CUDA
     buffers, while llama-perplexity through the same stand-in folder scores exactly as the real one."""
     from lawbench.core.engines.build import build_llamacpp
-    from lawbench.core.evaluate import RunPolicy, evaluate
+    from lawbench.core.run.evaluate import RunPolicy, evaluate
     from lawbench.core.hardware.profiles import load_profiles
     from lawbench.core.models import Verdict
-    from lawbench.core.resources import Resources
+    from lawbench.core.run.resources import Resources
     from lawbench.plugins.law4.law import Law4
 
     real = build_llamacpp(progress=None)
@@ -281,9 +281,9 @@ def test_byte_labels_read_as_sizes_and_the_judged_labels_are_kept():
     count, and a result keeps the counts of the labels its verdict rests on (the table shows them)."""
     from types import SimpleNamespace
 
-    from lawbench.core.evaluate import judged_labels
+    from lawbench.core.run.evaluate import judged_labels
     from lawbench.core.models import Result, Verdict
-    from lawbench.core.reports import fmt_measured
+    from lawbench.core.record.reports import fmt_measured
 
     spec = SimpleNamespace(exact={"model_loads": 1}, minimum={"kv_buffer:CPU": 1}, maximum={},
                            forbidden=["offloaded_layers", "buffer:CUDA0"])
@@ -332,10 +332,10 @@ def test_the_memory_census_goes_red_on_either_side_of_its_bounds():
 
 def test_a_fault_on_a_census_that_was_already_red_proves_nothing():
     """A planted fault only proves something when the census was green without it."""
-    from lawbench.core.evaluate import RunPolicy
+    from lawbench.core.run.evaluate import RunPolicy
     from lawbench.core.hardware.profiles import load_profiles
-    from lawbench.core.law import Census, Law
-    from lawbench.core.planted import plant_anchor
+    from lawbench.core.laws.law import Census, Law
+    from lawbench.core.run.planted import plant_anchor
 
     anchors = {la.anchor.id: la.anchor for la in load_all(get_registry()).anchors}
     anchor = anchors["law4.cpu.census.q4_0-repack"]

@@ -144,9 +144,9 @@ def test_real_band_recipe_changes_exactly_its_layers(llama, smollm2, tmp_path): 
 
 @pytest.mark.integration
 def test_real_fragility_run_separates_an_early_band_from_a_middle_one(llama, smollm2, tmp_path, monkeypatch):  # noqa: F811
-    from lawbench.core.law import Law
+    from lawbench.core.laws.law import Law
     from lawbench.core.models import Anchor, Budget
-    from lawbench.core.verdicts import decide_sequential
+    from lawbench.core.stats.verdicts import decide_sequential
     from lawbench.plugins.law3.law import Law3
 
     monkeypatch.setenv("LAWBENCH_CACHE", str(tmp_path))

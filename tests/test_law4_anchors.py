@@ -11,9 +11,9 @@ from importlib import resources
 import pytest
 
 from lawbench.core.errors import DataError
-from lawbench.core.evaluate import RunPolicy, evaluate
+from lawbench.core.run.evaluate import RunPolicy, evaluate
 from lawbench.core.hardware.profiles import load_profiles
-from lawbench.core.loading import as_path, load_anchors
+from lawbench.core.claims.loading import as_path, load_anchors
 from lawbench.core.models import Verdict
 from lawbench.plugins.law4.case import parse_case
 from lawbench.plugins.law4.law import Law4
@@ -34,7 +34,7 @@ def _profile_for(anchor):
 
 def test_the_law_ships_its_anchor_file_and_registers():
     assert [f.name for f in FILES] == ["predictions.toml"]
-    from lawbench.core.registry import build_registry, make_plugin_manager
+    from lawbench.core.laws.registry import build_registry, make_plugin_manager
 
     laws = build_registry(make_plugin_manager(autoload=False)).laws
     assert isinstance(laws["law4"], Law4)
@@ -122,7 +122,7 @@ def test_bad_case_names_anchor_and_field(case, unit, field, words):
 
 
 def test_a_profile_without_eta_skips_instead_of_guessing():
-    from lawbench.core.law import NotApplicable
+    from lawbench.core.laws.law import NotApplicable
 
     anchor = make_anchor(id="law4.test.h200", law="law4", quantity="decode_tok_s", unit="tok/s",
                          case={"model": "manifest:qwen2.5-7b", "quantity": "decode_tok_s"})

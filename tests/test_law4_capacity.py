@@ -162,7 +162,7 @@ def test_a_decode_price_of_a_placement_that_does_not_fit_names_case_placement():
 def _predict(capsys, *argv: str, as_json: bool = True):
     import json
 
-    from lawbench.core.cli import main
+    from lawbench.core.commands.main import main
 
     code = main(["predict", *argv, *(["--json"] if as_json else [])])
     out = capsys.readouterr().out
@@ -186,7 +186,7 @@ def test_predict_prices_a_manifest_at_a_stated_mix_and_shows_where_bytes_land(ca
 
 
 def test_predict_refuses_an_unknown_mix_in_one_line(capsys):
-    from lawbench.core.cli import main
+    from lawbench.core.commands.main import main
 
     assert main(["predict", "manifest:qwen2.5-7b", "--profile", "gtx1060", "--weight-mix", "Q4_K_X"]) == 2
     assert "--weight-mix" in capsys.readouterr().err

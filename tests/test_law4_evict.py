@@ -110,7 +110,7 @@ def test_the_cold_end_anchor_evicts_before_the_published_command():
     """L-29's '11.0 later' runs the C-32 range's own command, every visit from an evicted file."""
     from importlib import resources as ir
 
-    from lawbench.core.loading import load_anchors
+    from lawbench.core.claims.loading import load_anchors
 
     files = [ir.files("lawbench.anchors.law4") / f for f in ("gtx1060.toml", "history.toml")]
     loaded = load_anchors(files, laws=["law4"], profiles=load_profiles()).by_id()

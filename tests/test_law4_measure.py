@@ -19,7 +19,7 @@ import pytest
 
 from lawbench.core.errors import DataError
 from lawbench.core.hardware.profiles import load_profiles
-from lawbench.core.loading import load_anchors
+from lawbench.core.claims.loading import load_anchors
 from lawbench.core.models import Fact, HardwareProfile, Verdict
 from lawbench.plugins.law4.case import Law4Case, parse_case, priced_case
 from lawbench.plugins.law4.law import Law4, resolve_tiers
@@ -220,7 +220,7 @@ def _toolchain_or_skip() -> None:
 def res():
     """The run's Resources: the cached llama.cpp build (built once if missing) and model store."""
     _toolchain_or_skip()
-    from lawbench.core.resources import Resources
+    from lawbench.core.run.resources import Resources
 
     r = Resources(profile=PROFILES["cpu"])
     try:

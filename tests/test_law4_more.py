@@ -14,8 +14,8 @@ import pytest
 
 from lawbench.core.errors import DataError
 from lawbench.core.hardware.profiles import load_profiles
-from lawbench.core.loading import load_anchors
-from lawbench.core.protocol import ArmSampler, Visit
+from lawbench.core.claims.loading import load_anchors
+from lawbench.core.stats.protocol import ArmSampler, Visit
 from lawbench.plugins.law4 import measure
 from lawbench.plugins.law4.case import BenchCase, Law4Case
 from lawbench.plugins.law4.law import Law4
@@ -79,7 +79,7 @@ def _pinned_common_h() -> str:
 
     from lawbench.core.engines.build import _fetch_sdist
     from lawbench.core.paths import cache_root
-    from lawbench.core.resources import DEFAULT_LLAMA_VERSION
+    from lawbench.core.run.resources import DEFAULT_LLAMA_VERSION
 
     sdist = _fetch_sdist(DEFAULT_LLAMA_VERSION, cache_root() / "llama.cpp" / "downloads")
     with tarfile.open(sdist) as tar:

@@ -12,7 +12,7 @@ import gguf
 import numpy as np
 import pytest
 
-from lawbench.core import gguf_header as gh
+from lawbench.core.store import gguf_header as gh
 from lawbench.core.errors import DataError
 from lawbench.plugins.law4 import pricing as P
 from lawbench.plugins.law4.manifest import load_manifest
@@ -375,7 +375,7 @@ def test_real_header_prices_the_same_truncated(real_models, tmp_path):
 def _predict_json(capsys, *argv: str) -> dict:
     import json
 
-    from lawbench.core.cli import main
+    from lawbench.core.commands.main import main
 
     assert main(["predict", *argv, "--json"]) == 0
     return json.loads(capsys.readouterr().out)
@@ -421,7 +421,7 @@ def test_cli_on_a_real_header_with_one_placement(capsys, real_models):
 
 
 def test_cli_split_flags_are_exclusive(capsys):
-    from lawbench.core.cli import main
+    from lawbench.core.commands.main import main
 
     with pytest.raises(SystemExit):
         main(["predict", "manifest:qwen2.5-7b", "--ngl", "3", "--cpu-layers", "2"])

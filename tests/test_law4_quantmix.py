@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from _engine_fixtures import llama  # noqa: F401  (the real cached llama.cpp build)
 
-from lawbench.core import gguf_header as gh
+from lawbench.core.store import gguf_header as gh
 from lawbench.core.engines.bench import quantize
 from lawbench.core.errors import DataError
 from lawbench.core.store.synthetic import SyntheticSpec, build_synthetic

@@ -32,7 +32,7 @@ def test_last_level_cache_is_read_from_sysfs(tmp_path):
 
 
 def test_weight_bytes_leave_out_an_untied_embedding(models):
-    from lawbench.core.gguf_header import read_header
+    from lawbench.core.store.gguf_header import read_header
 
     h = read_header(models["small"])
     embd = next(t for t in h.tensors if t.name == "token_embd.weight")
@@ -41,7 +41,7 @@ def test_weight_bytes_leave_out_an_untied_embedding(models):
 
 
 def test_skeleton_keeps_layers_and_format_and_drops_the_bytes(models):
-    from lawbench.core.gguf_header import read_header
+    from lawbench.core.store.gguf_header import read_header
 
     spec = scope.skeleton_spec(read_header(models["big"]))
     assert (spec.n_layer, spec.weight_type, spec.n_embd, spec.n_vocab) == (6, "F16", 64, 384)
@@ -111,11 +111,11 @@ def test_a_probe_with_no_reading_is_an_engine_fault_not_a_scope_decision(models,
 
 
 def test_out_of_scope_is_a_skip_even_on_the_anchors_own_runner_under_strict():
-    from lawbench.core.evaluate import RunPolicy, evaluate
+    from lawbench.core.run.evaluate import RunPolicy, evaluate
     from lawbench.core.hardware.profiles import get_profile, plugin_profiles
-    from lawbench.core.law import Law
+    from lawbench.core.laws.law import Law
     from lawbench.core.models import Anchor
-    from lawbench.core.registry import get_registry
+    from lawbench.core.laws.registry import get_registry
 
     profiles = plugin_profiles(get_registry())
     policy = RunPolicy(profile=get_profile("cpu", profiles), profiles=profiles, on_own_runner=True, strict=True)

@@ -10,7 +10,7 @@ import pytest
 
 from lawbench.core.errors import PluginError
 from lawbench.core.hardware.profiles import load_profiles
-from lawbench.core.law import Law, check_law_signatures
+from lawbench.core.laws.law import Law, check_law_signatures
 from lawbench.plugins.law4.law import Law4
 from lawbench.testing import make_anchor
 
@@ -40,10 +40,10 @@ def own_box(tmp_path, monkeypatch):
     """A run's Resources on the pinned llama.cpp build (built once into the shared cache if it is
     missing), with a cache, model store and box lock of this test's own: nothing here is timed,
     so it neither waits for nor holds up another job's lock."""
-    from lawbench.core import gguf_header
+    from lawbench.core.store import gguf_header
     from lawbench.core.engines.build import build_llamacpp
     from lawbench.core.engines.llamacpp import locate_llamacpp
-    from lawbench.core.resources import DEFAULT_LLAMA_VERSION, Resources
+    from lawbench.core.run.resources import DEFAULT_LLAMA_VERSION, Resources
 
     _toolchain_or_skip()
     own = os.environ.get("LAWBENCH_LLAMA_DIR")

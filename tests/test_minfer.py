@@ -16,12 +16,12 @@ import psutil
 import pytest
 import standin
 
-from lawbench.core.evaluate import RunPolicy, evaluate
+from lawbench.core.run.evaluate import RunPolicy, evaluate
 from lawbench.core.hardware import gpu_memory as mem
-from lawbench.core.law import NotApplicable
-from lawbench.core.loading import load_anchors
+from lawbench.core.laws.law import NotApplicable
+from lawbench.core.claims.loading import load_anchors
 from lawbench.core.models import HardwareProfile, Verdict
-from lawbench.core.registry import build_registry, make_plugin_manager
+from lawbench.core.laws.registry import build_registry, make_plugin_manager
 from lawbench.plugins.minfer import labels
 from lawbench.plugins.minfer.labels import EXP_OFF, FALLBACK, FAST, RAW, count_labels
 from lawbench.plugins.minfer.law import Minfer

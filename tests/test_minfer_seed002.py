@@ -16,7 +16,7 @@ from test_minfer import anchors, run, with_case  # noqa: F401 (fixtures)
 
 from lawbench.core.engines.bench import quantize
 from lawbench.core.errors import DataError, NotApplicable
-from lawbench.core.inventory import load_inventory
+from lawbench.core.claims.inventory import load_inventory
 from lawbench.core.models import Verdict
 from lawbench.core.store.synthetic import SyntheticSpec, build_synthetic
 from lawbench.plugins.minfer.law import Minfer

@@ -2,7 +2,7 @@ import pytest
 from pydantic import ValidationError
 
 from lawbench.core.errors import DataError
-from lawbench.core.loading import load_anchor_file, load_anchors
+from lawbench.core.claims.loading import load_anchor_file, load_anchors
 from lawbench.core.models import Band
 from lawbench.testing import make_anchor
 
@@ -99,8 +99,8 @@ def test_cross_file_checks(tmp_path):
 
 def test_shipped_anchors_and_profiles_validate():
     from lawbench.core.hardware.profiles import load_profiles
-    from lawbench.core.loading import load_all
-    from lawbench.core.registry import get_registry
+    from lawbench.core.claims.loading import load_all
+    from lawbench.core.laws.registry import get_registry
 
     reg = get_registry()
     profiles = load_profiles(extra_dirs=reg.profile_dirs)

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from _engine_fixtures import llama  # noqa: F401  (the real build, a session fixture)
-from lawbench.core.hardware.cli import runner_matrix
+from lawbench.core.commands.profiles import runner_matrix
 from lawbench.core.hardware.profiles import load_profiles
 from lawbench.core.models.gate import AcknowledgedFile
 from standin.planted_llama_bench import make_wrapper
@@ -60,7 +60,7 @@ class Nights:
         """One night of the cpu box, then the collect step; returns (job exit, record, step summary)."""
         from _nightly_artifacts import fetched
 
-        from lawbench.core.reports import git_commit
+        from lawbench.core.record.reports import git_commit
 
         self.n += 1
         (self.wrapper / "planted.json").write_text(json.dumps(planted))

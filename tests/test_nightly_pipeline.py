@@ -147,7 +147,7 @@ def test_a_night_files_the_bound_records_and_quarantines_a_forged_contribution_a
     artifact was changed after GitHub recorded its digest. The fetch and collect scripts file the
     genuine record (with its binding), leave the changed artifact unextracted, quarantine the other
     two by name with their reasons, and the watchdog's view stays true: cpu fresh, h200 stale."""
-    from lawbench.core.reports import git_commit
+    from lawbench.core.record.reports import git_commit
 
     env = _env(tmp_path)
     head = git_commit() or "a" * 40

@@ -26,7 +26,7 @@ from lawbench.core.engines.perplexity import (
     text_slices,
 )
 from lawbench.core.errors import EngineError
-from lawbench.core.protocol import ArmSampler
+from lawbench.core.stats.protocol import ArmSampler
 
 DATA = Path(__file__).parent / "data" / "perplexity"
 

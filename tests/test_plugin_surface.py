@@ -214,7 +214,7 @@ def test_a_law_that_predicts_nan_gets_an_error_that_says_so():
 
 
 def test_a_data_error_found_while_running_names_the_anchor_file():
-    from lawbench.core.evaluate import RunPolicy, evaluate
+    from lawbench.core.run.evaluate import RunPolicy, evaluate
     from lawbench.testing import make_anchor, make_profile
 
     class Picky(lawbench.Law):

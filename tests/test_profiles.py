@@ -10,7 +10,7 @@ import pytest
 from lawbench.core.errors import DataError, UsageError
 from lawbench.core.hardware import toml_out
 from lawbench.core.hardware.bandwidth import _profile_dict
-from lawbench.core.hardware.cli import add_profiles_parser, profiles_command
+from lawbench.core.commands.profiles import add_profiles_parser, profiles_command
 from lawbench.core.hardware.profiles import (get_profile, load_profile_file, load_profiles,
                                              validate_profile)
 
@@ -42,7 +42,7 @@ def facts(profile):
         for fact in (tier.capacity_gb, tier.bandwidth_spec_gbs, tier.bandwidth_measured_gbs):
             if fact is not None:
                 yield fact
-    from lawbench.core.hardware.cli import _law_facts
+    from lawbench.core.commands.profiles import _law_facts
 
     for table in profile.laws.values():  # every law's facts, whatever the law calls them
         yield from (fact for _, fact in _law_facts(table, ()))

@@ -4,8 +4,8 @@ import time
 
 import pytest
 
-from lawbench.core.law import EngineError
-from lawbench.core.protocol import ArmSampler, Visit
+from lawbench.core.laws.law import EngineError
+from lawbench.core.stats.protocol import ArmSampler, Visit
 
 
 def sleeper(seconds):

@@ -1,4 +1,4 @@
-"""The public record behind the seeds (lawbench.core.record): the committed quote cache holds every
+"""The public record behind the seeds (lawbench.core.claims.public_record): the committed quote cache holds every
 quote the inventory takes from the two repositories, `lawbench record verify` re-reads it from a real
 clone at the pinned commit, and each way a citation can break is one located error."""
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from lawbench.core.errors import DataError
-from lawbench.core.inventory import RECORD_REASONS, check_record_citations, load_inventory
-from lawbench.core.record import (Record, RecordData, add_excerpt, dump, git_dir, load_record, verify)
+from lawbench.core.claims.inventory import RECORD_REASONS, check_record_citations, load_inventory
+from lawbench.core.claims.public_record import (Record, RecordData, add_excerpt, dump, git_dir, load_record, verify)
 
 INVENTORY = load_inventory()
 RECORD = load_record()

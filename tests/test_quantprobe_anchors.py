@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from lawbench.core.evaluate import RunPolicy, evaluate
+from lawbench.core.run.evaluate import RunPolicy, evaluate
 from lawbench.core.hardware.detect import fingerprint_machine, match_reasons
 from lawbench.core.hardware.profiles import load_profiles
-from lawbench.core.inventory import load_inventory
-from lawbench.core.loading import load_anchors
-from lawbench.core.record import load_record
+from lawbench.core.claims.inventory import load_inventory
+from lawbench.core.claims.loading import load_anchors
+from lawbench.core.claims.public_record import load_record
 from lawbench.core.models import Verdict
 from lawbench.core.store.catalog import RealModel, load_catalog
 from lawbench.plugins.law4.law import Law4

@@ -33,8 +33,8 @@ import pytest
 pytest.importorskip("quantprobe")
 
 from _engine_fixtures import llama  # noqa: F401,E402  (builds the ladder's missing files)
-from lawbench.core.gguf_header import read_header
-from lawbench.core.loading import read_toml
+from lawbench.core.store.gguf_header import read_header
+from lawbench.core.claims.loading import read_toml
 import _quantprobe_reader as Q
 
 HERE = Path(__file__).parent
@@ -123,7 +123,7 @@ class Result:
 @pytest.fixture(scope="module")
 def results(tmp_path_factory) -> list[Result]:
     from lawbench.core.hardware.profiles import plugin_profiles
-    from lawbench.core.registry import get_registry
+    from lawbench.core.laws.registry import get_registry
 
     profile_id, cases = load_cases()
     profile = plugin_profiles(get_registry())[profile_id]

@@ -23,9 +23,9 @@ import pytest
 from _engine_fixtures import alive, fake_llama, wait_for
 from _mounts import in_private_mounts
 from conftest import run_cli
-from lawbench.core.history import History
-from lawbench.core.lock import BoxBusy, box_lock
-from lawbench.core.reports import read_json
+from lawbench.core.history.store import History
+from lawbench.core.run.lock import BoxBusy, box_lock
+from lawbench.core.record.reports import read_json
 
 LAW = '''
 """A stand-in law for lawbench's own tests: each draw is one run of the `--llama-dir` llama-bench
@@ -35,8 +35,8 @@ import time
 from pathlib import Path
 
 from lawbench.core.engines.bench import run_bench
-from lawbench.core.hookspecs import hookimpl
-from lawbench.core.law import Law, Prediction
+from lawbench.core.laws.hookspecs import hookimpl
+from lawbench.core.laws.law import Law, Prediction
 
 
 class Draws:
@@ -166,7 +166,7 @@ def standin(standin_site, cli_env, tmp_path):
 
 
 def start_run(args: list[str], env: dict, cwd: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "lawbench.core.cli", "run", *args], env=env,
+    return subprocess.Popen([sys.executable, "-m", "lawbench.core.commands.main", "run", *args], env=env,
                             cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -387,7 +387,7 @@ def full_disk(tmp_path, cli_env):
     setup = f"mount -t tmpfs -o size=64k tmpfs '{mount}' && {{ cat /dev/zero > '{mount}/filler' 2>/dev/null; true; }}"
 
     def run(args):
-        return in_private_mounts(setup, [sys.executable, "-m", "lawbench.core.cli", *args], timeout=600,
+        return in_private_mounts(setup, [sys.executable, "-m", "lawbench.core.commands.main", *args], timeout=600,
                                  env=cli_env, cwd=tmp_path)
 
     return mount, run

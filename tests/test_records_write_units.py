@@ -20,15 +20,15 @@ from pathlib import Path
 import pytest
 
 from _engine_fixtures import alive, fake_llama, llama, synth_dir, tiny_f16, write_script  # noqa: F401
-from lawbench.core import reports
+from lawbench.core.record import reports
 from lawbench.core.engines.bench import quantize, run_bench
 from lawbench.core.engines.build import _run_logged
-from lawbench.core.history import History
-from lawbench.core.law import EngineInterrupted
+from lawbench.core.history.store import History
+from lawbench.core.laws.law import EngineInterrupted
 from lawbench.core.models import Measurement, Result, Sample, Verdict
-from lawbench.core.reports import RunRecord, read_json, write_fallback, write_json
-from lawbench.core.resources import Resources
-from lawbench.core import signals
+from lawbench.core.record.reports import RunRecord, read_json, write_fallback, write_json
+from lawbench.core.run.resources import Resources
+from lawbench.core.run import signals
 
 RECORD = ('{"model_filename": "m.gguf", "n_prompt": 0, "n_gen": 16, "n_depth": 0, '
           '"samples_ts": [9.0, 11.0, 10.4]}')
@@ -48,7 +48,7 @@ def signal_when(path: Path, sig: int = signal.SIGTERM) -> threading.Thread:
 
 @pytest.fixture
 def stop():
-    handlers = signals.install()  # the process's one set (lawbench.core.signals)
+    handlers = signals.install()  # the process's one set (lawbench.core.run.signals)
     try:
         yield handlers
     finally:
@@ -198,7 +198,7 @@ def test_fallback_goes_to_the_cache_then_the_temp_folder_then_stderr(tmp_path, m
 
 
 def lock_is_held(cache: Path) -> bool:
-    probe = ("import sys; from pathlib import Path; from lawbench.core.lock import BoxBusy, box_lock\n"
+    probe = ("import sys; from pathlib import Path; from lawbench.core.run.lock import BoxBusy, box_lock\n"
              "try:\n    cm = box_lock(cache_dir=Path(sys.argv[1])); cm.__enter__()\n"
              "except BoxBusy:\n    sys.exit(3)\n")
     return subprocess.run([sys.executable, "-c", probe, str(cache)]).returncode == 3
@@ -222,7 +222,7 @@ def test_a_run_whose_out_folder_is_full_keeps_the_record(tmp_path, monkeypatch, 
     tmpfs test in test_records_truthful cannot mount one)."""
     from types import SimpleNamespace
 
-    from lawbench.core.run import Run
+    from lawbench.core.run.run import Run
 
     monkeypatch.setenv("LAWBENCH_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
@@ -234,7 +234,7 @@ def test_a_run_whose_out_folder_is_full_keeps_the_record(tmp_path, monkeypatch, 
         return real(rec, path)
 
     monkeypatch.setattr(reports, "write_json", no_space)
-    from lawbench.core.registry import get_registry
+    from lawbench.core.laws.registry import get_registry
 
     ctx = SimpleNamespace(policy=SimpleNamespace(profile=None), llama_dir=None, registry=get_registry())
     run = Run(ctx, out=out)  # only what save() reads

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from lawbench.core import hookspecs
-from lawbench.core.hookspecs import hookimpl
-from lawbench.core.law import Law
-from lawbench.core.registry import BUILTIN_PLUGINS, PluginError, build_registry, make_plugin_manager
+from lawbench.core.laws import hookspecs
+from lawbench.core.laws.hookspecs import hookimpl
+from lawbench.core.laws.law import Law
+from lawbench.core.laws.registry import BUILTIN_PLUGINS, PluginError, build_registry, make_plugin_manager
 from lawbench.testing import registered
 
 HOOKS = sorted(n for n, f in inspect.getmembers(hookspecs, inspect.isfunction) if n.startswith("lawbench_"))
@@ -75,7 +75,7 @@ def test_lawbench_testing_raises_on_a_broken_plugin_so_authors_see_it(lawbench_p
 
 
 def test_a_misspelt_hook_sets_the_plugin_aside():
-    from lawbench.core.registry import load_plugins
+    from lawbench.core.laws.registry import load_plugins
 
     typo = plugin("typo", lawbench_lawz=lambda: [A])
     loaded = load_plugins(autoload=False, extra=(typo,))
@@ -105,7 +105,7 @@ def test_lawbench_run_finished_is_called_with_the_record(lawbench_plugin):
 
 
 def test_disable_autoload_env(monkeypatch):
-    from lawbench.core import registry
+    from lawbench.core.laws import registry
 
     calls = []
     monkeypatch.setenv("LAWBENCH_DISABLE_PLUGIN_AUTOLOAD", "1")

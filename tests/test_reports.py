@@ -15,8 +15,8 @@ from rich.console import Console
 import lawbench
 from lawbench.core.errors import DataError
 from lawbench.core.models import Measurement, Result, Sample, Verdict
-from lawbench.core.reports import RunRecord, fmt_band, fmt_num, git_commit, headline, read_json, write_json
-from lawbench.core.summaries import append_step_summary, markdown_summary, print_table
+from lawbench.core.record.reports import RunRecord, fmt_band, fmt_num, git_commit, headline, read_json, write_json
+from lawbench.core.record.summaries import append_step_summary, markdown_summary, print_table
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "run-record.md"
 
@@ -160,7 +160,7 @@ def test_report_on_a_binary_file_or_a_folder_is_one_line(tmp_path):
     (tmp_path / "run.json").write_text("{}")
     for arg, words in (("history.sqlite", "not UTF-8 text (a history is read with `lawbench report --history"),
                        (".", "is a folder, not a run record; give the run.json inside it")):
-        p = subprocess.run([sys.executable, "-m", "lawbench.core.cli", "report", arg], cwd=tmp_path,
+        p = subprocess.run([sys.executable, "-m", "lawbench.core.commands.main", "report", arg], cwd=tmp_path,
                            capture_output=True, text=True, timeout=120)
         assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
         (line,) = p.stderr.strip().splitlines()
@@ -211,7 +211,7 @@ def test_markdown_lists_superseded_anchors_as_history():
 
 
 def test_history_as_the_runner_marks_it():
-    # as lawbench.core.evaluate.history_result writes it: the reason says by what
+    # as lawbench.core.run.evaluate.retired_result writes it: the reason says by what
     marked = Result(anchor_id="law1.refuted", law="law1", kind="prediction", profile="cpu",
                     verdict=Verdict.SKIP, reason="history: refuted by law1.new",
                     detail={"history": True, "status": "refuted"})

@@ -14,7 +14,7 @@ from typing import Optional
 import pytest
 
 from lawbench.core.models import Result
-from lawbench.core.reports import RunRecord
+from lawbench.core.record.reports import RunRecord
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "reproducibility.py"
 

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from _engine_fixtures import alive, fake_llama, wait_for
-from lawbench.core.history import History
-from lawbench.core.lock import BoxBusy, box_lock
-from lawbench.core.reports import read_json
+from lawbench.core.history.store import History
+from lawbench.core.run.lock import BoxBusy, box_lock
+from lawbench.core.record.reports import read_json
 from test_records_truthful import standin_site  # noqa: F401  (the stand-in law, installed)
 
 BENCH = '''
@@ -54,7 +54,7 @@ def standin(standin_site, cli_env, tmp_path):  # noqa: F811
 def start(args: list[str], env: dict, cwd: Path, **kw) -> subprocess.Popen:
     kw.setdefault("stdout", subprocess.PIPE)
     kw.setdefault("stderr", subprocess.PIPE)
-    return subprocess.Popen([sys.executable, "-m", "lawbench.core.cli", "run", *args], env=env, cwd=cwd,
+    return subprocess.Popen([sys.executable, "-m", "lawbench.core.commands.main", "run", *args], env=env, cwd=cwd,
                             text=True, **kw)
 
 
@@ -103,7 +103,7 @@ def test_stdout_closed_by_its_reader_never_ends_the_run(standin, tmp_path):
 def test_a_failing_run_with_stdout_closed_from_the_start_exits_1_with_its_record(standin, tmp_path):
     """`>&-`: fd 1 closed before lawbench starts (pytest used to stop with INTERNALERROR, exit 0)."""
     env, llama_dir, _ = standin
-    p = subprocess.run(f"{sys.executable} -m lawbench.core.cli run --profile cpu --law standin -k "
+    p = subprocess.run(f"{sys.executable} -m lawbench.core.commands.main run --profile cpu --law standin -k "
                        f"'standin.sum or standin.engine' --llama-dir {llama_dir} --out out >&-",
                        shell=True, env=dict(env, STANDIN_MODE="huge"), cwd=tmp_path, capture_output=True,
                        text=True, timeout=300)

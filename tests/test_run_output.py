@@ -28,7 +28,7 @@ def test_the_run_context_is_built_once(cli_env, tmp_path):
     probe = tmp_path / "probe"
     probe.mkdir()
     (probe / "sitecustomize.py").write_text(
-        "import lawbench.core.session as s\n"
+        "import lawbench.core.run.session as s\n"
         "_init = s.RunContext.__init__\n"
         "def counted(self, *a, **k):\n"
         "    print('RunContext built', flush=True)\n"
@@ -44,7 +44,7 @@ def test_python_m_pytest_from_the_repository_root_with_a_regular_install(tmp_pat
     """Installed as a wheel (not editable), the repository root must not shadow the package."""
     site = pip_install_into(ROOT, tmp_path / "site", tmp_path)
     env = {**os.environ, "PYTHONPATH": str(site)}
-    where = subprocess.run([sys.executable, "-c", "import lawbench.core.cli, lawbench; print(lawbench.__file__)"],
+    where = subprocess.run([sys.executable, "-c", "import lawbench.core.commands.main, lawbench; print(lawbench.__file__)"],
                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert where.returncode == 0, where.stderr
     assert where.stdout.strip().startswith(str(site)), where.stdout

@@ -23,7 +23,7 @@ DATA = Path(__file__).parent / "data" / "h200"
 
 
 def _lawbench(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "lawbench.core.cli", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "lawbench.core.commands.main", *args], capture_output=True,
                           text=True, env=env, cwd=cwd, timeout=300)
 
 

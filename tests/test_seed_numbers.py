@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from lawbench.core.inventory import load_inventory
-from lawbench.core.record import pieces, words
+from lawbench.core.claims.inventory import load_inventory
+from lawbench.core.claims.public_record import pieces, words
 
 SEEDS = Path(__file__).resolve().parents[1] / "sources" / "seeds"
 NOT_CLAIMS = tomllib.loads((SEEDS / "not-claims.toml").read_text(encoding="utf-8"))["fragment"]

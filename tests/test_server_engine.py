@@ -241,7 +241,7 @@ def test_speculation_anchors_skip_off_their_runner():
     from importlib import resources as ir
 
     from lawbench.core.hardware.profiles import load_profiles
-    from lawbench.core.loading import load_anchors
+    from lawbench.core.claims.loading import load_anchors
 
     files = [ir.files("lawbench.anchors.law4") / f for f in ("gtx1060.toml", "history.toml")]
     spec = [la.anchor for la in load_anchors(files, laws=["law4"], profiles=load_profiles()).anchors

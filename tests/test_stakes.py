@@ -11,7 +11,7 @@ from conftest import run_cli
 
 from lawbench.core.errors import DataError
 from lawbench.core.models import Band
-from lawbench.core.stakes import StakedPrediction, load_stakes, lock_new, score_one, score_run, stake_files
+from lawbench.core.claims.stakes import StakedPrediction, load_stakes, lock_new, score_one, score_run, stake_files
 
 ROOT = Path(__file__).resolve().parents[1]
 STAKE = """[stake]
@@ -34,8 +34,8 @@ def test_the_shipped_stakes_are_locked_and_name_real_anchors():
 
 def _anchor_ids() -> set[str]:
     from lawbench.core.hardware.profiles import plugin_profiles
-    from lawbench.core.loading import load_all
-    from lawbench.core.registry import get_registry
+    from lawbench.core.claims.loading import load_all
+    from lawbench.core.laws.registry import get_registry
 
     reg = get_registry()
     return {la.anchor.id for la in load_all(reg, profiles=plugin_profiles(reg).keys()).anchors}
@@ -118,7 +118,7 @@ def test_a_stale_register_md_fails_the_check(tmp_path):
 
 def test_register_md_lists_every_claim_history_and_stake():
     text = (ROOT / "REGISTER.md").read_text()
-    from lawbench.core.inventory import load_inventory
+    from lawbench.core.claims.inventory import load_inventory
 
     for cid in load_inventory().claims:
         assert f"`{cid}`" in text, cid

@@ -8,9 +8,9 @@ import pytest
 from conftest import history_in_process
 
 from lawbench.core.errors import UsageError
-from lawbench.core.history import History
-from lawbench.core.reports import RunRecord
-from lawbench.core.stale import check_stale, parse_time, runner_profiles
+from lawbench.core.history.store import History
+from lawbench.core.record.reports import RunRecord
+from lawbench.core.history.stale import check_stale, parse_time, runner_profiles
 
 NOW = datetime(2025, 6, 10, 12, 0, tzinfo=timezone.utc)
 

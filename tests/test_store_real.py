@@ -16,7 +16,7 @@ import pytest
 
 import lawbench.core.store.real as real
 from lawbench.core.errors import DataError
-from lawbench.core.gguf_header import read_header
+from lawbench.core.store.gguf_header import read_header
 from lawbench.core.store import Catalog, ModelStore, ModelStoreError, RealModel, load_catalog
 from lawbench.core.store.pypi import DownloadError
 

@@ -11,10 +11,10 @@ import sys
 
 import pytest
 
-from lawbench.core.law import Law, Prediction
+from lawbench.core.laws.law import Law, Prediction
 from lawbench.core.models import Sample, Verdict
-from lawbench.core.reports import read_json
-from lawbench.core.verdicts import classify
+from lawbench.core.record.reports import read_json
+from lawbench.core.stats.verdicts import classify
 from lawbench.testing import evaluate_anchor, make_anchor
 
 
@@ -102,7 +102,7 @@ def test_a_real_cpu_run_recomputes(tmp_path):
         pytest.skip("no C++ toolchain to build llama.cpp and no LAWBENCH_LLAMA_DIR")
     out = tmp_path / "out"
     proc = subprocess.run(
-        [sys.executable, "-m", "lawbench.core.cli", "run", "--profile", "cpu", "--out", str(out),
+        [sys.executable, "-m", "lawbench.core.commands.main", "run", "--profile", "cpu", "--out", str(out),
          "--no-history", "-k", "l15.syn-100m-q4_0 or bandwidth-term or kv_bytes or expert"],
         capture_output=True, text=True, timeout=1500)
     assert proc.returncode in (0, 1), proc.stdout[-3000:] + proc.stderr[-3000:]

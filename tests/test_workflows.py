@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lawbench.core.hardware.cli import runner_matrix
+from lawbench.core.commands.profiles import runner_matrix
 from lawbench.core.hardware.profiles import load_profiles
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -123,10 +123,10 @@ def test_a_dispatched_ref_can_measure_but_never_reaches_the_push_or_pages():
 
 
 def test_a_runner_s_record_is_bound_to_the_job_the_collect_step_verifies():
-    """The pieces lawbench.core.history_binding holds against each other are where it looks for
+    """The pieces lawbench.core.history.binding holds against each other are where it looks for
     them: the runner job's id, the box each binding names, the artifact's name and layout, the
     fetch step's digest check, and the collect step's one import with --require-binding."""
-    from lawbench.core.history_binding import BINDING, FETCHED, RUNNER_JOB
+    from lawbench.core.history.binding import BINDING, FETCHED, RUNNER_JOB
 
     nightly = _load(ROOT / ".github" / "workflows" / "nightly.yml")
     anchors = nightly["jobs"][RUNNER_JOB]  # GITHUB_JOB of the job that runs the profiles

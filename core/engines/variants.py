@@ -1,6 +1,6 @@
 """An engine's opt-out of its defaults: llama-bench options and environment for every run of it.
 
-An A/B (lawbench.core.ab) may compare an engine's default against its opt-out, e.g.
+An A/B (lawbench.core.run.ab) may compare an engine's default against its opt-out, e.g.
 ``llama.cpp+args=-fa 1`` (lawbench.core.engines.specs parses the spec). The options travel on the
 LlamaCpp (``bench_args``, ``bench_env``) and ``run_bench`` adds them to every llama-bench command
 of that engine through ``apply_engine_options``. The options an anchor itself decides (model, test

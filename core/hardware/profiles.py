@@ -15,7 +15,7 @@ from typing import Any, Iterable, Mapping, Optional, Union
 from pydantic import BaseModel, ValidationError
 
 from lawbench.core.errors import DataError, UsageError, named_field, typo_first
-from lawbench.core.loading import read_toml
+from lawbench.core.claims.loading import read_toml
 from lawbench.core.models import HardwareProfile
 
 if typing.TYPE_CHECKING:
@@ -66,7 +66,7 @@ def usable_plugin_dirs(registry: Any, strict: bool = False) -> list[Any]:
     missing or holds a bad profile is reported by its distribution and set aside."""
     if strict:
         return list(registry.profile_dirs)
-    from lawbench.core.registry import PROFILE_DIRS_ENV
+    from lawbench.core.laws.registry import PROFILE_DIRS_ENV
 
     good = []
     for folder, origin in zip(registry.profile_dirs, registry.profile_dir_origins):
@@ -116,7 +116,7 @@ def validate_profile(data: dict[str, Any], label: str, laws: Laws = None) -> Har
 def _laws(laws: Laws) -> Mapping[str, Any]:
     if laws is not None:
         return laws
-    from lawbench.core.registry import get_registry  # the registry loads the laws, and they this module
+    from lawbench.core.laws.registry import get_registry  # the registry loads the laws, and they this module
 
     return get_registry().laws
 

@@ -21,7 +21,7 @@ from lawbench.core.html.runpage import run_page
 from lawbench.core.paths import writable_dir
 
 if TYPE_CHECKING:
-    from lawbench.core.reports import RunRecord
+    from lawbench.core.record.reports import RunRecord
 
 
 def write_page(text: str, path: Path) -> Path:

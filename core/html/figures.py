@@ -13,7 +13,7 @@ import math
 from typing import Any, Iterator, Optional
 
 from lawbench.core.errors import UsageError
-from lawbench.core.reports import VERDICT_STYLE
+from lawbench.core.record.reports import VERDICT_STYLE
 
 INSTALL_HINT = "the HTML report needs matplotlib: install it with `pip install 'lawbench[plots]'`"
 

@@ -1,4 +1,4 @@
-"""The morning view in HTML: each runner's newest night as the gate judged it (core/gate.py),
+"""The morning view in HTML: each runner's newest night as the gate judged it (core/history/gate.py),
 first on the history page and on a run's page. A view of the records' `gate` and `not_reached`."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from lawbench.core.html.page import Markup, esc, join, table, tag
 def gate_section(record: Any) -> Markup:
     """One runner's night: the gate's verdict and against what, what turned and why (reds first,
     then acknowledged reds with their dates, then notes), and what waits for the weekly run."""
-    from lawbench.core.gate_view import gate_headline
+    from lawbench.core.record.gate_view import gate_headline
 
     g = record.gate
     parts: list[Any] = []

@@ -3,22 +3,22 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from lawbench.core.history import History
+from lawbench.core.history.store import History
 from lawbench.core.html.figures import plotting
 from lawbench.core.html.gatepage import morning_section
 from lawbench.core.html.history_plots import MARKER, counts_over_time, series_figures
 from lawbench.core.html.page import (Markup, counts_line, definition_list, document, esc, image, join, table, tag,
                                      verdict_badge)
 from lawbench.core.html.series import HistoryView, Series, gather
-from lawbench.core.reports import fmt_measured, fmt_num
+from lawbench.core.record.reports import fmt_measured, fmt_num
 
 DRIFT_ALPHA = 0.01
 
 
 def find_drifts(history: History, profile: Optional[str]) -> Optional[list[Any]]:
-    """core/drift.py's findings, or None when this lawbench has no drift check."""
+    """core/history/drift.py's findings, or None when this lawbench has no drift check."""
     try:
-        from lawbench.core.drift import find_drifts as drift_check
+        from lawbench.core.history.drift import find_drifts as drift_check
     except ImportError:
         return None
     return drift_check(history, profile=profile, alpha=DRIFT_ALPHA)
@@ -56,7 +56,7 @@ def _drift_section(drifts: Optional[list[Any]], view: HistoryView) -> Markup:
     head = tag("h2", "Drift")
     if drifts is None:
         return join([head, tag("p", "drift check unavailable: this lawbench has no "
-                                    "lawbench.core.drift module.", class_="warn")])
+                                    "lawbench.core.history.drift module.", class_="warn")])
     if not drifts:
         return join([head, tag("p", f"No series moved (drift check at α = {DRIFT_ALPHA}).")])
     runs = {r.run_id: r for r in view.runs}

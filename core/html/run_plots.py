@@ -13,7 +13,7 @@ from typing import Optional
 from lawbench.core.html.figures import (BAND_COLOUR, finite, new_figure, plain, png_data_uri, rows_height,
                                         text_width_in, verdict_colour)
 from lawbench.core.models import Result, Verdict
-from lawbench.core.reports import fmt_band, fmt_num, fmt_pair
+from lawbench.core.record.reports import fmt_band, fmt_num, fmt_pair
 
 NAMED = 10  # the scatter names its FAIL / VOID / ERROR points when there are at most this many
 LIMIT = 4.0  # the forest axis shows ±4 band half-widths; a row further out is drawn at the edge

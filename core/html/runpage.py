@@ -1,7 +1,7 @@
 """The page of one run: what ran where, what needs a look, the plots, and every result."""
 from __future__ import annotations
 
-from lawbench.core.history import engine_key
+from lawbench.core.history.store import engine_key
 from lawbench.core.html.figures import plotting
 from lawbench.core.html.gatepage import gate_section
 from lawbench.core.html.page import (
@@ -18,15 +18,15 @@ from lawbench.core.html.page import (
 )
 from lawbench.core.html.run_plots import NAMED, counts_figure, forest_figure, forest_rows, pair_of, scatter_figure
 from lawbench.core.models import Result
-from lawbench.core.reports import (
+from lawbench.core.record.reports import (
     RunRecord,
     fmt_band,
     fmt_measured,
     fmt_num,
     fmt_quantity,
     headline,
-    history_note,
-    is_history,
+    retired_note,
+    is_retired,
 )
 
 # The verdicts a maintainer must see first, worst first; PASS needs no reason.
@@ -35,7 +35,7 @@ ATTENTION = ("FAIL", "ERROR", "VOID", "SKIP")
 
 def run_page(record: RunRecord) -> str:
     """The whole self-contained HTML page for one run record."""
-    live = [r for r in record.results if not is_history(r)]
+    live = [r for r in record.results if not is_retired(r)]
     with plotting():
         body = [tag("h1", f"lawbench run {record.run_id[:12]} on profile {record.profile}"),
                 tag("p", headline(record)),
@@ -139,7 +139,7 @@ def _results_table(results: list[Result]) -> Markup:
     rows = []
     for r in results:
         verdict = verdict_badge(r.verdict.value)
-        reason = r.reason or (f"history ({history_note(r)}), not scored" if is_history(r) else "")
+        reason = r.reason or (f"history ({retired_note(r)}), not scored" if is_retired(r) else "")
         anchor = Markup(f'<span class="id" id="r-{esc(r.anchor_id)}">{esc(r.anchor_id)}</span>')
         # a census's measured cell is a list of label counts: it may wrap, a number may not
         measured = _num(fmt_measured(r)) if r.measured is not None else fmt_measured(r)

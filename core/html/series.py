@@ -8,9 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from lawbench.core.history import History, engine_key
+from lawbench.core.history.store import History, engine_key
 from lawbench.core.models import Result
-from lawbench.core.reports import is_history
+from lawbench.core.record.reports import is_retired
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ class HistoryView:
 def gather(history: History, profile: Optional[str] = None, limit: Optional[int] = None) -> HistoryView:
     """The newest ``limit`` runs (all when None), oldest first, and their live results as series.
 
-    History anchors (superseded / refuted) are left out: they are not scored, so have no series.
+    Retired anchors (superseded / refuted) are left out: they are not scored, so have no series.
     """
     rows = list(reversed(history.runs(profile=profile, limit=limit)))
     runs: list[RunInfo] = []
@@ -62,7 +62,7 @@ def gather(history: History, profile: Optional[str] = None, limit: Optional[int]
                        engine, dict(record.counts), contribution)
         runs.append(info)
         for r in record.results:
-            if is_history(r):
+            if is_retired(r):
                 continue
             key = (r.anchor_id, r.profile, info.engine)
             series.setdefault(key, Series(r.anchor_id, r.law, r.profile, info.engine)).points.append((info, r))

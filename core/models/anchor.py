@@ -79,7 +79,7 @@ class Budget(Strict):
 
     A sample is one engine visit (or one interleaved round of two arms). The rule looks after
     min_samples and after every batch up to max_samples; `confidence` is for all looks together
-    (each look is taken at 1 - (1 - confidence) / looks: lawbench.core.verdicts).
+    (each look is taken at 1 - (1 - confidence) / looks: lawbench.core.stats.verdicts).
     """
 
     # Three at least: a Student-t interval on two samples is too wide to resolve any band.
@@ -182,7 +182,7 @@ class Anchor(Strict):
     # "reproduction" figure for such a number on that box, or the "law"'s accuracy.
     band_basis: Optional[Literal["published", "reproduction", "law"]] = None
     # Which row of the profile's noise table this figure's spread is read from, where the unit does
-    # not say it (lawbench.core.resolution.noise_kind); a print-limited anchor names its nearest basis.
+    # not say it (lawbench.core.stats.resolution.noise_kind); a print-limited anchor names its nearest basis.
     noise: Optional[NoiseKind] = None
     # "print-limited": the source gives no basis at all for how far this figure moves; the band is
     # the nearest basis it does give, and reports show the reason beside the verdict.
@@ -191,7 +191,7 @@ class Anchor(Strict):
     # "VOID": the published claim is that this instrument cannot resolve the band at this budget
     # (register C-34: 'too jittery to resolve the ceiling to ±15% even at n=5'). A VOID run then
     # confirms it and PASSes; a run that resolves the band (PASS or FAIL) refutes it and FAILs
-    # (lawbench.core.evaluate; docs/verdicts.md). expect_reason quotes the source's own verdict.
+    # (lawbench.core.run.evaluate; docs/verdicts.md). expect_reason quotes the source's own verdict.
     expect: Optional[Literal["VOID"]] = None
     expect_reason: Optional[str] = None
 

@@ -48,6 +48,6 @@ class Strict(BaseModel):
 
 # What kind of figure a measured anchor reads, for the noise it carries (docs/bands.md): a profile's
 # `noise` table says, per kind, how far such a figure moves on that box; an anchor names its kind
-# (`noise`) where its unit does not say it (lawbench.core.resolution.noise_kind). "deterministic":
+# (`noise`) where its unit does not say it (lawbench.core.stats.resolution.noise_kind). "deterministic":
 # counts, bytes of a file, arithmetic — nothing to resolve, so no band is refused for it.
 NoiseKind = Literal["decode", "prefill", "stream", "ratio", "memory", "acceptance", "perplexity", "deterministic"]

@@ -36,13 +36,13 @@ class GateNews(Strict):
 
 
 class GateVerdict(Strict):
-    """A night judged against its runner's last accepted state (core/gate.py)."""
+    """A night judged against its runner's last accepted state (core/history/gate.py)."""
 
     mode: Literal["baseline"] = "baseline"
     verdict: Literal["green", "red"]
     profile: str
-    fingerprint: str  # the machine's, as core.gate.machine_fingerprint reads it
-    engine: str  # the engine build key (core.run_keys.engine_key)
+    fingerprint: str  # the machine's, as core.history.gate.machine_fingerprint reads it
+    engine: str  # the engine build key (core.history.run_keys.engine_key)
     baseline_run_id: Optional[str] = None  # the newest accepted night it was judged against
     baseline_runs: int = 0  # accepted nights of the same profile, machine and engine build
     new_baseline: Optional[str] = None  # why tonight starts a new baseline (None: it continues one)

@@ -48,7 +48,7 @@ class Tier(Strict):
 
 class Noise(Strict):
     """How far one kind of figure moves on this box when measured again, with its source: what
-    `lawbench check` compares a band with (lawbench.core.resolution; docs/bands.md).
+    `lawbench check` compares a band with (lawbench.core.stats.resolution; docs/bands.md).
 
     ``within`` is the relative spread of one sample (one engine visit, one interleaved round): it
     shrinks with the samples an anchor may take. ``between`` is the relative drift from one session
@@ -180,7 +180,7 @@ class Nightly(Strict):
     deployed: bool = False
     window_min: int = Field(ge=1, le=180)
     box: Optional[Id] = None
-    # The cadence its nightly job runs; the weekly job runs what this leaves (core/plan.py weekly_cadence).
+    # The cadence its nightly job runs; the weekly job runs what this leaves (core/run/plan.py weekly_cadence).
     cadence: Literal["quick", "nightly"] = "nightly"
 
 

@@ -2,7 +2,7 @@
 with what, every result, and the exit code (docs/run-record.md documents every field).
 
 `RunRecord.finish` with `judged_bad` is the one rule for a run's exit code; lawbench.core.run.Run
-is the one caller that finishes a live run, and lawbench.core.record_checks re-applies the rule to
+is the one caller that finishes a live run, and lawbench.core.record.checks re-applies the rule to
 a record from elsewhere.
 """
 from __future__ import annotations
@@ -23,7 +23,7 @@ from lawbench.core.models.result import Result, Verdict
 # 2 added `interrupted`, 3 `mode` and `settings`; records of versions 1 and 2 are still read
 SCHEMA_VERSION = 3
 # Anchors that are kept only as history (the runner may carry them as results whose detail says so).
-HISTORY_STATUSES = ("superseded", "refuted", "retired")
+RETIRED_STATUSES = ("superseded", "refuted", "retired")
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 # What a run did: verify anchors (`lawbench run`), A/B two engines (`lawbench ab`), or prove the
 # census anchors with planted faults (`lawbench census plant`).
@@ -75,9 +75,10 @@ def git_commit(start: Optional[Path] = None) -> Optional[str]:
     return commit if out.returncode == 0 and commit else None
 
 
-def is_history(r: Result) -> bool:
-    """A superseded/refuted/retired anchor: shown as history, never scored as a live claim."""
-    return r.detail.get("history") is True or r.detail.get("status") in HISTORY_STATUSES
+def is_retired(r: Result) -> bool:
+    """A retired anchor (superseded, refuted, retired …): listed, never scored as a live claim. The
+    record keeps the words it always had: detail["history"], counts["history"]."""
+    return r.detail.get("history") is True or r.detail.get("status") in RETIRED_STATUSES
 
 
 def interrupt_exit_code(signal_name: str) -> int:
@@ -120,7 +121,7 @@ class RunRecord(BaseModel):
     interrupted: Optional[str] = None  # the signal that stopped the run: SIGINT, SIGTERM
     # Anchors selected but not started because the run's --deadline was near (an honest partial record)
     not_reached: list[str] = Field(default_factory=list)
-    # `--gate baseline`: the night judged against its runner's last accepted state (core/gate.py);
+    # `--gate baseline`: the night judged against its runner's last accepted state (core/history/gate.py);
     # None for an absolute run. Only the exit code follows it: every verdict above stays as measured.
     gate: Optional[GateVerdict] = None
 
@@ -174,7 +175,7 @@ class RunRecord(BaseModel):
         `--gate baseline`), the exit code is the gate's instead: 1 when it is red. ``broke_down``:
         the front end itself failed (pytest's internal error): never recorded as a success.
 
-        History anchors (superseded/refuted/retired) are counted apart, under "history".
+        Retired anchors (superseded/refuted/retired) are counted apart, under "history".
 
         SKIP is not bad here: the runner already turned skips into failures where policy says so.
         """
@@ -183,7 +184,7 @@ class RunRecord(BaseModel):
         self.counts = {v.value: 0 for v in Verdict}
         self.counts["history"] = 0  # carried for the record only: not a SKIP of a live anchor
         for r in self.results:
-            self.counts["history" if is_history(r) else r.verdict.value] += 1
+            self.counts["history" if is_retired(r) else r.verdict.value] += 1
         self.interrupted = interrupted
         self.finished = utc_now()
         if gate is not None and not interrupted:
@@ -196,9 +197,9 @@ class RunRecord(BaseModel):
 
     def judged_bad(self) -> bool:
         """Whether a finished, uninterrupted run fails: the one rule for its exit code (finish) and
-        for a record checked on import (core.record_checks)."""
+        for a record checked on import (core.record.checks)."""
         # A --strict job on a machine that is not its profile's fails even when nothing it
-        # selected measures (-k prediction): it ran on the wrong runner (core.session).
+        # selected measures (-k prediction): it ran on the wrong runner (core.run.session).
         wrong_runner = self.strict and not self.profile_matches
         if self.gate is not None:  # --gate baseline: red or green against the runner's last accepted night
             return wrong_runner or self.gate.verdict == "red"

@@ -6,8 +6,8 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
-from lawbench.core.evaluate import RunPolicy
-from lawbench.core.loading import LoadedAnchor, load_all
+from lawbench.core.run.evaluate import RunPolicy
+from lawbench.core.claims.loading import LoadedAnchor, load_all
 
 
 class RunContext:
@@ -23,7 +23,7 @@ class RunContext:
                  gate: Any = None, deadline_min: Optional[float] = None):
         from lawbench.core.hardware.detect import fingerprint_machine, match_profile, profile_matches
         from lawbench.core.hardware.profiles import get_profile, plugin_profiles
-        from lawbench.core.registry import get_registry
+        from lawbench.core.laws.registry import get_registry
 
         self.registry = get_registry()
         self.profiles = plugin_profiles(self.registry)
@@ -47,7 +47,7 @@ class RunContext:
         unselected = [law for law in self.registry.laws if laws and law not in laws]
         self.anchor_set = load_all(self.registry, profiles=self.profiles.keys(), lenient=unselected)
         self.llama_dir = llama_dir
-        self.gate = gate  # lawbench.core.gate.GateSetup for `--gate baseline`; None: absolute
+        self.gate = gate  # lawbench.core.history.gate.GateSetup for `--gate baseline`; None: absolute
         # --deadline: from now, the run stops taking anchors whose worst case no longer fits
         self.deadline = None if deadline_min is None else time.monotonic() + 60 * deadline_min
 
@@ -78,7 +78,7 @@ class RunContext:
 
     def weekly_anchors(self) -> list[str]:
         """This profile's runnable anchors the weekly run takes and this run does not (the morning view)."""
-        from lawbench.core.plan import weekly_cadence
+        from lawbench.core.run.plan import weekly_cadence
 
         weekly = RunContext.__new__(RunContext)
         weekly.__dict__.update(self.__dict__, cadence=weekly_cadence(self.policy.profile))
@@ -96,7 +96,7 @@ class RunContext:
         return not a.profiles or self.policy.profile.id in a.profiles
 
     def files(self) -> list[Path]:
-        # History anchors are reported, never collected (items.history_results): a file holding
+        # Retired anchors are reported, never collected (items.history_results): a file holding
         # only history for this profile has no item, and pytest refuses a path that yields none.
         return sorted({Path(la.file).resolve() for la in self.anchor_set.anchors
                        if self.selected(la) and la.anchor.runs})
@@ -117,12 +117,12 @@ def mismatch_reasons(machine: Any, profile: Any) -> tuple[str, ...]:
 
 def announce_mismatched_runner(machine: Any, profile: Any, detected: str) -> None:
     """--strict is how a runner job runs: on a machine that is not the profile's own, every
-    measurement anchor fails with the reason (lawbench.core.evaluate) while the predictions run,
+    measurement anchor fails with the reason (lawbench.core.run.evaluate) while the predictions run,
     and the run fails even when nothing measured was selected (RunContext.runner_mismatch). This
     says once, up front, on stderr and in the step summary, why and where the job belongs."""
     import sys
 
-    from lawbench.core.summaries import append_step_summary_text
+    from lawbench.core.record.summaries import append_step_summary_text
 
     gpus = ", ".join(f"{g.name} (cc {g.compute_capability}, via {g.source})" for g in machine.gpus) or "none found"
     lines = [f"this machine does not match profile {profile.id!r}, and --strict (a runner job) measures its "

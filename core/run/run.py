@@ -5,7 +5,7 @@ stop signals, every anchor's evaluation, the exit code and the saving of the rec
     record = run.measure(lambda: [run.evaluate(la.anchor, la.file) for la in anchors])
     return run.exit_code
 
-`lawbench run` drives the same object through pytest (lawbench.core.session: its items call
+`lawbench run` drives the same object through pytest (lawbench.core.run.session: its items call
 ``evaluate``, its session hooks call ``start``, ``finish`` and ``save``); `lawbench ab` and
 `lawbench census plant` call ``measure``. Every mode writes the same RunRecord — run.json, a
 history row, the step summary, report.html — and calls the `lawbench_run_finished` hook, so an
@@ -19,12 +19,12 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from lawbench.core import signals
+from lawbench.core.run import signals
 from lawbench.core.errors import EngineInterrupted, LawbenchError
-from lawbench.core.evaluate import evaluate
+from lawbench.core.run.evaluate import evaluate
 from lawbench.core.models import Anchor, Result, Verdict
 from lawbench.core.models.run_record import RunRecord, utc_now
-from lawbench.core.resources import Resources
+from lawbench.core.run.resources import Resources
 
 
 class Run:
@@ -50,7 +50,7 @@ class Run:
         self._own_signals = signals.installed() is None
         self.stop = signals.install()
         self.results: list[Result] = []
-        self.listed: list[Result] = []  # history anchors: carried in the record, never run
+        self.listed: list[Result] = []  # retired anchors: carried in the record, never run
         self.not_reached: list[str] = []  # anchors left when the --deadline came near
         self.engine: Optional[dict[str, Any]] = None  # the record's engine; default: the resources'
         self.started: Optional[str] = None
@@ -72,7 +72,7 @@ class Run:
             self.environment = {"error": f"{type(exc).__name__}: {exc}"}
 
     def evaluate(self, anchor: Anchor, file: Optional[str] = None) -> Result:
-        """One anchor to a Result (lawbench.core.evaluate), kept in the record. A stop signal ends
+        """One anchor to a Result (lawbench.core.run.evaluate), kept in the record. A stop signal ends
         the run after the anchor: the engine was ended and its samples kept, then KeyboardInterrupt
         goes on up (an anchor stopped outside its engine is recorded as an ERROR that says so)."""
         law = self.ctx.registry.law(anchor.law)
@@ -142,9 +142,9 @@ class Run:
         """run.json, the history row, the step summary, report.html, then the `lawbench_run_finished`
         hook. What fails is named; when run.json or the history row fails, the record is also kept
         where no later run overwrites it."""
-        from lawbench.core import reports
-        from lawbench.core.history import History
-        from lawbench.core.summaries import append_step_summary
+        from lawbench.core.record import reports
+        from lawbench.core.history.store import History
+        from lawbench.core.record.summaries import append_step_summary
 
         record = self.record
         assert record is not None, "save() after finish()"

@@ -15,7 +15,7 @@ from typing import Any, Iterable, Optional, Union
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from lawbench.core.errors import DataError
-from lawbench.core.loading import read_toml, validation_error
+from lawbench.core.claims.loading import read_toml, validation_error
 from lawbench.core.models import Id, Strict
 
 CATALOG_PACKAGE = "lawbench.anchors"
@@ -127,7 +127,7 @@ def catalog_files() -> list[Any]:
     plugins add through the lawbench_model_catalogs hook."""
     from importlib.resources import files
 
-    from lawbench.core.registry import get_registry
+    from lawbench.core.laws.registry import get_registry
 
     root = files(CATALOG_PACKAGE)
     shipped = sorted((p for p in root.iterdir() if p.name.startswith("models") and p.name.endswith(".toml")),

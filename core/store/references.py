@@ -88,7 +88,7 @@ def model_file(ref: Union[str, ModelRef], resources: Any = None, *, fetch: bool 
         if os.path.lexists(path) and not path.is_file():
             # There, but a folder, a pipe or a device: a data error naming what it is (reading a
             # pipe would wait for a writer), never "not on this machine".
-            from lawbench.core.gguf_header import GGUFHeaderError, _kind_of
+            from lawbench.core.store.gguf_header import GGUFHeaderError, _kind_of
 
             what = _kind_of(os.stat(path).st_mode) if os.path.exists(path) else "a broken link"
             raise GGUFHeaderError(str(path), f"is {what}, not a regular file; give the path of a .gguf file")

@@ -3,7 +3,7 @@
 A sample is one layer's tensor of the case's role, quantized at the case's bits in the native
 basis and in the gauge (a fresh rotation seed per sample), its value the gauge/native ratio of
 the relative error: < 1 the gauge helps, > 1 it hurts. Samples are distinct tensors, so the
-interval (core.verdicts: Student-t on the logs) is over the population of that role's tensors in
+interval (core.stats.verdicts: Student-t on the logs) is over the population of that role's tensors in
 that model. A ratio anchor's sample is arm a's ratio over arm b's on the same tensor and seed.
 
 Inputs for the output error (the case's `activations`): "imatrix", the diagonal second moment of

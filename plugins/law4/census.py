@@ -119,7 +119,7 @@ def parity(anchor: Anchor, profile: HardwareProfile, resources: Any) -> dict[str
     """What the output says, for the planted-fault runs: llama-perplexity on the census's model
     with the same placement and switches, over the first PARITY_CHUNKS × PARITY_CTX tokens of the
     shipped text. A planted fault changes which kernels run, not what the model computes, so its
-    perplexity must match the unplanted run's (lawbench.core.planted judges the pair)."""
+    perplexity must match the unplanted run's (lawbench.core.run.planted judges the pair)."""
     from lawbench.engines import run_perplexity, shipped_text
 
     case = parse_case(anchor.case, anchor.id)

@@ -2,7 +2,7 @@
 
     sampler(anchor, profile, resources)  one arm (measurement / agreement) or two arms a, b
                                          (ratio, or agreement with arms), interleaved A B B A in
-                                         one run by lawbench.core.protocol.ArmSampler
+                                         one run by lawbench.core.stats.protocol.ArmSampler
 
 The census (one verbose llama-bench run, counted) is plugins/law4/census.py.
 

@@ -125,7 +125,7 @@ class ModelShape:
 
     @classmethod
     def from_header(cls, header: Any) -> "ModelShape":
-        """From a `lawbench.core.gguf_header.GGUFHeader` (tensor data need not be present).
+        """From a `lawbench.core.store.gguf_header.GGUFHeader` (tensor data need not be present).
 
         What Law 4 reads is checked here (check_metadata, check_tensor), so every consumer gets
         a sane shape or a DataError naming the file and the metadata key or tensor.

@@ -18,7 +18,7 @@ cross-request store (D-10, D-12). With ``case.quantity = "draft_acceptance"`` ea
 reading is instead its acceptance, ``draft_n_accepted / draft_n`` in the anchor's unit (register
 L-13: '66-68% acceptance at 384-token drafts'); a request that drafted nothing has no acceptance,
 and a visit without one is an engine error, never a zero. A ratio anchor (speculation on over off) interleaves its arms
-A B B A exactly as the llama-bench path does (core.protocol.ArmSampler); the off arm is
+A B B A exactly as the llama-bench path does (core.stats.protocol.ArmSampler); the off arm is
 ``spec = { type = "none" }`` on the same server build, prompt and n_gen.
 """
 from __future__ import annotations

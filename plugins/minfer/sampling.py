@@ -5,7 +5,7 @@ Two readings, both from a real run of the engine command:
   per_pid_memory_mib  the peak per-PID GPU memory of the engine's process tree during the run
                       (seed 002 reads GB10 memory per PID; the aggregate field is [N/A] there)
 
-Pairing, alternating order and predecessors are core's protocol (lawbench.core.protocol.ArmSampler):
+Pairing, alternating order and predecessors are core's protocol (lawbench.core.stats.protocol.ArmSampler):
 a paired sample is a/b (ratio anchors) or a − b ("difference") within one round.
 """
 from __future__ import annotations

@@ -30,7 +30,7 @@ modules; a law never imports ``lawbench.core`` (the built-in laws do not either)
    data problem (file ``ANCHOR_FILE``: core names the real one; ``validation_error`` words a
    pydantic error that way). Override ``check_anchor(anchor)`` for rules across fields;
    ``lawbench check`` runs it on every anchor.
-3. Register in a module of your package; hooks are listed in ``lawbench.core.hookspecs``::
+3. Register in a module of your package; hooks are listed in ``lawbench.core.laws.hookspecs``::
 
        import lawbench
 
@@ -63,11 +63,11 @@ __version__ = "0.1.0"
 # The public surface: name -> the module that defines it. Loaded on first use, so that
 # `import lawbench` stays cheap and core's own modules may import `lawbench.__version__`.
 _EXPORTS = {
-    "Law": "lawbench.core.law",
-    "Prediction": "lawbench.core.law",
-    "Census": "lawbench.core.law",
-    "Sampler": "lawbench.core.law",
-    "MachineTerm": "lawbench.core.law",
+    "Law": "lawbench.core.laws.law",
+    "Prediction": "lawbench.core.laws.law",
+    "Census": "lawbench.core.laws.law",
+    "Sampler": "lawbench.core.laws.law",
+    "MachineTerm": "lawbench.core.laws.law",
     "ANCHOR_FILE": "lawbench.core.errors",
     "LawbenchError": "lawbench.core.errors",
     "NotApplicable": "lawbench.core.errors",
@@ -79,10 +79,10 @@ _EXPORTS = {
     "UsageError": "lawbench.core.errors",
     "PluginError": "lawbench.core.errors",
     "validation_error": "lawbench.core.errors",
-    "hookimpl": "lawbench.core.hookspecs",
-    "Command": "lawbench.core.commands",
-    "whole_number": "lawbench.core.commands",
-    "number_between": "lawbench.core.commands",
+    "hookimpl": "lawbench.core.laws.hookspecs",
+    "Command": "lawbench.core.laws.command",
+    "whole_number": "lawbench.core.laws.command",
+    "number_between": "lawbench.core.laws.command",
     "Strict": "lawbench.core.models",
     "FiniteFloat": "lawbench.core.models",
     "Id": "lawbench.core.models",
@@ -90,14 +90,14 @@ _EXPORTS = {
     "HardwareProfile": "lawbench.core.models",
     "Fact": "lawbench.core.models",  # a number with its source: what a law's profile table holds
     "Sample": "lawbench.core.models",
-    "ArmSampler": "lawbench.core.protocol",
-    "Visit": "lawbench.core.protocol",
+    "ArmSampler": "lawbench.core.stats.protocol",
+    "Visit": "lawbench.core.stats.protocol",
     # For laws that read real model files: the model a case names (Resources.model raises this
     # when the file is not on this machine: a SKIP, not an ERROR) and the header of a GGUF file.
-    "Resources": "lawbench.core.resources",
+    "Resources": "lawbench.core.run.resources",
     "ModelUnavailable": "lawbench.core.store.real",
-    "read_gguf_header": "lawbench.core.gguf_header:read_header",
-    "GGUFHeader": "lawbench.core.gguf_header",
+    "read_gguf_header": "lawbench.core.store.gguf_header:read_header",
+    "GGUFHeader": "lawbench.core.store.gguf_header",
 }
 __all__ = [  # spelled out for tools that read it statically; a test keeps it equal to _EXPORTS
     "__version__", "Law", "Prediction", "Census", "Sampler", "MachineTerm", "ANCHOR_FILE", "LawbenchError", "NotApplicable",
@@ -123,7 +123,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # for editors and type checkers: the same names, eagerly
-    from lawbench.core.commands import Command, number_between, whole_number
+    from lawbench.core.laws.command import Command, number_between, whole_number
     from lawbench.core.errors import (
         ANCHOR_FILE,
         DataError,
@@ -137,11 +137,11 @@ if TYPE_CHECKING:  # for editors and type checkers: the same names, eagerly
         UsageError,
         validation_error,
     )
-    from lawbench.core.gguf_header import GGUFHeader
-    from lawbench.core.gguf_header import read_header as read_gguf_header
-    from lawbench.core.hookspecs import hookimpl
-    from lawbench.core.law import Census, Law, MachineTerm, Prediction, Sampler
+    from lawbench.core.store.gguf_header import GGUFHeader
+    from lawbench.core.store.gguf_header import read_header as read_gguf_header
+    from lawbench.core.laws.hookspecs import hookimpl
+    from lawbench.core.laws.law import Census, Law, MachineTerm, Prediction, Sampler
     from lawbench.core.models import Anchor, Fact, FiniteFloat, HardwareProfile, Id, Sample, Strict
-    from lawbench.core.protocol import ArmSampler, Visit
-    from lawbench.core.resources import Resources
+    from lawbench.core.stats.protocol import ArmSampler, Visit
+    from lawbench.core.run.resources import Resources
     from lawbench.core.store.real import ModelUnavailable

@@ -8,19 +8,19 @@ from typing import TYPE_CHECKING
 from lawbench._surface import lazy
 
 _EXPORTS = {
-    "get_registry": "lawbench.core.registry",
+    "get_registry": "lawbench.core.laws.registry",
     "plugin_profiles": "lawbench.core.hardware.profiles",
-    "load_all": "lawbench.core.loading",
-    "read_toml": "lawbench.core.loading",
+    "load_all": "lawbench.core.claims.loading",
+    "read_toml": "lawbench.core.claims.loading",
     "CensusSpec": "lawbench.core.models",
-    "census_problems": "lawbench.core.evaluate",
+    "census_problems": "lawbench.core.run.evaluate",
 }
 __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
-    from lawbench.core.evaluate import census_problems  # noqa: F401
+    from lawbench.core.run.evaluate import census_problems  # noqa: F401
     from lawbench.core.hardware.profiles import plugin_profiles  # noqa: F401
-    from lawbench.core.loading import load_all, read_toml  # noqa: F401
+    from lawbench.core.claims.loading import load_all, read_toml  # noqa: F401
     from lawbench.core.models import CensusSpec  # noqa: F401
-    from lawbench.core.registry import get_registry  # noqa: F401
+    from lawbench.core.laws.registry import get_registry  # noqa: F401

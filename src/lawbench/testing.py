@@ -16,8 +16,8 @@ from typing import Any, Iterator, Optional
 
 import pytest
 
-from lawbench.core.evaluate import RunPolicy, evaluate
-from lawbench.core.law import Law
+from lawbench.core.run.evaluate import RunPolicy, evaluate
+from lawbench.core.laws.law import Law
 from lawbench.core.models import Anchor, HardwareProfile, Result
 
 
@@ -57,7 +57,7 @@ def evaluate_anchor(anchor: Anchor, law: Law, *, profile: Optional[HardwareProfi
     :raises PluginError: the law's methods do not take the run's resources, as loading it would
         (``predict(self, anchor, profile)`` is lawbench 0.1's: add ``resources=None``).
     """
-    from lawbench.core.law import check_law_signatures
+    from lawbench.core.laws.law import check_law_signatures
 
     check_law_signatures(type(law), f"law {law.name!r}")
     profile = profile or make_profile()
@@ -71,7 +71,7 @@ def law_anchors(law: Law) -> dict[str, Anchor]:
     anchor checked by ``law.check_anchor``, as ``lawbench check`` does. A problem raises
     DataError naming the file, the anchor and the field."""
     from lawbench.core.errors import DataError
-    from lawbench.core.loading import load_anchors
+    from lawbench.core.claims.loading import load_anchors
 
     files = list(law.anchor_files())
     if law.anchors_package and not files:
@@ -98,7 +98,7 @@ def registered(plugin: Any, name: Optional[str] = None) -> Iterator[Any]:
     A plugin `lawbench` would set aside as broken raises PluginError here, so its author sees why.
     """
     from lawbench.core.errors import PluginError
-    from lawbench.core.registry import build_registry, make_plugin_manager
+    from lawbench.core.laws.registry import build_registry, make_plugin_manager
 
     pm = make_plugin_manager(autoload=False)
     pm.register(plugin, name=name)
@@ -120,7 +120,7 @@ def lawbench_plugin():
 @pytest.fixture
 def private_lawbench_cache(tmp_path_factory, monkeypatch):
     """An empty ``$LAWBENCH_CACHE`` (header cache in memory and on disk) for one test."""
-    from lawbench.core import gguf_header
+    from lawbench.core.store import gguf_header
 
     monkeypatch.setenv("LAWBENCH_CACHE", str(tmp_path_factory.mktemp("cache")))
     gguf_header.clear_memory_cache()
@@ -134,7 +134,7 @@ def lawbench_resources():
     ``.model("<catalogue id>")`` fetches and verifies a catalogue model once into the cache,
     ``.llama()`` is the pinned llama.cpp build (built on first use: minutes). It holds the box
     lock from first use until the test ends, like a run."""
-    from lawbench.core.resources import Resources
+    from lawbench.core.run.resources import Resources
 
     resources = Resources()
     try:

@@ -1,0 +1,155 @@
+"""`lawbench plan` (what a night costs) and `lawbench baseline propose` (the acknowledgements a
+night would need, for a person to review), and the checks `lawbench check` runs on both."""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any, Optional
+
+from lawbench.core.errors import UsageError
+
+
+def add_gate_parsers(sub: Any) -> None:
+    plan = sub.add_parser("plan", help="worst case (from budgets) and typical time (from history) of a selection")
+    plan.add_argument("--profile", required=True, help="profile id")
+    plan.add_argument("--cadence", choices=("quick", "nightly", "weekly", "full"), default=None,
+                      help="default: the cadence the profile's nightly runs ([nightly] cadence; else nightly)")
+    plan.add_argument("--history", default=None, metavar="DB", help="a history.sqlite for the typical times")
+    plan.add_argument("--markdown", action="store_true", help="one Markdown table row per profile's totals")
+    plan.set_defaults(func=cmd_plan)
+    base = sub.add_parser("baseline", help="the nightly gate's reviewed standing reds")
+    bsub = base.add_subparsers(dest="action", metavar="ACTION", required=True)
+    prop = bsub.add_parser("propose", help="the acknowledgements a run would need, as TOML for a person to review")
+    prop.add_argument("record", metavar="RUN.json")
+    prop.add_argument("--who", required=True, help="who accepts them (the reviewer's name or handle)")
+    prop.add_argument("--until", default=None, metavar="YYYY-MM-DD", help="until when (default: 30 days from today)")
+    prop.set_defaults(func=cmd_propose)
+    show = bsub.add_parser("show", help="the morning view of run records: gate verdict, what turned, acknowledged reds")
+    show.add_argument("records", nargs="+", metavar="RUN.json")
+    show.set_defaults(func=cmd_show)
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    """Markdown, one section per record (the collect step's summary leads with it)."""
+    from lawbench.core.record.gate_view import gate_markdown
+    from lawbench.core.record.reports import headline, read_json
+
+    for path in args.records:
+        record = read_json(path)
+        view = gate_markdown(record)
+        print(view if view else f"### {record.profile}: absolute run, {headline(record)}\n")
+    return 0
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from lawbench.core.hardware.profiles import get_profile, plugin_profiles
+    from lawbench.core.history.store import History
+    from lawbench.core.claims.loading import load_all
+    from lawbench.core.run.plan import plan, plan_line, print_plan
+    from lawbench.core.laws.registry import get_registry
+
+    reg = get_registry()
+    profiles = plugin_profiles(reg)
+    profile = get_profile(args.profile, profiles)
+    history = History(args.history, create=False) if args.history else None
+    cadence = args.cadence or (profile.nightly.cadence if profile.nightly is not None else "nightly")
+    pl = plan(profile, load_all(reg, profiles=profiles.keys()), cadence, history)
+    if args.markdown:
+        n = profile.nightly
+        typical = "-" if pl.typical_min is None else f"{pl.typical_min:.0f}"
+        print(f"| {profile.id} | {'yes' if n and n.deployed else 'no'} | {(n.box if n and n.box else '-')} | "
+              f"{pl.cadence} | {len(pl.rows)} | {pl.worst_min:.0f} | {typical} | "
+              f"{n.window_min if n else '-'} |")
+        return 0 if pl.fits else 1
+    print_plan(pl)
+    if not pl.fits:
+        print(f"lawbench: the {pl.cadence} worst case does not fit profile {profile.id}'s window: "
+              f"`lawbench check` refuses it")
+        return 1
+    return 0
+
+
+def _proposals(record: Any) -> list[tuple[str, str]]:
+    """(anchor id, why) for every red the record's night would need accepted."""
+    if record.gate is not None:
+        return [(n.anchor_id, f"{n.kind}: {n.why}") for n in record.gate.news if n.red and n.anchor_id != "(gate)"]
+    return [(r.anchor_id, f"{r.verdict.value}: {r.reason}") for r in record.results if r.blocking]
+
+
+def cmd_propose(args: argparse.Namespace) -> int:
+    from lawbench.core.hardware.profiles import plugin_profiles
+    from lawbench.core.claims.loading import load_all
+    from lawbench.core.laws.registry import get_registry
+    from lawbench.core.record.reports import read_json
+
+    record = read_json(args.record)
+    try:
+        until = dt.date.fromisoformat(args.until) if args.until else dt.date.today() + dt.timedelta(days=30)
+    except ValueError:
+        raise UsageError(f"--until {args.until!r} is not a date (YYYY-MM-DD)") from None
+    reg = get_registry()
+    anchors = load_all(reg, profiles=plugin_profiles(reg).keys()).by_id()
+    wanted = _proposals(record)
+    print(f"# Proposed by `lawbench baseline propose {args.record}` for run {record.run_id} "
+          f"({record.started}): review each entry, say why it is accepted, then commit it as "
+          f"hardware_profiles/acknowledged/{record.profile}.toml (merge with what is there).")
+    print(f'profile = "{record.profile}"')
+    for anchor_id, why in wanted:
+        la = anchors.get(anchor_id)
+        claim = la.anchor.claim if la is not None else "(anchor no longer exists: drop this entry)"
+        print("\n[[acknowledged]]")
+        print(f"anchor = {json.dumps(anchor_id)}")
+        print(f"why = {json.dumps('TO REVIEW: ' + ' '.join(why.split())[:300])}")
+        print(f"claim = {json.dumps(claim)}")
+        print(f"accepted_by = {json.dumps(args.who)}")
+        print(f"until = {until.isoformat()}")
+    if not wanted:
+        print("# nothing to accept: the night was green")
+    return 0
+
+
+def acknowledged_problems(anchors: Any, profiles: dict[str, Any], today: Optional[dt.date] = None,
+                          folder: Any = None) -> list[str]:
+    """What `lawbench check` refuses in hardware_profiles/acknowledged/*.toml: a file that does not
+    parse, names an unknown profile, acknowledges an anchor that no longer exists (or does not run
+    on that profile), quotes a claim other than the anchor's, is past its date, or still says TO REVIEW."""
+    from lawbench.core.errors import DataError
+    from lawbench.core.history.gate import acknowledged_path, load_acknowledged, today as _today
+
+    day = today or _today()
+    by_id = anchors.by_id()
+    folder = folder if folder is not None else acknowledged_path("x").parent
+    problems = []
+    if not folder.is_dir():
+        return problems
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        if not entry.name.endswith(".toml"):
+            continue
+        pid = entry.name[:-len(".toml")]
+        name = f"hardware_profiles/acknowledged/{entry.name}"
+        if pid not in profiles:
+            problems.append(f"{name}: no profile {pid!r}; known: {', '.join(sorted(profiles))}")
+            continue
+        try:
+            ack = load_acknowledged(pid, str(entry) if isinstance(entry, Path) else None)
+        except DataError as exc:
+            problems.append(str(exc))
+            continue
+        for i, a in enumerate(ack.acknowledged if ack else []):
+            where = f"{name}: anchor {a.anchor}: field acknowledged[{i}]"
+            la = by_id.get(a.anchor)
+            if la is None or not la.anchor.runs:
+                problems.append(f"{where}.anchor: no active anchor {a.anchor!r} any more: remove the entry")
+                continue
+            if la.anchor.kind != "prediction" and la.anchor.profiles and pid not in la.anchor.profiles:
+                problems.append(f"{where}.anchor: the anchor does not run on profile {pid!r}")
+            if a.claim != la.anchor.claim:
+                problems.append(f"{where}.claim: not the anchor's claim word for word (it says: {la.anchor.claim!r}); "
+                                "the claim changed, so review the acknowledgement again")
+            if a.until < day:
+                problems.append(f"{where}.until: {a.until.isoformat()} has passed: renew it after review, or remove it")
+            if a.why.startswith("TO REVIEW"):
+                problems.append(f"{where}.why: still the proposal's text: say why the red is accepted")
+    return problems

@@ -1,0 +1,302 @@
+"""The nightly gate: a runner's night judged against that runner's last accepted state.
+
+asv's `continuous` and Bencher's per-testbed thresholds, in lawbench's words. The baseline of a
+night is the accepted nights (gate green, or before the gate existed: exit 0) of the same profile,
+the same machine fingerprint (machine_fingerprint) and the same engine build (engine_key). When
+the machine or the engine build changes, the night starts a new baseline and says so: the old
+nights are another set-up (compare-llama-bench's rule), and every anchor is then judged as new.
+
+Red news (lawbench.core.models.gate.RED_NEWS): an anchor turned (PASS -> FAIL), PASS -> VOID on
+two nights running, any -> ERROR, a census lost a label its baseline counted, a drift step on a
+series (core/history/drift.py at `alpha`) that the accepted nights alone do not show, an open finding
+closed, a new anchor that is not green, an anchor the night did not reach (--deadline). A red a
+person acknowledged (hardware_profiles/acknowledged/<profile>.toml, with a date) is shown, not red;
+such an anchor's baseline stays where it was, so the red comes back when the date passes.
+
+Only the exit status changes: every absolute verdict stays in the record, the JUnit file and the
+report. The exit code itself is still decided in one place (RunRecord.finish).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from lawbench.core.models import Result, Verdict
+from lawbench.core.models.gate import AcknowledgedFile, GateNews, GateVerdict
+from lawbench.core.history.run_keys import engine_key
+
+DRIFT_ALPHA = 0.01  # per series and night; tests/test_gate.py measures the false-alarm rate by simulation
+
+
+def machine_fingerprint(machine: dict[str, Any]) -> str:
+    """What makes two nights the same machine: CPU model and threads, RAM (GiB, rounded), GPUs.
+    The hostname is left out on purpose: an ephemeral runner may be renamed, the box is the same."""
+    gpus = ", ".join(f"{g.get('name', '?')} cc {g.get('compute_capability') or '?'}"
+                     for g in machine.get("gpus") or [])
+    ram = machine.get("ram_total_gb")
+    return (f"{machine.get('cpu_model') or '?'} x{machine.get('cpu_count_logical') or '?'}"
+            f" · {round(ram) if isinstance(ram, (int, float)) else '?'} GiB · {gpus or 'no GPU'}")
+
+
+def accepted(record: Any) -> bool:
+    """A night the baseline may stand on: its gate was green, or (before the gate) it exited 0."""
+    if record.interrupted or not record.profile_matches:
+        return False
+    if record.gate is not None:
+        return record.gate.verdict == "green"
+    return record.exit_code == 0
+
+
+@dataclass
+class Baseline:
+    """The comparable nights of one runner, oldest first, and why a new baseline starts."""
+
+    nights: list[Any]  # RunRecord: same profile, fingerprint and engine build, finished
+    accepted: list[Any]
+    new_baseline: Optional[str]
+
+    def anchor_base(self, anchor_id: str) -> Optional[Result]:
+        """The anchor's result in the newest accepted night where it was not acknowledged."""
+        for rec in reversed(self.accepted):
+            if rec.gate is not None and (anchor_id in rec.gate.acknowledged or anchor_id in rec.gate.held):
+                continue  # its state that night was not accepted: an acknowledged red, a first VOID
+            hit = next((r for r in rec.results if r.anchor_id == anchor_id), None)
+            if hit is not None and hit.verdict is not Verdict.SKIP:
+                return hit
+        return None
+
+    def previous(self, anchor_id: str) -> Optional[Result]:
+        """The anchor's result on the night before tonight, accepted or not."""
+        for rec in reversed(self.nights):
+            hit = next((r for r in rec.results if r.anchor_id == anchor_id), None)
+            if hit is not None:
+                return hit
+        return None
+
+
+def baseline_of(record: Any, history: Any) -> Baseline:
+    """Tonight's comparable nights in ``history`` (a lawbench.core.history.store.History)."""
+    fp, engine = machine_fingerprint(record.machine), engine_key(record.engine)
+    same_profile = [history.record(r.run_id) for r in reversed(history.runs(profile=record.profile, limit=None))
+                    if r.run_id != record.run_id and r.finished is not None]
+    same_profile = [r for r in same_profile if r.mode == "run"]  # an A/B or a planted-fault proof is no night
+    nights = [r for r in same_profile if machine_fingerprint(r.machine) == fp and engine_key(r.engine) == engine
+              and not r.interrupted and r.profile_matches]
+    ok = [r for r in nights if accepted(r)]
+    why = None
+    if not ok:
+        others = [r for r in same_profile if accepted(r)]
+        if not others:
+            why = f"no accepted night of profile {record.profile} in the history: tonight starts its baseline"
+        else:
+            last = others[-1]
+            changed = []
+            if machine_fingerprint(last.machine) != fp:
+                changed.append(f"machine {machine_fingerprint(last.machine)} -> {fp}")
+            if engine_key(last.engine) != engine:
+                changed.append(f"engine build {engine_key(last.engine)} -> {engine}")
+            why = ("; ".join(changed) or "no comparable accepted night") + \
+                f": tonight starts a new baseline (last accepted night {last.run_id[:12]})"
+    return Baseline(nights=nights, accepted=ok, new_baseline=why)
+
+
+def _lost_labels(base: Result, now: Result) -> list[str]:
+    before = base.detail.get("counts") or {}
+    after = now.detail.get("counts") or {}
+    return sorted(k for k, v in before.items() if isinstance(v, (int, float)) and v > 0 and not after.get(k))
+
+
+def anchor_news(now: Result, base: Optional[Result], prev: Optional[Result]) -> Optional[GateNews]:
+    """What one anchor's result says against its baseline (None: nothing new)."""
+    v, b = now.verdict.value, (base.verdict.value if base else None)
+
+    def news(kind: str, why: str) -> GateNews:
+        return GateNews(anchor_id=now.anchor_id, kind=kind, before=b, after=v, why=why)
+
+    if now.detail.get("finding_closed"):
+        return news("finding-closed", "the open finding no longer reproduces: update the register and the anchor")
+    if now.verdict is Verdict.ERROR:
+        return news("error", f"{b or 'new'} -> ERROR: {now.reason}")
+    if base is None:
+        return news("new-not-green", f"no accepted baseline and not green: {v}: {now.reason}") if now.blocking \
+            else None
+    if now.kind == "census" and base.kind == "census":
+        lost = _lost_labels(base, now)
+        if lost:
+            return news("lost-label", f"census lost label(s) its baseline counted: {', '.join(lost)}")
+    if b == "PASS" and v == "FAIL":
+        return news("turned", f"PASS -> FAIL: {now.reason}")
+    if b == "PASS" and v == "VOID":
+        if prev is not None and prev.verdict is Verdict.VOID:
+            return news("void-twice", f"PASS -> VOID two nights running: {now.reason}")
+        return news("void-once", f"PASS -> VOID (red if the next night is VOID too): {now.reason}")
+    if base.verdict.bad and now.verdict is Verdict.PASS:
+        return news("recovered", f"{b} -> PASS")
+    return None
+
+
+def _drift_news(record: Any, baseline: Baseline, alpha: float) -> list[GateNews]:
+    """Drift steps on tonight's series (accepted nights + tonight) that the accepted nights alone
+    do not show: a step is news the first night it is found, and stays news until accepted."""
+    from lawbench.core.history.drift import find_drifts
+    from lawbench.core.history.store import History
+
+    if len(baseline.accepted) < 3:  # a step needs two nights on each side
+        return []
+    with tempfile.TemporaryDirectory(prefix="lawbench-gate-") as tmp:
+        with History(Path(tmp) / "before.sqlite") as before, History(Path(tmp) / "with.sqlite") as with_tonight:
+            for rec in baseline.accepted:
+                before.append(rec)
+                with_tonight.append(rec)
+            with_tonight.append(record.model_copy(update={"exit_code": -1}))  # judged before its exit code exists
+            old = {d.anchor_id for d in find_drifts(before, profile=record.profile, alpha=alpha)}
+            found = [d for d in find_drifts(with_tonight, profile=record.profile, alpha=alpha)
+                     if d.anchor_id not in old]
+    out = []
+    for d in found:
+        now = next((r for r in record.results if r.anchor_id == d.anchor_id), None)
+        out.append(GateNews(anchor_id=d.anchor_id, kind="drift", before=None, after=now.verdict.value if now else None,
+                            why=f"drift step: {d.before:.4g} -> {d.after:.4g} from run {d.first_run_id[:12]} "
+                                f"(p = {d.p_value:.2g} < alpha {alpha:g}, {d.runs} nights)"))
+    return out
+
+
+def judge(record: Any, history: Any, acks: Optional[AcknowledgedFile] = None, *,
+          not_reached: tuple[str, ...] = (), alpha: float = DRIFT_ALPHA) -> GateVerdict:
+    """Tonight's record judged against the history of its runner. The record must hold its results."""
+    from lawbench.core.record.reports import is_retired, parse_record_time
+
+    baseline = baseline_of(record, history)
+    news: list[GateNews] = []
+    live = [r for r in record.results if not is_retired(r)]
+    for r in live:
+        if r.verdict is Verdict.SKIP and not r.blocking:
+            continue
+        n = anchor_news(r, baseline.anchor_base(r.anchor_id), baseline.previous(r.anchor_id))
+        if n is not None:
+            news.append(n)
+    if baseline.accepted:
+        ran = {r.anchor_id for r in live} | set(not_reached)
+        last = {r.anchor_id for r in baseline.accepted[-1].results if not is_retired(r)}
+        news += [GateNews(anchor_id=a, kind="not-run", before=None, after=None,
+                          why="in the last accepted night, not selected tonight") for a in sorted(last - ran)]
+    news += [GateNews(anchor_id=a, kind="not-reached", why="not reached before the --deadline: the night does "
+                      "not fit its window") for a in not_reached]
+    news += _drift_news(record, baseline, alpha)
+    day = parse_record_time(record.started).date()
+    valid = acks.valid_on(day) if acks else {}
+    acknowledged = []
+    for i, n in enumerate(news):
+        ack = valid.get(n.anchor_id)
+        if ack is not None and n.red:
+            news[i] = n.model_copy(update={"acknowledged_until": ack.until.isoformat(),
+                                           "acknowledged_by": ack.accepted_by})
+            acknowledged.append(n.anchor_id)
+    expired = [f"{a.anchor} until {a.until.isoformat()}" for a in (acks.expired_on(day) if acks else [])]
+    red = any(n.red for n in news)
+    return GateVerdict(verdict="red" if red else "green", profile=record.profile,
+                       fingerprint=machine_fingerprint(record.machine), engine=engine_key(record.engine),
+                       baseline_run_id=baseline.accepted[-1].run_id if baseline.accepted else None,
+                       baseline_runs=len(baseline.accepted), new_baseline=baseline.new_baseline, alpha=alpha,
+                       news=news, acknowledged=sorted(set(acknowledged)), expired=expired,
+                       held=sorted(n.anchor_id for n in news if n.kind == "void-once"))
+
+
+# --------------------------------------------------------------------------- where the inputs live
+
+
+def acknowledged_path(profile: str) -> Any:
+    """The profile's reviewed file of standing reds, shipped with the profiles."""
+    from importlib.resources import files
+
+    return files("lawbench.hardware_profiles") / "acknowledged" / f"{profile}.toml"
+
+
+def load_acknowledged(profile: str, path: Optional[str] = None) -> Optional[AcknowledgedFile]:
+    """The acknowledgements of ``profile`` (from ``path`` when given); None when there are none.
+
+    :raises DataError: the file is malformed or names another profile (one line: file, field).
+    """
+    from pydantic import ValidationError
+
+    from lawbench.core.errors import DataError, validation_error
+    from lawbench.core.claims.loading import read_toml
+
+    source: Any = Path(path) if path else acknowledged_path(profile)
+    if not path and not source.is_file():
+        return None
+    try:
+        ack = AcknowledgedFile.model_validate(read_toml(source))
+    except ValidationError as exc:
+        raise validation_error(str(source), exc) from None
+    if ack.profile != profile:
+        raise DataError(str(source), f"acknowledges profile {ack.profile!r}, not {profile!r}", field="profile")
+    return ack
+
+
+def open_baseline(path: str) -> Any:
+    """A history to judge against: a history.sqlite file, or a folder of run records (the data
+    branch's runs/<profile>/), imported into a temporary history; a refused file is named on
+    stderr and left out, the others still count.
+
+    :raises UsageError: the path is neither.
+    """
+    import sys
+
+    from lawbench.core.errors import UsageError
+    from lawbench.core.history.store import History
+    from lawbench.core.history.imports import import_paths
+
+    p = Path(path)
+    if p.is_file():
+        return History(p, create=False)
+    if not p.is_dir():
+        raise UsageError(f"--baseline {path}: no such history file or folder of run records; give the "
+                         "history.sqlite or the data branch's runs/<profile> folder (an empty folder starts a baseline)")
+    tmp = Path(tempfile.mkdtemp(prefix="lawbench-baseline-"))
+    history = History(tmp / "history.sqlite")
+    for outcome in import_paths(history, [str(p)]):
+        if outcome.status == "refused":
+            print(f"lawbench: warning: baseline: {outcome.message} (left out)", file=sys.stderr)
+    return history
+
+
+def today() -> dt.date:
+    return dt.datetime.now(dt.timezone.utc).date()
+
+
+@dataclass
+class GateSetup:
+    """What `lawbench run --gate baseline` judges with: the history and the acknowledgements,
+    both opened and validated before anything runs (a bad file is exit 2, never a lost night)."""
+
+    history: Any
+    acks: Optional[AcknowledgedFile]
+    weekly: list[str] = field(default_factory=list)  # what tonight's cadence left for the weekly run
+
+    def judge(self, record: Any) -> GateVerdict:
+        try:
+            return judge(record, self.history, self.acks, not_reached=tuple(record.not_reached)).model_copy(
+                update={"weekly": list(self.weekly)})
+        except Exception as exc:  # the record must still be written: a gate that cannot judge is red
+            from lawbench.core.history.run_keys import engine_key as _ek
+
+            why = " ".join(f"{type(exc).__name__}: {exc}".split())
+            return GateVerdict(verdict="red", profile=record.profile, fingerprint=machine_fingerprint(record.machine),
+                               engine=_ek(record.engine), alpha=DRIFT_ALPHA,
+                               news=[GateNews(anchor_id="(gate)", kind="error", why=f"the gate could not judge: {why}")])
+
+
+def gate_setup(profile: str, baseline: Optional[str], acknowledged: Optional[str],
+               weekly: Optional[list[str]] = None) -> GateSetup:
+    """`--gate baseline`'s inputs, refused in one line when missing or malformed (exit 2)."""
+    from lawbench.core.errors import UsageError
+
+    if not baseline:
+        raise UsageError("--gate baseline needs --baseline HISTORY: the history.sqlite or folder of run records "
+                         "to judge against (an empty folder starts the baseline)")
+    return GateSetup(history=open_baseline(baseline), acks=load_acknowledged(profile, acknowledged),
+                     weekly=list(weekly or []))

@@ -1,0 +1,134 @@
+"""Shared resources of one run, prepared once and only when an anchor asks: the box lock, the
+llama.cpp build, the model store. A prediction-only run touches none of them.
+
+One type for every run: a run that compares engine builds (`lawbench ab`) hands each side
+``resources.with_engine(build)`` — that engine, this run's lock and model store."""
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+from typing import Any, Optional
+
+from lawbench.core.errors import EngineError, LawbenchError
+from lawbench.core.models import HardwareProfile
+
+from lawbench.core.engines.record import DEFAULT_LLAMA_VERSION, LLAMA_VERSION_ENV  # noqa: F401  (re-exported)
+
+LLAMA_DIR_ENV = "LAWBENCH_LLAMA_DIR"
+
+
+class Resources:
+    """What a law's methods are handed: ``llama()``, ``model(id)``, ``store()``, ``lock()``.
+
+    :param engine: an engine build already chosen (a located or built llama.cpp): the run measures
+        with it instead of choosing one (``--llama-dir``, the engine of record, the pinned build).
+    """
+
+    # True on a side of an engine comparison: the sampler measures an engine against another on
+    # the anchor's case, not the law, so a probe deciding whether the law applies has nothing to do.
+    comparing_engines = False
+
+    def __init__(self, llama_dir: Optional[str] = None, profile: Optional[HardwareProfile] = None, *,
+                 engine: Any = None):
+        self.llama_dir = llama_dir or os.environ.get(LLAMA_DIR_ENV) or None
+        self.profile = profile
+        self._stack = contextlib.ExitStack()
+        self._locked = False
+        self._llama: Any = engine
+        self._llama_error: Optional[LawbenchError] = None
+        self._store: Any = None
+        self._shared: Optional["Resources"] = None  # the run whose lock and store a side uses
+        self.llama_chosen_by = "--llama-dir"  # else set when the build is chosen (engines.record)
+
+    def with_engine(self, engine: Any) -> "Resources":
+        """This run's lock and model store, measuring with ``engine`` (one side of an A/B)."""
+        side = Resources(profile=self.profile, engine=engine)
+        side._shared, side.comparing_engines = self, True
+        return side
+
+    def lock(self) -> None:
+        """One job per box: held from the first engine or model use to the end of the run."""
+        if self._shared is not None:
+            return self._shared.lock()
+        if self._locked:
+            return
+        from lawbench.core.run.lock import box_lock
+
+        try:
+            self._stack.enter_context(box_lock())
+        except LawbenchError as exc:
+            raise EngineError(str(exc)) from None
+        self._locked = True
+
+    def backend(self) -> str:
+        fp = self.profile.fingerprint if self.profile else None
+        return "cuda" if fp is not None and fp.requires_gpu else "cpu"
+
+    def cuda_arch(self) -> str:
+        """The profile's GPU architecture ("61" Pascal, "90" Hopper, "121" GB10): the build follows
+        the hardware the anchors describe (core/engines/cuda.py says why)."""
+        from lawbench.core.engines.cuda import arch_of
+
+        cc = self.profile.fingerprint.compute_capability if self.profile else None
+        return arch_of(cc) if cc else "90"
+
+    def llama(self) -> Any:
+        """The llama.cpp to measure with: a runner's own build by path, else the profile's engine of
+        record, else the pinned build (lawbench.core.engines.record)."""
+        if self._llama is not None:
+            self.lock()  # a chosen engine measures under the box lock like a built one
+            return self._llama
+        if self._llama_error is not None:  # do not rebuild for every anchor after a failure
+            raise self._llama_error
+        self.lock()
+        from lawbench.core.engines.build import build_llamacpp
+        from lawbench.core.engines.llamacpp import locate_llamacpp
+        from lawbench.core.progress import report
+
+        try:
+            if self.llama_dir:
+                self._llama = locate_llamacpp(self.llama_dir)
+            else:
+                from lawbench.core.engines.record import llama_version
+
+                version, self.llama_chosen_by = llama_version(self.profile)
+                backend = self.backend()
+                self._llama = build_llamacpp(version, backend=backend, progress=report,
+                                             **({"cuda_arch": self.cuda_arch()} if backend == "cuda" else {}))
+        except LawbenchError as exc:
+            self._llama_error = exc if isinstance(exc, EngineError) else EngineError(str(exc))
+            raise self._llama_error from None
+        return self._llama
+
+    def store(self) -> Any:
+        # Building, fetching or requantizing a model loads the box: another job's timings would
+        # see it, so it happens under the lock like a measurement.
+        if self._shared is not None:
+            return self._shared.store()
+        self.lock()
+        if self._store is None:
+            from lawbench.core.engines.bench import quantize
+            from lawbench.core.store.real import ModelStore
+
+            # Synthetic models other than F16 are requantized with this run's llama-quantize.
+            self._store = ModelStore(quantize=lambda src, dst, t: quantize(self.llama(), src, dst, t))
+        return self._store
+
+    def model(self, model_id: str) -> Path:
+        return self.store().path(model_id)
+
+    def engine_info(self) -> Optional[dict]:
+        if self._llama is None:
+            return None
+        from lawbench.core.engines.record import record_status
+
+        ll = self._llama
+        record = record_status(self.profile, ll.build_info.get("build_number"))
+        return {"name": "llama.cpp", "version": ll.version, "backend": ll.backend,
+                "bin_dir": str(ll.bin_dir), **{k: v for k, v in ll.build_info.items() if k != "bin_dir"},
+                "chosen_by": self.llama_chosen_by, **({"engine_of_record": record} if record else {})}
+
+    def close(self) -> None:
+        self._stack.close()
+        self._locked = False

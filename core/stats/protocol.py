@@ -1,0 +1,152 @@
+"""The measurement protocol: warm-up, repetitions, interleave-and-repeat, predecessors, environment.
+
+These machines drift, and in the page-cache regime consecutive runs are not independent samples
+(seed 000, L-31): a reading depends on what ran just before it. So every sample records its
+predecessor configuration, multi-arm anchors alternate their arms in one run (A B B A …, so a
+slow drift biases neither arm), and a ratio sample is formed only within one round.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+from lawbench.core.errors import EngineError
+from lawbench.core.models import Sample
+
+# One visit of an arm: run the engine once, asking for `reps` repetitions; return one reading per
+# repetition plus whatever raw record the engine printed.
+ArmVisit = Callable[[int], "Visit"]
+
+
+@dataclass
+class Visit:
+    values: list[float]
+    raw: dict[str, Any] = field(default_factory=dict)
+    wall_s: float = 0.0
+
+
+def _snapshot() -> dict[str, Any]:
+    try:
+        from lawbench.core.hardware.detect import environment_snapshot
+
+        return environment_snapshot()
+    except Exception as exc:  # the snapshot is evidence, never a reason to lose a run
+        return {"error": f"{type(exc).__name__}: {exc}"}
+
+
+class ArmSampler:
+    """Samples one or two arms. A visit (one engine process) gives one value from its repetitions
+    (``per_visit``: their median by default). One arm: each visit is one sample. Two arms (a, b):
+    each round visits both, in alternating order, and yields one sample = a / b, or a − b with
+    ``combine="difference"`` (e.g. a memory delta between two modes); raw value_a / value_b keep
+    the two visits' values for a law that prices a from b (Prediction.from_reference)."""
+
+    def __init__(self, arms: dict[str, ArmVisit], *, labels: Optional[dict[str, str]] = None,
+                 reps_per_visit: int = 1, warmup: bool = True, protocol: Optional[dict] = None,
+                 combine: str = "ratio", per_visit: Optional[Callable[[list[float]], Optional[float]]] = None):
+        if set(arms) not in ({"main"}, {"a", "b"}):
+            raise ValueError("arms must be {'main'} or {'a', 'b'}")
+        if combine not in ("ratio", "difference"):
+            raise ValueError("combine must be 'ratio' or 'difference'")
+        self.combine = combine
+        # A visit's value from its repetitions: the median, unless the law knows better (the
+        # fastest repetition of a speed: a neighbour only ever slows a repetition down).
+        self.per_visit = per_visit or _median
+        # Ratios and speeds are positive and multiplicative: their interval is taken on logs.
+        self.log_scale = combine == "ratio"
+        self.arms = arms
+        self.labels = labels or {k: k for k in arms}
+        self.reps = max(1, reps_per_visit)
+        self.warmup = warmup
+        self._warmed = False
+        self._last: Optional[str] = None  # label of the configuration that ran last (L-31)
+        self._round = 0
+        self._env_before = _snapshot()
+        self._env_after: dict[str, Any] = {}
+        self._extra = dict(protocol or {})
+        self.visits: list[dict[str, Any]] = []
+
+    # -- one engine process -------------------------------------------------------------
+    def _visit(self, arm: str, reps: int, discard: bool = False) -> Visit:
+        t0 = time.monotonic()
+        visit = self.arms[arm](reps)
+        visit.wall_s = visit.wall_s or time.monotonic() - t0
+        self.visits.append({"arm": arm, "predecessor": self._last, "reps": reps, "discarded": discard,
+                            "values": visit.values, "wall_s": round(visit.wall_s, 3)})
+        return visit
+
+    def _warm(self) -> None:
+        # One discarded visit per arm: model load and page cache, not the law, dominate a cold run.
+        if self.warmup and not self._warmed:
+            for arm in sorted(self.arms):
+                self._visit(arm, 1, discard=True)
+                self._last = self.labels[arm]
+        self._warmed = True
+
+    # -- Sampler protocol -------------------------------------------------------------------
+    def draw(self, n: int) -> list[Sample]:
+        self._warm()
+        out: list[Sample] = []
+        try:
+            if set(self.arms) == {"main"}:
+                # One sample per visit: repetitions inside one process share its luck (page
+                # cache, placement, clocks), so only visits are independent enough to count.
+                for _ in range(n):
+                    pred = self._last
+                    visit = self._visit("main", self.reps)
+                    self._last = self.labels["main"]
+                    value = self.per_visit(visit.values)
+                    if value is None:
+                        continue
+                    out.append(Sample(value=value, predecessor=pred,
+                                      raw={"visit": len(self.visits) - 1, "reps": visit.values, **visit.raw}))
+            else:
+                for _ in range(n):
+                    order = ("a", "b") if self._round % 2 == 0 else ("b", "a")
+                    got: dict[str, Visit] = {}
+                    preds: dict[str, Optional[str]] = {}
+                    for arm in order:
+                        preds[arm] = self._last
+                        got[arm] = self._visit(arm, self.reps)
+                        self._last = self.labels[arm]
+                    a, b = self.per_visit(got["a"].values), self.per_visit(got["b"].values)
+                    self._round += 1
+                    if a is None or b is None or (self.combine == "ratio" and not b):
+                        continue
+                    value, arm = (a / b, "a/b") if self.combine == "ratio" else (a - b, "a-b")
+                    out.append(Sample(value=value, arm=arm, predecessor=preds[order[0]],
+                                      raw={"a": got["a"].values, "b": got["b"].values, "value_a": a,
+                                           "value_b": b, "order": "".join(order),
+                                           "predecessor_a": preds["a"], "predecessor_b": preds["b"],
+                                           "raw_a": got["a"].raw, "raw_b": got["b"].raw}))
+        except (EngineError, KeyboardInterrupt) as exc:
+            # a stop signal between two visits is a KeyboardInterrupt (core.run.signals): the pairs
+            # finished so far ride on it as on an engine's fault, or a stopped A/B would record none
+            exc.samples = out + list(getattr(exc, "samples", []))
+            raise
+        self._env_after = _snapshot()
+        return out
+
+    def statistic(self, samples: list[Sample]) -> list[float]:
+        return [s.value for s in samples]
+
+    def environment(self) -> dict[str, Any]:
+        return {"before": self._env_before, "after": self._env_after or _snapshot()}
+
+    def protocol(self) -> dict[str, Any]:
+        return {"warmup_visits_per_arm": 1 if self.warmup else 0, "reps_per_visit": self.reps,
+                "interleaved": set(self.arms) == {"a", "b"},
+                "sampling_unit": "round of both arms" if len(self.arms) == 2 else "engine visit",
+                "per_visit": getattr(self.per_visit, "__name__", "custom").lstrip("_"),
+                "order": "ABBA" if len(self.arms) == 2 else "A",
+                "statistic": self.combine if len(self.arms) == 2 else "value",
+                "arms": self.labels, "visits": self.visits, **self._extra}
+
+
+def _median(values: list[float]) -> Optional[float]:
+    if not values:
+        return None
+    s = sorted(values)
+    mid = len(s) // 2
+    return s[mid] if len(s) % 2 else (s[mid - 1] + s[mid]) / 2
