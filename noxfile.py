@@ -55,8 +55,8 @@ def tests(session: nox.Session) -> None:
     # runner-like runs that share this machine's cache and its one box lock. Both passes run
     # even when the first fails, so one run shows every failure.
     passes = {
-        "parallel": ["-q", "-ra", "-n", "auto", "-m", "not serial and not nightly"],
-        "serial": ["-q", "-ra", "-m", "serial and not nightly"],
+        "parallel": ["-q", "-ra", "--durations=15", "-n", "auto", "-m", "not serial and not nightly"],
+        "serial": ["-q", "-ra", "--durations=15", "-m", "serial and not nightly"],
         "lawbench-law2": ["-q", "-ra", "examples/lawbench-law2/tests"],  # as its author runs them
     }
     failed = []

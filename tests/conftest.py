@@ -28,7 +28,11 @@ SERIAL_MODULES = frozenset({
     "test_nightly_bad_input.py", "test_nightly_collect.py", "test_nightly_gate.py",
     "test_nightly_pipeline.py", "test_runner_job.py", "test_workflows.py",
     # signals to this process (test_bad_input_runtime.py too)
-    "test_records_write_units.py"})
+    "test_records_write_units.py",
+    # lawbench's end (SIGHUP, kill -9) and its engine's process group, end to end: beside another
+    # xdist worker a stand-in engine outlived lawbench in 3 of 5 runs (never in 3 serial runs);
+    # why is not known yet, so these run alone rather than pass or fail by luck
+    "test_run_endings.py"})
 
 
 def pytest_collection_modifyitems(config, items):
