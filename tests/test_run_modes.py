@@ -54,6 +54,7 @@ def test_ab_runs_are_run_records_in_history_compare_and_report(tmp_path, env, ll
     assert rows["comparable"] is True, rows  # the same two builds: an A/B joins A/Bs
     page = report(out, env, "--history", "--db", str(out / "history.sqlite"))
     assert all(run[:12] in page for run in runs) and "A/B llama.cpp b11434" in page  # both, with their builds
+    assert page.count("<td>ab</td>") == 2 and "<th>mode</th>" in page  # the runs table says what each was
     assert "law4.cpu.l15.syn-100m-q4_0~ab" in report(out, env, str(out / "run.json"))
 
 
@@ -85,6 +86,8 @@ def test_census_plant_runs_are_run_records_in_history_compare_and_report(tmp_pat
     assert rows["law4.cpu.census.q4_0-repack~no-repack"]["verdict_b"] is None  # the fault ran in the proof only
     assert "law4.cpu.census.q4_0-repack~no-repack" in report(out, env, "--run", plant_id, "--db",
                                                               str(out / "history.sqlite"))
+    page = report(out, env, "--history", "--db", str(out / "history.sqlite"))
+    assert page.count("<td>plant</td>") == 1 and page.count("<td>run</td>") == 1
 
 
 def test_an_ab_json_from_before_ab_runs_were_run_records_is_read_as_one(tmp_path, env):  # noqa: F811

@@ -77,10 +77,10 @@ def _drift_section(drifts: Optional[list[Any]], view: HistoryView) -> Markup:
 
 def _runs_table(view: HistoryView) -> Markup:
     rows = [[f"#{r.index}", Markup(f'<span class="id">{esc(r.run_id[:12])}</span>'), r.started,
-             r.profile, "contribution" if r.contribution else "runner", (r.commit or "-")[:10], r.engine,
+             r.profile, r.mode, "contribution" if r.contribution else "runner", (r.commit or "-")[:10], r.engine,
              "-" if r.exit_code is None else str(r.exit_code), counts_line(r.counts)] for r in reversed(view.runs)]
-    return table(["#", "run", "started (UTC)", "profile", "from", "commit", "engine build", "exit", "verdicts"],
-                 rows, class_="runs")
+    return table(["#", "run", "started (UTC)", "profile", "mode", "from", "commit", "engine build", "exit",
+                  "verdicts"], rows, class_="runs")
 
 
 def _drift_index(drifts: list[Any], view: HistoryView) -> dict[tuple[str, str, str], int]:

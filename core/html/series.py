@@ -24,6 +24,7 @@ class RunInfo:
     engine: str
     counts: dict[str, int]
     contribution: bool = False  # someone else's machine: shown, and kept out of the runners' series
+    mode: str = "run"  # "ab" or "plant": an engine A/B or a mutation proof, in the same history
 
 
 @dataclass
@@ -59,7 +60,7 @@ def gather(history: History, profile: Optional[str] = None, limit: Optional[int]
         # a contribution's points form series of their own: never a runner's line
         engine = engine_key(record.engine) + (" · contribution" if contribution else "")
         info = RunInfo(index, row.run_id, row.started, row.profile, row.commit, row.exit_code,
-                       engine, dict(record.counts), contribution)
+                       engine, dict(record.counts), contribution, record.mode)
         runs.append(info)
         for r in record.results:
             if is_retired(r):
