@@ -73,7 +73,8 @@ def command_starts(lines: Iterable[Line]) -> list[tuple[float, str]]:
     out = []
     for t, text in lines:
         m = _NOX_CMD.match(text)
-        if m and not text.startswith(("nox > Running session", "nox > Session ", "nox > uv ")):
+        if m and not text.startswith(("nox > Running session", "nox > Session ", "nox > uv ",
+                                      "nox > Creating virtual environment", "nox > Re-using existing")):
             out.append((t, " ".join(filter(None, m.groups()))))
     return out
 

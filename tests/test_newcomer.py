@@ -26,6 +26,7 @@ def stamped(texts: list[str], step: float = 1.0) -> list[tuple[float, str]]:
 
 def test_an_anchors_phase_splits_into_setup_check_build_models_and_anchors():
     lines = [(0.0, "nox > Running session anchors"), (0.1, "nox > uv binary not found."),
+             (0.1, "nox > Creating virtual environment (virtualenv) using python3 in .nox/anchors"),
              (1.2, "nox > python -m pip install '.[gpu,plots]'"),  # nox's own lines, as it printed them
              (27.8, "nox > python -m pip install --no-deps ./examples/lawbench-law2"),
              (40.0, "nox > lawbench check"), (44.0, "lawbench check: 212 anchors, no problems"),
