@@ -3,8 +3,6 @@ reads them, and a bad entry is one line naming the file and the field — valida
 model (Law4.profile_model), which core runs when the profile loads."""
 from __future__ import annotations
 
-import textwrap
-from pathlib import Path
 
 import pytest
 
@@ -13,29 +11,7 @@ from lawbench.core.hardware.profiles import load_profiles, validate_profile
 from lawbench.plugins.law4.law import Law4
 from lawbench.plugins.law4.profile import Law4Profile, law4_profile
 
-GOOD = """
-id = "{id}"
-description = "a test box"
-[fingerprint]
-cpu_model_contains = "Test CPU"
-[[tiers]]
-name = "ram"
-kind = "ram"
-bandwidth_spec_gbs = {{ value = 10.0, source = "test" }}
-[laws.law4.eta]
-ram = {{ value = 0.5, source = "test", basis = "spec" }}
-"""
-
-
-def broken(tmp_path: Path, text: str) -> DataError:
-    path = tmp_path / "broken.toml"
-    path.write_text(textwrap.dedent(text), encoding="utf-8")
-    with pytest.raises(DataError) as err:
-        load_profiles([tmp_path])
-    message = str(err.value)
-    assert str(path) in message, message
-    assert "\n" not in message and "Traceback" not in message and "pydantic" not in message
-    return err.value
+from _profile_files import GOOD, broken
 
 
 def test_law4_declares_its_profile_table():

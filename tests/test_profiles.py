@@ -1,7 +1,6 @@
 """Hardware profiles: the shipped files load and carry their sources; broken files fail clearly."""
 from __future__ import annotations
 
-import textwrap
 from importlib import resources
 from pathlib import Path
 
@@ -14,27 +13,9 @@ from lawbench.core.commands.profiles import add_profiles_parser, profiles_comman
 from lawbench.core.hardware.profiles import (get_profile, load_profile_file, load_profiles,
                                              validate_profile)
 
+from _profile_files import GOOD, broken, write
+
 SHIPPED = {"cpu", "cpu-ddr4", "gb10", "gtx1060", "h200"}
-
-GOOD = """
-id = "{id}"
-description = "a test box"
-[fingerprint]
-cpu_model_contains = "Test CPU"
-[[tiers]]
-name = "ram"
-kind = "ram"
-bandwidth_spec_gbs = {{ value = 10.0, source = "test" }}
-[laws.law4.eta]
-ram = {{ value = 0.5, source = "test", basis = "spec" }}
-"""
-
-
-def write(folder: Path, name: str, text: str) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / name
-    path.write_text(textwrap.dedent(text), encoding="utf-8")
-    return path
 
 
 def facts(profile):
@@ -130,16 +111,6 @@ def test_unknown_profile_lists_known_ids():
 
 
 # --------------------------------------------------------------------------- broken files
-
-
-def broken(tmp_path: Path, text: str) -> DataError:
-    path = write(tmp_path, "broken.toml", text)
-    with pytest.raises(DataError) as err:
-        load_profiles([tmp_path])
-    message = str(err.value)
-    assert str(path) in message, message
-    assert "\n" not in message and "Traceback" not in message and "pydantic" not in message
-    return err.value
 
 
 def test_broken_toml_names_the_file_and_line(tmp_path):
