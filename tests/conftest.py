@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Optional
 
@@ -45,9 +47,13 @@ def pytest_collection_modifyitems(config, items):
 
 def pip_install_into(src: Path, site: Path, build: Path) -> Path:
     """Really pip-install a plugin distribution from tests/plugins into a folder (no deps, offline)."""
+    # From a copy: setuptools builds inside the source tree (build/, *.egg-info), and two xdist
+    # workers installing the same plugin at once removed each other's build folder (measured).
+    copy = Path(tempfile.mkdtemp(prefix="source-", dir=build)) / src.name
+    shutil.copytree(src, copy, ignore=shutil.ignore_patterns(".*", "build", "*.egg-info", "__pycache__", "lawbench-out"))
     proc = subprocess.run(
         [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-         "--no-index", "--target", str(site), str(src)],
+         "--no-index", "--target", str(site), str(copy)],
         capture_output=True, text=True, cwd=build, env={**os.environ, "PIP_NO_CACHE_DIR": "1"})
     assert proc.returncode == 0, proc.stderr[-2000:]
     return site
