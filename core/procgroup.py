@@ -28,8 +28,6 @@ import threading
 import time
 from typing import Any, Optional
 
-import psutil
-
 # The supervisor: reads "+PGID" / "-PGID" lines; at EOF (lawbench gone) SIGKILLs the groups left.
 # "bye" is lawbench's normal exit: nothing is left to kill. Kept free of imports beyond the stdlib.
 _SUPERVISOR = r"""
@@ -140,7 +138,10 @@ def group_alive(pgid: int) -> bool:
         os.killpg(pgid, 0)
     except (ProcessLookupError, PermissionError):
         return False
-    # A zombie still counts for killpg, and a container's PID 1 may never reap it.
+    # A zombie still counts for killpg, and a container's PID 1 may never reap it. psutil is imported
+    # here, not at the top: every `lawbench` command loads this module and most never stop a group.
+    import psutil
+
     for p in psutil.process_iter(["status"]):
         try:
             if os.getpgid(p.pid) == pgid and p.info["status"] != psutil.STATUS_ZOMBIE:

@@ -1,6 +1,8 @@
 """The real console entry point, end to end, with a third-party plugin really installed."""
 import json
 import shutil
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 
 from conftest import run_cli
@@ -126,3 +128,22 @@ def test_committed_schemas_are_current(cli_env, tmp_path):
     assert sorted(f.name for f in docs.iterdir()) == sorted(f.name for f in (tmp_path / "s").iterdir())
     for f in (tmp_path / "s").iterdir():
         assert (docs / f.name).read_text() == f.read_text(), f"regenerate: lawbench schema --out docs/schema ({f.name})"
+
+
+def test_a_command_that_reads_no_tensor_loads_no_numpy_gguf_rich_or_psutil(cli_env, tmp_path):
+    """Every `lawbench` command loads every law (their commands join the parser), so what a law imports
+    at its top every command pays: ~0.2 s of numpy, gguf, rich and psutil on each of the ~1,100
+    processes a test run starts (benchmarks/cli_startup.py). They load with the code that uses them."""
+    probe = ("import runpy, sys\nsys.argv = ['lawbench'] + sys.argv[1:]\n"
+             "try:\n    runpy.run_module('lawbench.core.commands.main', run_name='__main__')\n"
+             "except SystemExit:\n    pass\n"
+             "print(' '.join(sorted(sys.modules)), file=sys.stderr)\n")
+    heavy = {"numpy", "gguf", "rich", "psutil", "filelock", "scipy", "yaml"}
+    for argv in (["--help"], ["laws"], ["history", "--help"], ["run", "--help"]):
+        p = subprocess.run([sys.executable, "-c", probe, *argv], env=cli_env, cwd=tmp_path,
+                           capture_output=True, text=True, timeout=120)
+        loaded = set(p.stderr.strip().splitlines()[-1].split())
+        # the laws were loaded (built-in and third party): what is absent was not needed, not skipped
+        assert {"lawbench.plugins.law4.law", "lawbench.plugins.law1.law", "lawbench_dummy"} <= loaded, p.stderr[-2000:]
+        tops = {m.split(".")[0] for m in loaded}
+        assert not tops & heavy, f"`lawbench {' '.join(argv)}` imported {sorted(tops & heavy)}"

@@ -9,19 +9,19 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, Iterable, Optional
+from typing import TYPE_CHECKING, Any, Iterable, Optional
 
 from pydantic import ValidationError
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from lawbench.core.errors import LawbenchError
-from lawbench.core.hardware import bandwidth, detect
 # A runner job's limits live with the planning that must fit them; re-exported for the workflows' tests.
 from lawbench.core.run.plan import JOB_LIMIT_MIN, WEEKLY_DEADLINE_MIN, WEEKLY_JOB_MIN, weekly_cadence  # noqa: F401
 from lawbench.core.hardware.profiles import get_profile, load_profiles
 from lawbench.core.models import Fact, HardwareProfile, Tier
+
+if TYPE_CHECKING:  # rich and the bandwidth probe (numpy) load with the action that uses them, not
+    from rich.console import Console  # with every `lawbench` command's parser
+
 
 
 def add_profiles_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -68,6 +68,8 @@ def add_profiles_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def profiles_command(args: argparse.Namespace, extra_dirs: Optional[Iterable[Any]] = None) -> int:
+    from rich.console import Console
+
     console = Console()
     try:
         if extra_dirs is None:
@@ -97,6 +99,9 @@ def profiles_command(args: argparse.Namespace, extra_dirs: Optional[Iterable[Any
 
 
 def _list(profiles: dict[str, HardwareProfile], console: Console) -> int:
+    from rich.markup import escape
+    from rich.table import Table
+
     table = Table(title="hardware profiles", show_lines=True)
     for col in ("id", "description", "tiers (capacity · spec / measured bandwidth)",
                 "per-law facts (`profiles show ID`)", "runner labels"):
@@ -170,6 +175,9 @@ def _tier_line(t: Tier) -> str:
 
 
 def _show(p: HardwareProfile, console: Console) -> int:
+    from rich.markup import escape
+    from rich.table import Table
+
     table = Table(title=escape(f"{p.id}: {p.description}"), show_lines=True)
     for col in ("fact", "value", "source"):
         table.add_column(col, overflow="fold")
@@ -211,6 +219,11 @@ def _law_facts(table: Any, path: tuple[str, ...]) -> list[tuple[tuple[str, ...],
 
 def _detect(args: argparse.Namespace, profiles: dict[str, HardwareProfile],
             console: Console) -> int:
+    from rich.markup import escape
+    from rich.table import Table
+
+    from lawbench.core.hardware import detect  # psutil: loaded by the action that reads the machine
+
     fp = detect.fingerprint_machine()
     chosen, reasons = detect.match_profile(fp, profiles)
     matches = {pid: detect.profile_matches(fp, p) for pid, p in profiles.items()}
@@ -247,6 +260,10 @@ def _detect(args: argparse.Namespace, profiles: dict[str, HardwareProfile],
 
 
 def _measure(args: argparse.Namespace, dirs: list[Any], console: Console) -> int:
+    from rich.markup import escape
+
+    from lawbench.core.hardware import bandwidth
+
     path, profile, result = bandwidth.write_measured_profile(
         base=args.base, out=args.out, threads=args.threads, size_mb=args.size_mb,
         repeats=args.repeats, profile_id=args.new_id, extra_dirs=dirs)

@@ -43,7 +43,9 @@ FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
 
 class Strict(BaseModel):
     # Half-open bands hold ±inf; "strings" keeps them readable in JSON instead of turning into null.
-    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="strings")
+    # defer_build: a model's validator is built when it first validates, not when its module is
+    # imported — every `lawbench` command imports every law's models and most use a few of them.
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="strings", defer_build=True)
 
 
 # What kind of figure a measured anchor reads, for the noise it carries (docs/bands.md): a profile's

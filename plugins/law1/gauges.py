@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-GAUGES = ("native", "hadamard", "svd", "diagonal")
+from lawbench.plugins.law1.case import GAUGES
 
 
 def effective_rank(w: np.ndarray) -> float:

@@ -27,8 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from lawbench import ANCHOR_FILE, Anchor, DataError, EngineError, LawbenchError, Sample
 from lawbench.engines import DEFAULT_TEXT, SliceVisits, shipped_text, text_sha256, text_slices
-from lawbench.plugins.law1.case import ROLES, Group, catalogue_id
-from lawbench.plugins.law1.gauges import GAUGES
+from lawbench.plugins.law1.case import GAUGES, ROLES, Group, catalogue_id
 from lawbench.store import ModelReference
 
 QUANTITY = "gauge/native perplexity ratio"

@@ -26,10 +26,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping, Optional
 
-from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType
-
 from lawbench.plugins.law4.capacity import hold, raw_fit
-from lawbench.plugins.law4.shape import ModelShape, ShapeError, TensorEntry
+from lawbench.plugins.law4.shape import ModelShape, ShapeError, TensorEntry, ggml_sizes
 from lawbench.plugins.law4.versions import CAPACITY, CPU_ATTENTION, CURRENT, KV
 
 KV_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl")
@@ -43,7 +41,7 @@ def kv_bytes_per_element(kv_type: str) -> float:
     """Bytes per cached element: f16 = 2, q8_0 = 34/32 (a 2-byte scale per 32), q4_0 = 18/32."""
     if kv_type not in KV_TYPES:
         raise ShapeError(f"unknown KV cache type {kv_type!r}; one of {', '.join(KV_TYPES)}")
-    block, size = GGML_QUANT_SIZES[GGMLQuantizationType[kv_type.upper()]]
+    block, size = ggml_sizes(kv_type)
     return size / block
 
 

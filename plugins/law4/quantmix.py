@@ -23,9 +23,7 @@ import re
 from dataclasses import replace
 from typing import Mapping, Optional, Union
 
-from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType
-
-from lawbench.plugins.law4.shape import ROLES, ModelShape, ShapeError, TensorEntry, ftype_name, tensor_bytes  # noqa: F401 (ftype_name: re-exported)
+from lawbench.plugins.law4.shape import ROLES, ModelShape, ShapeError, TensorEntry, ftype_name, ggml_sizes, tensor_bytes  # noqa: F401 (ftype_name: re-exported)
 
 # ftype name -> llama_ftype_get_default_type (src/llama-quant.cpp)
 FTYPE_DEFAULT: dict[str, str] = {
@@ -77,13 +75,13 @@ def check_mix(mix: Mix) -> None:
         if role not in ROLES:
             raise ValueError(f"unknown role {role!r} in the mix; one of {', '.join(ROLES)}")
         try:
-            GGMLQuantizationType[str(type_name).upper()]
+            ggml_sizes(str(type_name))
         except KeyError:
             raise ValueError(f"mix.{role}: unknown ggml type {type_name!r}") from None
 
 
 def _block(type_name: str) -> int:
-    return GGML_QUANT_SIZES[GGMLQuantizationType[type_name]][0]
+    return ggml_sizes(type_name)[0]
 
 
 def quantizable(t: TensorEntry) -> bool:

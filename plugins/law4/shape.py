@@ -11,12 +11,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType, LlamaFileType
-
 from lawbench import DataError
 
 # The header's checks live in shape_checks.py; ShapeError and check_metadata stay importable from here.
-from lawbench.plugins.law4.shape_checks import ShapeError, check_metadata, check_tensor  # noqa: F401
+from lawbench.plugins.law4.shape_checks import ShapeError, check_metadata, check_tensor, ggml_sizes  # noqa: F401
 
 # Roles a tensor plays in one decoded token. Everything but routed experts is read every token;
 # the embedding is a row lookup unless it doubles as the output head (tied weights).
@@ -38,6 +36,8 @@ def ftype_name(value: Any) -> Optional[str]:
     """general.file_type (llama_ftype) as llama.cpp names it: 15 -> "Q4_K_M"; None if unknown."""
     if not isinstance(value, int) or isinstance(value, bool):
         return None
+    from gguf.constants import LlamaFileType  # on first use: loading the law does not load gguf
+
     try:
         name = LlamaFileType(value).name
     except ValueError:
@@ -78,7 +78,7 @@ def tensor_bytes(type_name: str, shape: tuple[int, ...], where: str = "") -> int
         n_elements = check_tensor(shape, type_name)
     except ShapeError as exc:
         raise ShapeError(f"{where}{exc}", key=exc.key) from None
-    block, size = GGML_QUANT_SIZES[GGMLQuantizationType[type_name.upper()]]
+    block, size = ggml_sizes(type_name)
     return n_elements // block * size
 
 

@@ -7,7 +7,20 @@ from __future__ import annotations
 import math
 from typing import Any, Optional
 
-from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType
+
+def ggml_sizes(type_name: str) -> tuple[int, int]:
+    """(weights per block, bytes per block) of the ggml type called `type_name` (any case), from
+    gguf's GGML_QUANT_SIZES; KeyError if there is none. gguf is imported here, on first use, not
+    with the law: every `lawbench` command loads Law 4, and gguf brings numpy with it."""
+    from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType
+
+    return GGML_QUANT_SIZES[GGMLQuantizationType[type_name.upper()]]
+
+
+def ggml_type_names() -> list[str]:
+    from gguf.constants import GGMLQuantizationType
+
+    return [t.name for t in GGMLQuantizationType]
 
 
 class ShapeError(ValueError):
@@ -123,13 +136,12 @@ def check_tensor(shape: tuple[int, ...], type_name: str) -> int:
         raise ShapeError(f"has {n:.3g} elements (shape {list(shape)}); no real tensor has "
                          f"more than 2^48 (2.8e14): the file is corrupt", key="shape")
     try:
-        qtype = GGMLQuantizationType[type_name.upper()]
+        block = ggml_sizes(type_name)[0]
     except KeyError:
-        known = ", ".join(t.name for t in GGMLQuantizationType)
+        known = ", ".join(ggml_type_names())
         raise ShapeError(f"unknown ggml type {type_name!r} (known: {known})", key="type") from None
-    block = GGML_QUANT_SIZES[qtype][0]
     if shape[0] % block:
         # key "type": the shape is the model's, the type is what cannot hold it
-        raise ShapeError(f"row length (ne0) {shape[0]} does not fill whole {qtype.name} blocks: ggml "
-                         f"stores {qtype.name} rows in multiples of {block} elements", key="type")
+        raise ShapeError(f"row length (ne0) {shape[0]} does not fill whole {type_name.upper()} blocks: ggml "
+                         f"stores {type_name.upper()} rows in multiples of {block} elements", key="type")
     return n

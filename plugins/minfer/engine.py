@@ -23,8 +23,6 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Mapping, Optional, Sequence
 
-import psutil
-
 from lawbench import EngineError, NotApplicable
 from lawbench.plugins.minfer.contract import CONTRACT_DOC, PREFILL_KEY, check_version, json_objects
 from lawbench.plugins.minfer.contract import CONTRACT_VERSION as CONTRACT_VERSION  # the version lawbench speaks
@@ -75,6 +73,8 @@ def child_env(env: Mapping[str, str], unset: Sequence[str] = ()) -> dict[str, st
 
 
 def _tree(pid: int) -> set[int]:
+    import psutil  # here: every `lawbench` command loads the law, few run minfer
+
     try:
         root = psutil.Process(pid)
         return {pid, *(c.pid for c in root.children(recursive=True))}

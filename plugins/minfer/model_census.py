@@ -15,7 +15,7 @@ import os
 import re
 from typing import Mapping
 
-from lawbench import NotApplicable, read_gguf_header as read_header
+from lawbench import NotApplicable
 
 Q6_K = "Q6_K"
 TOTAL = "q6_K tensors"
@@ -48,7 +48,9 @@ def model_path(model_env: str, environ: Mapping[str, str] = os.environ) -> str:
 def q6k_census(model_env: str) -> tuple[dict[str, int], dict]:
     """({label: count}, environment) for the file named by ``model_env``; a header fault is a DataError."""
     path = model_path(model_env)
-    header = read_header(path)
+    from lawbench import read_gguf_header  # on first use: gguf (and numpy) are not loaded with the law
+
+    header = read_gguf_header(path)
     return count_q6k(header.tensors), {"model_file": path, "architecture": header.architecture,
                                        "block_count": header.arch("block_count", None),
                                        "tensors": len(header.tensors), "complete": header.complete}

@@ -10,7 +10,6 @@ from typing import Any
 
 import lawbench
 from lawbench_law2.case import Law2Case
-from lawbench_law2.sampler import HeaderReading, TensorSampler
 from lawbench_law2.theory import bits_per_weight, gaussian_floor
 
 
@@ -55,6 +54,9 @@ class RateDistortion(lawbench.Law):
             path = resources.model(case.model_id)
         except lawbench.ModelUnavailable as exc:  # a runner's own file absent: SKIP (FAIL on its runner)
             raise lawbench.NotApplicable(str(exc)) from None
+        # numpy and gguf come with the sampler, not with the law: every `lawbench` command loads the law
+        from lawbench_law2.sampler import HeaderReading, TensorSampler
+
         if case.measure in ("bits-per-weight", "file-gb"):
             return HeaderReading(path, case.measure)
         from lawbench_law2.codecs import Ggml

@@ -11,12 +11,8 @@ import argparse
 import statistics
 import time
 
-import numpy as np
-
 import lawbench
-from lawbench_law2 import tensors
 from lawbench_law2.case import FFN_DOWN
-from lawbench_law2.sampler import rel_mse
 from lawbench_law2.theory import bits_per_weight, gaussian_floor
 
 # The ggml types nearest 1, 2, 3 and 4 bits per weight, and Q8_0 as a check of the pipeline.
@@ -38,7 +34,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # numpy and gguf are imported by the command that reads tensors, not by every `lawbench` that lists it
+    import numpy as np
+
+    from lawbench_law2 import tensors
     from lawbench_law2.codecs import Ggml
+    from lawbench_law2.sampler import rel_mse
     from lawbench_law2.theory import codec_type
 
     codecs = args.codec or list(CODECS)

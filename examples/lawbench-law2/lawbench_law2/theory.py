@@ -15,8 +15,10 @@ so a measured rel-MSE below 2^(-2R) means the weights are not white Gaussian.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
-from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType
+if TYPE_CHECKING:  # gguf is imported where a type is looked up: `lawbench` starts without numpy
+    from gguf.constants import GGMLQuantizationType
 
 
 def gaussian_floor(rate_bits: float) -> float:
@@ -28,6 +30,8 @@ def gaussian_floor(rate_bits: float) -> float:
 
 def codec_type(name: str) -> GGMLQuantizationType:
     """The ggml type called `name` ("IQ2_XXS", "q4_k"); ValueError naming the known types."""
+    from gguf.constants import GGMLQuantizationType
+
     try:
         return GGMLQuantizationType[name.upper()]
     except KeyError:
@@ -37,6 +41,8 @@ def codec_type(name: str) -> GGMLQuantizationType:
 
 def bits_per_weight(codec: str) -> float:
     """What a ggml type stores per weight, scales included: 2.0625 for IQ2_XXS, 4.5 for Q4_K."""
+    from gguf.constants import GGML_QUANT_SIZES
+
     block, size = GGML_QUANT_SIZES[codec_type(codec)]
     return size * 8 / block
 
