@@ -80,9 +80,13 @@ def test_per_file_durations_come_from_pytests_own_lines(tmp_path):
 def test_per_law_reads_the_run_record():
     record = {"results": [{"law": "law4", "duration_s": 2.5, "verdict": "PASS"},
                           {"law": "law4", "duration_s": 1.0, "verdict": "VOID"},
-                          {"law": "law1", "duration_s": None, "verdict": "PASS"}]}
+                          {"law": "law1", "duration_s": None, "verdict": "PASS"},
+                          # an open finding's FAIL (exit 0) is named as one, a real FAIL stays FAIL
+                          {"law": "law1", "duration_s": 0.5, "verdict": "FAIL",
+                           "detail": {"open_finding": "Measured here (2026-12-01) …"}},
+                          {"law": "law1", "duration_s": 0.5, "verdict": "FAIL", "detail": {}}]}
     assert newcomer.per_law(record) == {
-        "law1": {"anchors": 1, "seconds": 0.0, "verdicts": {"PASS": 1}},
+        "law1": {"anchors": 3, "seconds": 1.0, "verdicts": {"PASS": 1, "open finding": 1, "FAIL": 1}},
         "law4": {"anchors": 2, "seconds": 3.5, "verdicts": {"PASS": 1, "VOID": 1}}}
 
 
