@@ -34,7 +34,7 @@ MODULES = ("import sys, runpy, json\nsys.argv = ['lawbench', '--help']\n"
 def one_run(python: str, args: tuple[str, ...], cwd: str) -> float:
     started = time.perf_counter()
     done = subprocess.run([python, "-m", "lawbench.core.commands.main", *args], cwd=cwd,
-                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
     took = time.perf_counter() - started
     if done.returncode not in (0, 2):  # `check` is 2 where a plugin's data is bad: still a start-up
         sys.exit(f"{python} -m lawbench {' '.join(args)} exited {done.returncode}")
@@ -42,7 +42,7 @@ def one_run(python: str, args: tuple[str, ...], cwd: str) -> float:
 
 
 def modules(python: str, cwd: str) -> list[str]:
-    done = subprocess.run([python, "-c", MODULES], cwd=cwd, capture_output=True, text=True)
+    done = subprocess.run([python, "-c", MODULES], cwd=cwd, capture_output=True, text=True, check=False)
     return json.loads(done.stderr.strip().splitlines()[-1])
 
 
