@@ -14,7 +14,8 @@ def anchors(session: nox.Session) -> None:
     """Verify the anchors for this machine's profile (or `-- --profile ID`), for real.
 
     Posargs go to `lawbench run`: e.g. `nox -s anchors -- --profile gtx1060 -k kv`.
-    Exit 0 when everything that ran passed, 1 on any FAIL / ERROR / VOID, 2 on bad data.
+    Exit 0 when everything that ran passed, 1 on any FAIL / ERROR / VOID, 2 on bad data, 130 / 143
+    when stopped by SIGINT / SIGTERM: lawbench's own code, passed on as it is (_keep_exit_code).
     """
     # gpu: nvidia-ml-py, so a GPU runner is recognised through NVML (nvidia-smi is the fallback);
     # plots: matplotlib, so every run also writes its HTML report next to run.json.
@@ -22,8 +23,19 @@ def anchors(session: nox.Session) -> None:
     # Law 2 ships as an outside contributor's package (examples/lawbench-law2): installed beside
     # lawbench, as a contributor's would be. --no-deps: "lawbench" on an index is another project.
     session.install("--no-deps", "./examples/lawbench-law2")
-    session.run("lawbench", "check")
-    session.run("lawbench", "run", *session.posargs)
+    _keep_exit_code(session, "lawbench", "check")
+    _keep_exit_code(session, "lawbench", "run", *session.posargs)
+
+
+def _keep_exit_code(session: nox.Session, *args: str) -> None:
+    """Run a command; when it fails, nox exits with its code, not nox's own 1: the workflow and
+    scripts/nightly_runner.sh tell bad data (2) from a regression (1) and a stopped run (130 / 143)."""
+    try:
+        session.run(*args)
+    except nox.command.CommandFailed as exc:
+        if exc.return_code is None:  # nox's own failure (e.g. the program is missing): nox's 1
+            raise
+        raise SystemExit(exc.return_code) from None
 
 
 @nox.session(default=False)

@@ -20,12 +20,20 @@
 # the workflow run, attempt, job, box (LAWBENCH_BOX), commit, profile, and the record's run id and
 # sha256. The collect step holds it against what GitHub says about the artifact
 # (lawbench.core.history.binding); a record without a binding that verifies never speaks for a runner.
+#
+# A job killed at its timeout (or cancelled) gets SIGTERM / SIGINT on its whole process group:
+# lawbench writes an interrupted record and exits 143 / 130; the trap below keeps this script alive
+# until then (bash runs it once the foreground nox has returned), so the record is still bound and
+# collect files it — as interrupted, which the gate never takes as a baseline. No later profile runs.
 set -uo pipefail
 if [ $# -lt 3 ]; then echo "usage: $0 PLAN DATA OUT [RUN ARGS…]" >&2; exit 2; fi
 plan=$1 data=$2 out=$3
 shift 3
 nox=${NOX:-nox}
 worst=0
+stopped=""
+trap 'stopped=SIGTERM' TERM
+trap 'stopped=SIGINT' INT
 bind() {
   [ -n "${GITHUB_RUN_ID:-}" ] && [ -f "$1/run.json" ] || return 0
   python3 - "$1" "$2" <<'EOF_BIND' || echo "nightly_runner: could not write $1/binding.json: the collect step will not file this record" >&2
@@ -61,5 +69,10 @@ for entry in $plan; do
   echo "::endgroup::"
   echo "nightly_runner: $profile exit $rc"
   if [ "$rc" -gt "$worst" ]; then worst=$rc; fi
+  if [ -n "$stopped" ]; then
+    echo "nightly_runner: stopped by $stopped after $profile; its record is bound, no later profile runs" >&2
+    [ "$stopped" = SIGINT ] && exit 130
+    exit 143
+  fi
 done
 exit "$worst"

@@ -229,3 +229,53 @@ def test_a_night_files_the_bound_records_and_quarantines_a_forged_contribution_a
                                      text=True, timeout=300).stdout)
     assert [(r["run_id"], r["source"], r["binding"]["workflow_run_id"], r["binding"]["artifact_digest"]) for r in runs] \
         == [(genuine, "run", "5001", f"sha256:{digest}")]
+
+
+NOX_KILLED_AT_ITS_TIMEOUT = '''import signal, sys, time
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from _nightly_artifacts import RunRecord
+out = Path(sys.argv[sys.argv.index("--out") + 1])
+out.mkdir(parents=True, exist_ok=True)
+def stop(signum, frame):  # what `lawbench run` does on SIGTERM: an interrupted record, exit 143
+    rec = RunRecord.new("cpu", profile_matches=True, strict=True)
+    rec.finish([], interrupted="SIGTERM")
+    (out / "run.json").write_text(rec.model_dump_json())
+    sys.exit(143)
+signal.signal(signal.SIGTERM, stop)
+(out.parent / "running").write_text("")
+time.sleep(120)
+'''
+
+
+def test_a_job_killed_at_its_timeout_still_binds_its_interrupted_record(tmp_path):
+    """Issue 30 item 9: GitHub ends a job at its timeout with SIGTERM to the whole process group.
+    The runner script outlives its nox (a trap), binds the interrupted record lawbench wrote, runs
+    no later profile and exits 143; before the trap it died first and collect refused the record."""
+    import signal
+    import time
+
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "scripts").symlink_to(ROOT / "scripts")
+    (tmp_path / "standin.py").write_text(NOX_KILLED_AT_ITS_TIMEOUT)
+    nox = tmp_path / "nox"
+    nox.write_text(f'#!/bin/bash\nexec "{sys.executable}" "{tmp_path / "standin.py"}" "{ROOT / "tests"}" "$@"\n')
+    nox.chmod(0o755)
+    env = dict(_env(tmp_path), NOX=str(nox), GITHUB_RUN_ID="5001", GITHUB_RUN_ATTEMPT="1", GITHUB_JOB="anchors",
+               LAWBENCH_BOX="cpu", GITHUB_SHA="a" * 40, GITHUB_REPOSITORY="o/r")
+    proc = subprocess.Popen(["bash", "scripts/nightly_runner.sh", "cpu:nightly:30 cpu-ddr4:nightly:60", "data", "out"],
+                            cwd=job, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    deadline = time.time() + 60
+    while not (job / "out" / "running").exists():
+        assert proc.poll() is None and time.time() < deadline, proc.communicate()
+        time.sleep(0.1)
+    os.killpg(proc.pid, signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, out + err
+    raw = (job / "out" / "cpu" / "run.json").read_bytes()
+    assert json.loads(raw)["interrupted"] == "SIGTERM"
+    binding = json.loads((job / "out" / "cpu" / "binding.json").read_text())
+    assert binding["record_sha256"] == hashlib.sha256(raw).hexdigest() and binding["profile"] == "cpu"
+    assert not (job / "out" / "cpu-ddr4").exists() and "stopped by SIGTERM after cpu" in err

@@ -117,11 +117,14 @@ def _list(profiles: dict[str, HardwareProfile], console: Console) -> int:
 
 
 
-def runner_matrix(profiles: dict[str, HardwareProfile], only: str = "all", weekly: bool = False) -> dict[str, Any]:
+def runner_matrix(profiles: dict[str, HardwareProfile], only: str = "all", weekly: bool = False,
+                  anchors: Any = None) -> dict[str, Any]:
     """The nightly's (or the weekly's) matrix, from the profiles: one job per box of deployed
     profiles ([nightly] deployed = true). Profiles that share a box ([nightly] box) run in one job,
     one after the other under one lock, on the runner that carries all their labels. Each job's
-    `plan` is "profile:cadence:deadline-minutes …" for scripts/nightly_runner.sh."""
+    `plan` is "profile:cadence:deadline-minutes …" for scripts/nightly_runner.sh. Given the anchors,
+    a weekly leaves out a profile whose weekly selects nothing (a run of nothing exits 2, so it
+    would be red every Saturday), and a box left with no profile has no job."""
     from lawbench.core.errors import UsageError
 
     wanted = [x.strip() for x in only.split(",") if x.strip()] if only.strip() != "all" else None
@@ -139,6 +142,9 @@ def runner_matrix(profiles: dict[str, HardwareProfile], only: str = "all", weekl
               and (wanted is None or p.id in wanted)]
     if not chosen:
         raise UsageError("no deployed profile with runner_labels: the nightly would have no job")
+    if weekly and anchors is not None:
+        from lawbench.core.run.plan import plan as plan_of
+        chosen = [p for p in chosen if plan_of(p, anchors, weekly_cadence(p)).rows]
     boxes: dict[str, list[HardwareProfile]] = {}
     for p in chosen:
         boxes.setdefault(p.nightly.box or p.id, []).append(p)
@@ -161,7 +167,12 @@ def runner_matrix(profiles: dict[str, HardwareProfile], only: str = "all", weekl
 
 
 def _runners(args: argparse.Namespace, profiles: dict[str, HardwareProfile]) -> int:
-    matrix = json.dumps(runner_matrix(profiles, ",".join(args.only or ["all"]), weekly=args.weekly),
+    anchors = None
+    if args.weekly:
+        from lawbench.core.claims.loading import load_all
+        from lawbench.core.laws.registry import get_registry
+        anchors = load_all(get_registry(), profiles=profiles.keys())
+    matrix = json.dumps(runner_matrix(profiles, ",".join(args.only or ["all"]), weekly=args.weekly, anchors=anchors),
                         separators=(",", ":"))
     print(f"matrix={matrix}" if args.github_output else matrix)
     return 0
