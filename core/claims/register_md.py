@@ -132,14 +132,14 @@ def render(results: Path, registry: Optional[Any] = None,
     t = cov.total
     out.append(f"{t.lines} published claims inventoried; {t.encoded} encoded as anchors "
                f"({t.encoded_share:.0%} of the {t.counted} whose law has a plugin), {t.explained} explained, "
-               f"{t.missing} missing, {t.pending} pending (their law's plugin does not exist yet). "
+               f"{t.work_left} work left (lawbench's own obstacle: not done), {t.missing} missing, {t.pending} pending (their law's plugin does not exist yet). "
                f"{len(anchors.anchors)} anchors; latest verdicts from the run records under `{results.name}/`.\n")
     if problems:
         out.append(f"**{len(problems)} inventory problem(s)** — `lawbench check` lists them.\n")
 
-    out.append("## Coverage by law\n\n| law | claims | encoded | explained | missing | pending | encoded share |\n|---|---|---|---|---|---|---|")
+    out.append("## Coverage by law\n\n| law | claims | encoded | explained | work left | missing | pending | encoded share |\n|---|---|---|---|---|---|---|---|")
     for law, c in cov.by_law.items():
-        out.append(f"| {law} | {c.lines} | {c.encoded} | {c.explained} | {c.missing} | {c.pending} | "
+        out.append(f"| {law} | {c.lines} | {c.encoded} | {c.explained} | {c.work_left} | {c.missing} | {c.pending} | "
                    f"{'—' if not c.counted else f'{c.encoded_share:.0%}'} |")
     out.append("\n## Anchors and claims by profile\n\n| profile | prediction | measurement | agreement | ratio | census "
                "| history | claims encoded here |\n|---|---|---|---|---|---|---|---|")
@@ -167,7 +167,7 @@ def render(results: Path, registry: Optional[Any] = None,
             shown = twin.claim if twin is not None else c  # a repeated figure takes its twin's status
             if shown.unencoded is not None:
                 u = shown.unencoded
-                enc = f"*not encoded — {u.reason}:* {_cell(u.detail)}"
+                enc = f"*{'work left' if u.work_left else 'not encoded'} — {u.reason}:* {_cell(u.detail)}"
                 if u.looked:
                     enc += " *Looked at:* " + ", ".join(f"`{_cell(ref)}`" for ref in u.looked)
             elif law not in reg.laws:
