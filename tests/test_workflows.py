@@ -338,3 +338,38 @@ def test_codeowners_cover_what_a_runner_trusts():
     for folder in ("/anchors/", "/hardware_profiles/acknowledged/", "/.github/"):
         assert owned.get(folder), f"CODEOWNERS names no owner for {folder}"
         assert (ROOT / folder.strip("/")).is_dir(), folder
+
+
+def test_the_nightly_installs_from_a_hashed_lock_that_covers_gpu_and_plots():
+    """Every package of `.[gpu,plots]` (and the build backend) is pinned with a hash in
+    requirements/nightly.lock; the nightly's runner steps ask nox for it (LAWBENCH_LOCKED=1)."""
+    import tomllib
+
+    from packaging.markers import default_environment
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    entries = re.split(r"\n(?=[A-Za-z])", (ROOT / "requirements" / "nightly.lock").read_text().split("\n", 6)[-1])
+    pinned = {}
+    for entry in entries:
+        head = entry.split()[0] if entry.strip() and not entry.startswith("#") else None
+        if head:
+            name, _, version = head.partition("==")
+            assert version and "--hash=sha256:" in entry, f"nightly.lock: {head} is not pinned with a hash"
+            pinned[canonicalize_name(name)] = version
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    wanted = project["project"]["dependencies"] + sum(
+        (project["project"]["optional-dependencies"][x] for x in ("gpu", "plots")), [])
+    wanted += project["build-system"]["requires"]
+    env = default_environment() | {"python_version": "3.11", "sys_platform": "linux", "platform_machine": "x86_64"}
+    for spec in map(Requirement, wanted):
+        if spec.marker and not spec.marker.evaluate(env):
+            continue
+        name = canonicalize_name(spec.name)
+        assert name in pinned and spec.specifier.contains(pinned[name], prereleases=True), spec
+    nightly = _load(ROOT / ".github" / "workflows" / "nightly.yml")
+    for name in ("anchors", "anchors-unfiled"):
+        [verify] = [s for s in _steps(nightly["jobs"][name]) if "nightly_runner.sh" in s.get("run", "")]
+        assert verify["env"]["LAWBENCH_LOCKED"] == "1"
+    noxfile = (ROOT / "noxfile.py").read_text()
+    assert '"--require-hashes", "-r", "requirements/nightly.lock"' in noxfile
