@@ -373,3 +373,12 @@ def test_the_nightly_installs_from_a_hashed_lock_that_covers_gpu_and_plots():
         assert verify["env"]["LAWBENCH_LOCKED"] == "1"
     noxfile = (ROOT / "noxfile.py").read_text()
     assert '"--require-hashes", "-r", "requirements/nightly.lock"' in noxfile
+
+
+def test_runners_md_has_the_threat_model_and_the_readme_links_it():
+    runners = (ROOT / "docs" / "RUNNERS.md").read_text()
+    [section] = [s for s in runners.split("\n## ") if s.startswith("8. Threat model")]
+    for thing in ("LAWBENCH_CACHE_KEY", "requirements/nightly.lock", "lawbench-history", "CODEOWNERS",
+                  "GIT_CONFIG_*", "anchors-unfiled" if "anchors-unfiled" in section else "unkeyed"):
+        assert thing in section, thing
+    assert "docs/RUNNERS.md#8-threat-model" in (ROOT / "README.md").read_text()
