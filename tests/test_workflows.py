@@ -344,7 +344,6 @@ def test_the_nightly_installs_from_a_hashed_lock_that_covers_gpu_and_plots():
     """Every package of `.[gpu,plots]` (and the build backend) is pinned with a hash in
     requirements/nightly.lock; the nightly's runner steps ask nox for it (LAWBENCH_LOCKED=1)."""
     import tomllib
-
     from packaging.markers import default_environment
     from packaging.requirements import Requirement
     from packaging.utils import canonicalize_name
@@ -358,9 +357,9 @@ def test_the_nightly_installs_from_a_hashed_lock_that_covers_gpu_and_plots():
             assert version and "--hash=sha256:" in entry, f"nightly.lock: {head} is not pinned with a hash"
             pinned[canonicalize_name(name)] = version
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    wanted = project["project"]["dependencies"] + sum(
-        (project["project"]["optional-dependencies"][x] for x in ("gpu", "plots")), [])
-    wanted += project["build-system"]["requires"]
+    extras = project["project"]["optional-dependencies"]
+    wanted = [*project["project"]["dependencies"], *extras["gpu"], *extras["plots"],
+              *project["build-system"]["requires"]]
     env = default_environment() | {"python_version": "3.11", "sys_platform": "linux", "platform_machine": "x86_64"}
     for spec in map(Requirement, wanted):
         if spec.marker and not spec.marker.evaluate(env):
