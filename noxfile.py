@@ -1,6 +1,8 @@
 """Sessions a developer and CI both run: `nox -s anchors` (the main job) and `nox -s tests`."""
 from __future__ import annotations
 
+import os
+
 import nox
 import nox.command
 
@@ -19,10 +21,18 @@ def anchors(session: nox.Session) -> None:
     """
     # gpu: nvidia-ml-py, so a GPU runner is recognised through NVML (nvidia-smi is the fallback);
     # plots: matplotlib, so every run also writes its HTML report next to run.json.
-    session.install(".[gpu,plots]")
+    # The nightly (LAWBENCH_LOCKED=1, set by nightly.yml) installs exactly requirements/nightly.lock,
+    # every file checked against its hash, not whatever the index serves that night; a newcomer's
+    # `nox -s anchors` resolves the ranges in pyproject.toml (unlocked).
+    locked = os.environ.get("LAWBENCH_LOCKED") == "1"
+    if locked:
+        session.install("--require-hashes", "-r", "requirements/nightly.lock")
+        session.install("--no-deps", "--no-build-isolation", ".")
+    else:
+        session.install(".[gpu,plots]")
     # Law 2 ships as an outside contributor's package (examples/lawbench-law2): installed beside
     # lawbench, as a contributor's would be. --no-deps: "lawbench" on an index is another project.
-    session.install("--no-deps", "./examples/lawbench-law2")
+    session.install("--no-deps", *(["--no-build-isolation"] if locked else []), "./examples/lawbench-law2")
     _keep_exit_code(session, "lawbench", "check")
     _keep_exit_code(session, "lawbench", "run", *session.posargs)
 

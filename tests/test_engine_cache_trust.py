@@ -8,12 +8,15 @@ rebuild is replaced by a sentinel, since what is tested is which build is truste
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
+from _engine_fixtures import TINY, write_script
 
-from _engine_fixtures import write_script
 from lawbench.core.engines import build, build_trust
 from lawbench.core.engines.llamacpp import build_key
+from lawbench.core.store import model_stamp
+from lawbench.core.store.synthetic import build_synthetic
 
 VERSION = "11434.0.0"
 
@@ -216,3 +219,46 @@ def test_a_planted_binary_is_never_run(cache, tmp_path, monkeypatch):
     except Exception:
         pass  # the plant answers --version with nothing; it has run by then
     assert mark.exists()
+
+
+# --------------------------------------------------------------------------- models the cache hands out (issue 32)
+
+
+def _sha(path: Path) -> str:
+    import hashlib
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_a_swapped_synthetic_model_is_set_aside_and_made_again(tmp_path, capsys):
+    """The issue's repro in F16 (no llama-quantize needed): another model's file copied over a cached
+    one. Before, the cache handed out the planted file; now it is set aside and made again."""
+    made = build_synthetic(TINY, cache_dir=tmp_path)
+    genuine = _sha(made)
+    other = build_synthetic(TINY.model_copy(update={"n_ff": TINY.n_ff * 2}), cache_dir=tmp_path)
+    made.write_bytes(other.read_bytes())
+    again = build_synthetic(TINY, cache_dir=tmp_path)
+    assert again == made and _sha(again) == genuine
+    assert "is not the file lawbench made" in capsys.readouterr().err
+    assert [p for p in tmp_path.iterdir() if p.name.startswith(made.name + ".untrusted-")]
+
+
+def test_with_the_runner_s_secret_a_forged_stamp_is_refused(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv(model_stamp.KEY_ENV, "the runner's secret")
+    made = build_synthetic(TINY, cache_dir=tmp_path)
+    genuine = _sha(made)
+    made.write_bytes(made.read_bytes()[:-64] + b"\0" * 64)  # a changed model ...
+    stamp = made.with_name(made.name + ".sha256.json")
+    forged = json.loads(stamp.read_text()) | {"sha256": _sha(made)}  # ... and a stamp rewritten to match
+    stamp.write_text(json.dumps(forged))
+    assert "not signed" in model_stamp.problem(made)
+    assert _sha(build_synthetic(TINY, cache_dir=tmp_path)) == genuine
+    assert "not signed with $LAWBENCH_CACHE_KEY" in capsys.readouterr().err
+
+
+def test_a_model_from_before_stamps_is_stamped_once_without_the_secret_and_made_again_with_it(tmp_path, monkeypatch):
+    made = build_synthetic(TINY, cache_dir=tmp_path)
+    made.with_name(made.name + ".sha256.json").unlink()
+    assert model_stamp.problem(made) is None and made.with_name(made.name + ".sha256.json").is_file()
+    made.with_name(made.name + ".sha256.json").unlink()
+    monkeypatch.setenv(model_stamp.KEY_ENV, "k")
+    assert model_stamp.problem(made) == "it has no stamp"

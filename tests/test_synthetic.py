@@ -48,7 +48,8 @@ def test_cached_file_is_reused_not_rewritten(tmp_path):
     mtime = first.stat().st_mtime_ns
     renamed = build_synthetic(TINY.model_copy(update={"id": "tiny-again"}), cache_dir=tmp_path)
     assert renamed == first and first.stat().st_mtime_ns == mtime
-    assert [p.name for p in tmp_path.iterdir()] == [first.name]  # no temp files left
+    # no temp files left: the model and its stamp (lawbench.core.store.model_stamp)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [first.name, first.name + ".sha256.json"]
 
 
 @pytest.mark.parametrize("field,value,needle", [

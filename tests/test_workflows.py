@@ -268,3 +268,120 @@ def test_the_nightly_job_on_a_machine_that_is_not_its_profile_fails_not_skips(tm
     assert "found: no GPU" in done.stderr
     assert "runner refused" in (tmp_path / "summary.md").read_text()
     assert (tmp_path / "lawbench-out" / profile / "run.json").is_file()  # the record is kept for the collect
+
+
+# --------------------------------------------------------------------------- who gets the key (issue 32)
+
+
+def _checkout_refs(job: dict) -> list[str]:
+    return [str((s.get("with") or {}).get("ref", "")) for s in _steps(job) if "actions/checkout" in s.get("uses", "")]
+
+
+def test_only_a_commit_of_the_default_branch_gets_the_runner_environment_and_its_key():
+    """The plan job checks out the default branch, vets the ref with `git merge-base --is-ancestor`
+    before anything installs, and computes the matrix from that code; the job with the environment
+    and the key runs only when the vetted commit is the default branch's, and checks out that commit."""
+    nightly = _load(ROOT / ".github" / "workflows" / "nightly.yml")
+    jobs = nightly["jobs"]
+    plan = jobs["plan"]
+    assert _checkout_refs(plan) == ["${{ github.event.repository.default_branch }}"]
+    steps = [json.dumps(s) for s in _steps(plan)]
+    vet = next(i for i, s in enumerate(steps) if "merge-base --is-ancestor" in s)
+    install = next(i for i, s in enumerate(steps) if "pip install" in s)
+    matrix = next(i for i, s in enumerate(steps) if "lawbench profiles runners" in s)
+    assert vet < install < matrix
+    assert "inputs.ref" not in "".join(steps[:vet]) and "inputs.ref" not in "".join(steps[vet + 1:])
+    assert plan["outputs"]["trusted"] == "${{ steps.vet.outputs.trusted }}"
+    for name, job in jobs.items():
+        text = json.dumps(job)
+        if name == "plan":
+            continue
+        self_hosted = "matrix.runs-on" in json.dumps(job.get("runs-on"))
+        if self_hosted:  # a lab machine runs only the vetted commit, in the plan's labels and timeout
+            assert _checkout_refs(job) == ["${{ needs.plan.outputs.sha }}"], name
+            assert job["timeout-minutes"] == "${{ matrix.timeout }}", name
+        if "environment" in job or "secrets." in text:
+            # trusted, and (plan30) not an empty weekly matrix: both clauses, joined by &&
+            assert job["if"].split(" && ")[0] == "needs.plan.outputs.trusted == 'true'", name
+            assert self_hosted and "inputs.ref" not in text, name
+    assert jobs["anchors"]["environment"] == "lawbench-runner"
+    # an empty matrix (a weekly where no profile selects anything) is no job, keyed or unkeyed
+    for name in ("anchors", "anchors-unfiled"):
+        assert "needs.plan.outputs.matrix != '{\"include\":[]}'" in jobs[name]["if"], name
+
+
+def test_a_ref_outside_the_default_branch_runs_unkeyed_on_a_throwaway_cache_and_is_never_filed():
+    nightly = _load(ROOT / ".github" / "workflows" / "nightly.yml")
+    job = nightly["jobs"]["anchors-unfiled"]
+    assert job["if"].split(" && ")[0] == "needs.plan.outputs.trusted != 'true'"
+    assert "environment" not in job and "secrets." not in json.dumps(job)
+    [verify] = [s for s in _steps(job) if "nightly_runner.sh" in s.get("run", "")]
+    assert "LAWBENCH_CACHE_KEY" not in verify["env"]
+    assert verify["env"]["LAWBENCH_CACHE"].startswith("${{ runner.temp }}/")
+    assert any("rm -rf" in s.get("run", "") and s.get("if") == "always()" for s in _steps(job))
+    [upload] = [s for s in _steps(job) if "upload-artifact" in s.get("uses", "")]
+    # collect fetches only lawbench-* artifacts of scheduled runs: this one is never filed
+    assert not upload["with"]["name"].startswith("lawbench-")
+    assert "startswith(\"lawbench-\")" in (ROOT / "scripts" / "nightly_fetch.sh").read_text()
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+def test_no_token_is_put_on_a_command_line(path):
+    """`git -c http.extraheader=<token>` shows the token in the process list of a shared box; the
+    header goes through GIT_CONFIG_* in the environment instead."""
+    for job in _load(path)["jobs"].values():
+        for step in _steps(job):
+            run = step.get("run", "")
+            assert not re.search(r"-c\s+[\"']?http\.[^ ]*extraheader", run), (path.name, step.get("name"))
+
+
+def test_codeowners_cover_what_a_runner_trusts():
+    lines = [ln.split() for ln in (ROOT / ".github" / "CODEOWNERS").read_text().splitlines()
+             if ln.strip() and not ln.lstrip().startswith("#")]
+    owned = {ln[0]: ln[1:] for ln in lines}
+    for folder in ("/anchors/", "/hardware_profiles/acknowledged/", "/.github/"):
+        assert owned.get(folder), f"CODEOWNERS names no owner for {folder}"
+        assert (ROOT / folder.strip("/")).is_dir(), folder
+
+
+def test_the_nightly_installs_from_a_hashed_lock_that_covers_gpu_and_plots():
+    """Every package of `.[gpu,plots]` (and the build backend) is pinned with a hash in
+    requirements/nightly.lock; the nightly's runner steps ask nox for it (LAWBENCH_LOCKED=1)."""
+    import tomllib
+    from packaging.markers import default_environment
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    entries = re.split(r"\n(?=[A-Za-z])", (ROOT / "requirements" / "nightly.lock").read_text().split("\n", 6)[-1])
+    pinned = {}
+    for entry in entries:
+        head = entry.split()[0] if entry.strip() and not entry.startswith("#") else None
+        if head:
+            name, _, version = head.partition("==")
+            assert version and "--hash=sha256:" in entry, f"nightly.lock: {head} is not pinned with a hash"
+            pinned[canonicalize_name(name)] = version
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    extras = project["project"]["optional-dependencies"]
+    wanted = [*project["project"]["dependencies"], *extras["gpu"], *extras["plots"],
+              *project["build-system"]["requires"]]
+    env = default_environment() | {"python_version": "3.11", "sys_platform": "linux", "platform_machine": "x86_64"}
+    for spec in map(Requirement, wanted):
+        if spec.marker and not spec.marker.evaluate(env):
+            continue
+        name = canonicalize_name(spec.name)
+        assert name in pinned and spec.specifier.contains(pinned[name], prereleases=True), spec
+    nightly = _load(ROOT / ".github" / "workflows" / "nightly.yml")
+    for name in ("anchors", "anchors-unfiled"):
+        [verify] = [s for s in _steps(nightly["jobs"][name]) if "nightly_runner.sh" in s.get("run", "")]
+        assert verify["env"]["LAWBENCH_LOCKED"] == "1"
+    noxfile = (ROOT / "noxfile.py").read_text()
+    assert '"--require-hashes", "-r", "requirements/nightly.lock"' in noxfile
+
+
+def test_runners_md_has_the_threat_model_and_the_readme_links_it():
+    runners = (ROOT / "docs" / "RUNNERS.md").read_text()
+    [section] = [s for s in runners.split("\n## ") if s.startswith("8. Threat model")]
+    for thing in ("LAWBENCH_CACHE_KEY", "requirements/nightly.lock", "lawbench-history", "CODEOWNERS",
+                  "GIT_CONFIG_*", "anchors-unfiled" if "anchors-unfiled" in section else "unkeyed"):
+        assert thing in section, thing
+    assert "docs/RUNNERS.md#8-threat-model" in (ROOT / "README.md").read_text()

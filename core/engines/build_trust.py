@@ -107,7 +107,8 @@ def _files(bin_dir: Path) -> dict[str, str]:
     return out
 
 
-def _sign(body: dict) -> Optional[str]:
+def sign(body: dict) -> Optional[str]:
+    """HMAC-SHA256 of ``body`` with $LAWBENCH_CACHE_KEY (None without it): manifests and model stamps."""
     key = os.environ.get(KEY_ENV)
     if not key:
         return None
@@ -124,7 +125,7 @@ def write_manifest(key_dir: Path, source: Optional[Path] = None) -> dict:
 def _write(key_dir: Path, source: Optional[str], source_sha256: Optional[str]) -> dict:
     body = {"files": _files(key_dir / "build" / "bin"), "source": source, "source_sha256": source_sha256,
             "written_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-    manifest = {**body, "hmac_sha256": _sign(body)}
+    manifest = {**body, "hmac_sha256": sign(body)}
     tmp = key_dir / f"{MANIFEST}.tmp"
     tmp.write_text(json.dumps(manifest, indent=2))
     os.replace(tmp, key_dir / MANIFEST)
@@ -154,7 +155,7 @@ def problem(key_dir: Path) -> Optional[str]:
         return f"its {MANIFEST} is not a manifest"
     body = {k: v for k, v in manifest.items() if k != "hmac_sha256"}
     if os.environ.get(KEY_ENV):
-        want = _sign(body)
+        want = sign(body)
         if not isinstance(manifest.get("hmac_sha256"), str) or not hmac.compare_digest(want or "",
                                                                                       manifest["hmac_sha256"]):
             return f"its {MANIFEST} is not signed with ${KEY_ENV}"

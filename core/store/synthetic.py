@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any, Callable, Literal, Optional
 
@@ -22,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from lawbench.core.errors import DataError, LawbenchError
 from lawbench.core.models import Id
+from lawbench.core.store import model_stamp
 
 # Bump when the file this module writes changes, so cached files are rebuilt.
 GENERATOR_VERSION = 1
@@ -261,9 +263,15 @@ def build_synthetic(spec: SyntheticSpec, *, cache_dir: Path,
     cache_dir.mkdir(parents=True, exist_ok=True)
     dst = cache_dir / f"synthetic-{spec.digest()}-{spec.weight_type}.gguf"
     if dst.is_file():
-        return dst
+        why = model_stamp.problem(dst)
+        if why is None:
+            return dst
+        aside = model_stamp.set_aside(dst)
+        print(f"lawbench: warning: the cached synthetic model {dst} is not the file lawbench made ({why}); "
+              f"it is set aside in {aside.name} and made again", file=sys.stderr, flush=True)
     if spec.weight_type == "F16":
         _atomic(dst, lambda tmp: write_f16(spec, tmp))
+        model_stamp.stamp(dst)
         return dst
     if quantize is None:
         raise LawbenchError(f"synthetic model {spec.id!r}: weight_type {spec.weight_type} needs "
@@ -279,4 +287,5 @@ def build_synthetic(spec: SyntheticSpec, *, cache_dir: Path,
                                 f"not {spec.weight_type} ({want}) to {tmp}")
 
     _atomic(dst, requantize)
+    model_stamp.stamp(dst)
     return dst
