@@ -146,6 +146,16 @@ def accepts(ack: Any, n: GateNews, now: Optional[Result]) -> bool:
     return True
 
 
+def _moved(base: Result, now: Result) -> Optional[str]:
+    """``base -> now`` when the statistic moved by more than both readings' half-intervals (what
+    neither reading could tell apart); None when it did not or cannot be compared."""
+    if base.measured is None or now.measured is None:
+        return None
+    noise = sum((r.interval[1] - r.interval[0]) / 2 for r in (base, now) if r.interval)
+    return f"{base.measured:.4g} -> {now.measured:.4g} (noise {noise:.2g})" \
+        if abs(now.measured - base.measured) > noise else None
+
+
 def anchor_news(now: Result, base: Optional[Result], prev: Optional[Result]) -> Optional[GateNews]:
     """What one anchor's result says against its baseline (None: nothing new)."""
     v, b = now.verdict.value, (base.verdict.value if base else None)
@@ -153,13 +163,29 @@ def anchor_news(now: Result, base: Optional[Result], prev: Optional[Result]) -> 
     def news(kind: str, why: str) -> GateNews:
         return GateNews(anchor_id=now.anchor_id, kind=kind, before=b, after=v, why=why)
 
-    if now.detail.get("finding_closed"):
+    if now.finding_closed:
         return news("finding-closed", "the open finding no longer reproduces: update the register and the anchor")
     if now.verdict is Verdict.ERROR:
         return news("error", f"{b or 'new'} -> ERROR: {now.reason}")
     if base is None:
         return news("new-not-green", f"no accepted baseline and not green: {v}: {now.reason}") if now.blocking \
             else None
+    if base.open_finding or now.open_finding:  # a finding's statistic is watched like any other (item 4)
+        if not base.open_finding:
+            return news("finding-added", f"an open finding appeared on an anchor whose baseline was {b}: "
+                                         f"{now.open_finding}")
+        if now.verdict is Verdict.SKIP or now.strict_skip:
+            return news("finding-unmeasured", f"an open finding's anchor was not measured tonight: {now.reason}")
+        if now.verdict is Verdict.VOID:
+            if prev is not None and prev.verdict is Verdict.VOID:
+                return news("void-twice", f"open finding VOID two nights running: {now.reason}")
+            return news("void-once", f"open finding VOID (red if the next night is VOID too): {now.reason}")
+        if not now.open_finding and now.verdict is Verdict.FAIL:
+            return news("finding-removed", f"the anchor's open finding was removed: its FAIL now blocks: {now.reason}")
+        moved = _moved(base, now)
+        if moved:
+            return news("finding-moved", f"open finding's statistic moved beyond its noise: {moved}")
+        return None
     if now.kind == "census" and base.kind == "census":
         lost = _lost_labels(base, now)
         if lost:

@@ -12,12 +12,14 @@ from lawbench.core.models.base import Id, Strict
 # What the gate calls news. Red unless acknowledged: a verdict turned, a census lost a label, a
 # drift step, an open finding closed, a new anchor not green, an anchor the night did not reach.
 RED_NEWS = ("turned", "void-twice", "error", "lost-label", "drift", "finding-closed", "new-not-green",
-            "not-reached", "acknowledgement-expired")
+            "not-reached", "acknowledgement-expired", "finding-moved", "finding-unmeasured", "finding-added",
+            "finding-removed")
 # Said, never red: a first VOID after PASS (red if the next night is VOID too), a recovery.
 NOTE_NEWS = ("void-once", "recovered", "not-run")
 # One tuple per meaning, the Literal built from them: a new kind (issue 31's slower/faster) is one word added.
 NewsKind = Literal["turned", "void-twice", "error", "lost-label", "drift", "finding-closed", "new-not-green",
-                   "not-reached", "acknowledgement-expired", "void-once", "recovered", "not-run"]
+                   "not-reached", "acknowledgement-expired", "finding-moved", "finding-unmeasured", "finding-added",
+                   "finding-removed", "void-once", "recovered", "not-run"]
 
 
 class GateNews(Strict):
@@ -79,7 +81,8 @@ class Acknowledgement(Strict):
     @classmethod
     def _red_kind(cls, v: str) -> str:
         if v not in RED_NEWS or v == "acknowledgement-expired":
-            raise ValueError(f"{v!r} is never red; acknowledge one of: {', '.join(RED_NEWS[:-1])}")
+            raise ValueError(f"{v!r} cannot be acknowledged; one of: "
+                             f"{', '.join(k for k in RED_NEWS if k != 'acknowledgement-expired')}")
         return v
 
     @field_validator("why", "accepted_by")
