@@ -119,7 +119,7 @@ def test_json_round_trip_keeps_everything(tmp_path):
 def test_json_is_standard_and_indented(tmp_path):
     path = write_json(make_record(), tmp_path / "run.json")
     text = path.read_text()
-    assert text.splitlines()[1].startswith('  "schema_version": 3')
+    assert text.splitlines()[1].startswith('  "schema_version": 4')
 
     def refuse(name):
         raise AssertionError(f"non-standard JSON constant {name}")
