@@ -18,7 +18,7 @@ def check_record(results) -> int:
     for r in results:
         if r.kind == "census" or r.verdict not in (Verdict.PASS, Verdict.FAIL, Verdict.VOID):
             continue
-        if r.detail.get("open_finding") or (r.verdict is Verdict.FAIL and r.reason.startswith("the open finding")):
+        if r.open_finding or (r.verdict is Verdict.FAIL and r.reason.startswith("the open finding")):
             continue  # a finding's verdict is inverted by policy after the interval decided it
         if "expected_void" in r.detail:  # an anchor that expects VOID: PASS iff the interval straddles
             assert (recomputed(r) is Verdict.VOID) == (r.verdict is Verdict.PASS), (r.anchor_id, r.interval, r.band)

@@ -151,7 +151,7 @@ def test_history_is_shown_not_run():
 def test_open_finding_fails_without_blocking_and_closing_it_blocks():
     a = make_anchor(value=5.0, band={"abs": 0.01}, finding="the law gives 4, the register printed 5")
     r = evaluate_anchor(a, ToyLaw(predicted=4.0))
-    assert r.verdict is Verdict.FAIL and not r.blocking and r.detail["open_finding"]
+    assert r.verdict is Verdict.FAIL and not r.blocking and r.open_finding
     closed = evaluate_anchor(a, ToyLaw(predicted=5.0))
     assert closed.verdict is Verdict.FAIL and closed.blocking and "no longer reproduces" in closed.reason
     plain = evaluate_anchor(make_anchor(value=5.0, band={"abs": 0.01}), ToyLaw(predicted=4.0))

@@ -69,7 +69,7 @@ def test_runner_verdicts_match(anchor):
     assert result.verdict is (Verdict.FAIL if "finding" in anchor.tags else Verdict.PASS), result.reason
     # an open finding is reported as FAIL but does not fail the build
     assert result.blocking is False, result.reason
-    assert bool(result.detail.get("open_finding")) == ("finding" in anchor.tags)
+    assert bool(result.open_finding) == ("finding" in anchor.tags)
 
 
 def test_profile_bound_anchors_use_their_profile():

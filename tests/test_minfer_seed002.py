@@ -50,7 +50,7 @@ def test_the_plane_in_each_unit_the_seed_writes(anchors, anchor_id, predicted, v
     assert r.verdict is verdict, r.reason
     assert bool(a.finding) == (verdict is Verdict.FAIL)  # each FAIL here is an open finding, recorded
     if a.finding:
-        assert r.reason.startswith("open finding") and r.detail["open_finding"] == a.finding
+        assert r.reason.startswith("open finding") and r.open_finding == a.finding
 
 
 def test_bytes_are_compared_as_the_exact_integer(anchors):

@@ -119,7 +119,7 @@ def test_json_round_trip_keeps_everything(tmp_path):
 def test_json_is_standard_and_indented(tmp_path):
     path = write_json(make_record(), tmp_path / "run.json")
     text = path.read_text()
-    assert text.splitlines()[1].startswith('  "schema_version": 3')
+    assert text.splitlines()[1].startswith('  "schema_version": 4')
 
     def refuse(name):
         raise AssertionError(f"non-standard JSON constant {name}")
@@ -140,7 +140,7 @@ def test_write_json_is_atomic_and_replaces(tmp_path):
 @pytest.mark.parametrize("text, needle", [
     ("{not json", "not a valid run record"),
     ('{"profile": "cpu", "surprise": 1}', "surprise"),
-    ('{"profile": "cpu", "schema_version": 4}', "schema_version"),
+    ('{"profile": "cpu", "schema_version": 5}', "schema_version"),
 ])
 def test_read_json_names_the_file(tmp_path, text, needle):
     path = tmp_path / "bad.json"

@@ -104,7 +104,7 @@ def _verdicts(anchor_id: str, verdicts: dict[tuple[str, str], dict]) -> str:
     got = sorted(((str(p), r) for (a, p), r in verdicts.items() if a == anchor_id), key=lambda x: x[0])
     if not got:
         return "not run yet"
-    return ", ".join(f"{r['verdict']}{' (open finding)' if (r.get('detail') or {}).get('open_finding') else ''} "
+    return ", ".join(f"{r['verdict']}{' (open finding)' if (r.get('open_finding') or (r.get('detail') or {}).get('open_finding')) else ''} "
                      f"on {p} ({r['_finished'][:10]})" for p, r in got)
 
 

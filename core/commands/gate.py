@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import re
 from pathlib import Path
 from typing import Any, Optional
 
-from lawbench.core.errors import UsageError
+from lawbench.core.errors import DataError, UsageError
 
 
 def add_gate_parsers(sub: Any) -> None:
@@ -71,11 +72,14 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
-def _proposals(record: Any) -> list[tuple[str, str]]:
-    """(anchor id, why) for every red the record's night would need accepted."""
+def _proposals(record: Any) -> list[tuple[str, str, str, Any, Any]]:
+    """(anchor id, why, news kind, value, counts) for every red the record's night would need
+    accepted: an acknowledgement names what was seen, not only the anchor."""
     if record.gate is not None:
-        return [(n.anchor_id, f"{n.kind}: {n.why}") for n in record.gate.news if n.red and n.anchor_id != "(gate)"]
-    return [(r.anchor_id, f"{r.verdict.value}: {r.reason}") for r in record.results if r.blocking]
+        return [(n.anchor_id, f"{n.kind}: {n.why}", n.kind, n.measured, n.counts) for n in record.gate.news
+                if n.red and n.anchor_id != "(gate)" and n.kind != "acknowledgement-expired"]
+    return [(r.anchor_id, f"{r.verdict.value}: {r.reason}", "error" if r.verdict.value == "ERROR" else "turned",
+             r.measured, None) for r in record.results if r.blocking]
 
 
 def cmd_propose(args: argparse.Namespace) -> int:
@@ -96,12 +100,17 @@ def cmd_propose(args: argparse.Namespace) -> int:
           f"({record.started}): review each entry, say why it is accepted, then commit it as "
           f"hardware_profiles/acknowledged/{record.profile}.toml (merge with what is there).")
     print(f'profile = "{record.profile}"')
-    for anchor_id, why in wanted:
+    for anchor_id, why, kind, value, counts in wanted:
         la = anchors.get(anchor_id)
         claim = la.anchor.claim if la is not None else "(anchor no longer exists: drop this entry)"
         print("\n[[acknowledged]]")
         print(f"anchor = {json.dumps(anchor_id)}")
         print(f"why = {json.dumps('TO REVIEW: ' + ' '.join(why.split())[:300])}")
+        print(f"kind = {json.dumps(kind)}")
+        if value is not None:
+            print(f"value = {value!r}")
+        if counts:
+            print("counts = { " + ", ".join(f"{json.dumps(k)} = {v}" for k, v in sorted(counts.items())) + " }")
         print(f"claim = {json.dumps(claim)}")
         print(f"accepted_by = {json.dumps(args.who)}")
         print(f"until = {until.isoformat()}")
@@ -110,22 +119,49 @@ def cmd_propose(args: argparse.Namespace) -> int:
     return 0
 
 
+MAX_ACK_DAYS = 90  # an acknowledgement is reviewed again at least this often
+WARN_ACK_DAYS = 7  # `check` says which expire this soon
+_PROPOSAL = re.compile(r"^\W*to\s*review\b", re.IGNORECASE)  # the proposal's marker, however cased or spaced
+
+
+def reviewers(folder: Any) -> Optional[set[str]]:
+    """hardware_profiles/acknowledged/reviewers.toml's `reviewers`: who may accept a red (None: no list)."""
+    from lawbench.core.claims.loading import read_toml
+
+    f = folder / "reviewers.toml"
+    if not f.is_file():
+        return None
+    names = read_toml(f).get("reviewers")
+    if not isinstance(names, list) or not all(isinstance(n, str) and n.strip() for n in names):
+        raise DataError(str(f), "a list of reviewer handles is needed", field="reviewers")
+    return set(names)
+
+
 def acknowledged_problems(anchors: Any, profiles: dict[str, Any], today: Optional[dt.date] = None,
-                          folder: Any = None) -> list[str]:
+                          folder: Any = None, warnings: Optional[list[str]] = None) -> list[str]:
     """What `lawbench check` refuses in hardware_profiles/acknowledged/*.toml: a file that does not
     parse, names an unknown profile, acknowledges an anchor that no longer exists (or does not run
-    on that profile), quotes a claim other than the anchor's, is past its date, or still says TO REVIEW."""
-    from lawbench.core.errors import DataError
+    on that profile), quotes a claim other than the anchor's, runs more than 90 days ahead, still
+    carries the proposal's marker, or is accepted by someone not in reviewers.toml.
+
+    A date never stops a run (issue 30, item 1): an entry past its date or within 7 days of it is a
+    warning appended to ``warnings``; on its night the gate makes that anchor red instead."""
     from lawbench.core.history.gate import acknowledged_path, load_acknowledged, today as _today
 
     day = today or _today()
     by_id = anchors.by_id()
     folder = folder if folder is not None else acknowledged_path("x").parent
-    problems = []
+    problems: list[str] = []
+    warned = warnings if warnings is not None else []
     if not folder.is_dir():
         return problems
+    try:
+        allowed = reviewers(folder)
+    except DataError as exc:
+        problems.append(str(exc))
+        allowed = None
     for entry in sorted(folder.iterdir(), key=lambda e: e.name):
-        if not entry.name.endswith(".toml"):
+        if not entry.name.endswith(".toml") or entry.name == "reviewers.toml":
             continue
         pid = entry.name[:-len(".toml")]
         name = f"hardware_profiles/acknowledged/{entry.name}"
@@ -148,8 +184,20 @@ def acknowledged_problems(anchors: Any, profiles: dict[str, Any], today: Optiona
             if a.claim != la.anchor.claim:
                 problems.append(f"{where}.claim: not the anchor's claim word for word (it says: {la.anchor.claim!r}); "
                                 "the claim changed, so review the acknowledgement again")
+            if a.until > day + dt.timedelta(days=MAX_ACK_DAYS):
+                problems.append(f"{where}.until: {a.until.isoformat()} is more than {MAX_ACK_DAYS} days ahead "
+                                f"(at most {(day + dt.timedelta(days=MAX_ACK_DAYS)).isoformat()}): review it again by then")
             if a.until < day:
-                problems.append(f"{where}.until: {a.until.isoformat()} has passed: renew it after review, or remove it")
-            if a.why.startswith("TO REVIEW"):
+                warned.append(f"{where}.until: {a.until.isoformat()} has passed: the gate makes this anchor red "
+                              "(acknowledgement expired) until the entry is renewed after review or removed")
+            elif a.until <= day + dt.timedelta(days=WARN_ACK_DAYS):
+                warned.append(f"{where}.until: expires on {a.until.isoformat()}: renew it after review, or remove it")
+            if _PROPOSAL.search(a.why):
                 problems.append(f"{where}.why: still the proposal's text: say why the red is accepted")
+            if allowed is not None and a.accepted_by not in allowed:
+                problems.append(f"{where}.accepted_by: {a.accepted_by!r} is not in "
+                                "hardware_profiles/acknowledged/reviewers.toml")
+            elif allowed is None:
+                problems.append(f"{where}.accepted_by: no hardware_profiles/acknowledged/reviewers.toml "
+                                f"to check {a.accepted_by!r} against")
     return problems

@@ -46,7 +46,11 @@ def cmd_check(args: argparse.Namespace) -> int:
     from lawbench.core.commands.gate import acknowledged_problems
     from lawbench.core.run.plan import window_problems
 
-    problems = [*problems, *window_problems(profiles, anchors), *acknowledged_problems(anchors, profiles)]
+    ack_warnings: list[str] = []  # a date only warns: it never stops a run (issue 30, item 1)
+    problems = [*problems, *window_problems(profiles, anchors),
+                *acknowledged_problems(anchors, profiles, warnings=ack_warnings)]
+    for warning in ack_warnings:
+        print(f"lawbench: warning: {warning}", file=sys.stderr)
     for problem in problems + too_narrow:
         _err(str(problem))
     if reg.broken:

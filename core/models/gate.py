@@ -12,11 +12,14 @@ from lawbench.core.models.base import Id, Strict
 # What the gate calls news. Red unless acknowledged: a verdict turned, a census lost a label, a
 # drift step, an open finding closed, a new anchor not green, an anchor the night did not reach.
 RED_NEWS = ("turned", "void-twice", "error", "lost-label", "drift", "finding-closed", "new-not-green",
-            "not-reached")
+            "not-reached", "acknowledgement-expired", "finding-moved", "finding-unmeasured", "finding-added",
+            "finding-removed")
 # Said, never red: a first VOID after PASS (red if the next night is VOID too), a recovery.
 NOTE_NEWS = ("void-once", "recovered", "not-run")
+# One tuple per meaning, the Literal built from them: a new kind (issue 31's slower/faster) is one word added.
 NewsKind = Literal["turned", "void-twice", "error", "lost-label", "drift", "finding-closed", "new-not-green",
-                   "not-reached", "void-once", "recovered", "not-run"]
+                   "not-reached", "acknowledgement-expired", "finding-moved", "finding-unmeasured", "finding-added",
+                   "finding-removed", "void-once", "recovered", "not-run"]
 
 
 class GateNews(Strict):
@@ -29,6 +32,8 @@ class GateNews(Strict):
     why: str  # one line for people: what turned and why
     acknowledged_until: Optional[str] = None  # ISO date: a person accepted it until then (not red)
     acknowledged_by: Optional[str] = None
+    measured: Optional[float] = None  # tonight's statistic (what an acknowledgement's `value` is compared with)
+    counts: Optional[dict[str, int]] = None  # tonight's census counts (compared with an acknowledgement's `counts`)
 
     @property
     def red(self) -> bool:
@@ -59,13 +64,26 @@ class GateVerdict(Strict):
 
 
 class Acknowledgement(Strict):
-    """A standing red a person accepted, for one anchor on one profile, until a date."""
+    """What a person accepted on one anchor of one profile, until a date: one kind of news at one
+    state. Another kind of news on that anchor, or a state worse than the accepted one by more than
+    tonight's resolvable noise (its interval's half-width), is red again (issue 30, item 2)."""
 
     anchor: Id
+    kind: NewsKind  # the news accepted ("turned", "lost-label", "drift", ...): any other kind stays red
+    value: Optional[float] = None  # the statistic accepted (a measured anchor): further from the band is red
+    counts: Optional[dict[str, int]] = None  # the census counts accepted: a label counting fewer is red
     why: str = Field(min_length=1)
     claim: str = Field(min_length=1)  # the anchor's claim, word for word: a changed claim is reviewed again
     accepted_by: str = Field(min_length=1)
     until: dt.date
+
+    @field_validator("kind")
+    @classmethod
+    def _red_kind(cls, v: str) -> str:
+        if v not in RED_NEWS or v == "acknowledgement-expired":
+            raise ValueError(f"{v!r} cannot be acknowledged; one of: "
+                             f"{', '.join(k for k in RED_NEWS if k != 'acknowledgement-expired')}")
+        return v
 
     @field_validator("why", "accepted_by")
     @classmethod

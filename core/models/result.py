@@ -4,7 +4,7 @@ from __future__ import annotations
 import enum
 from typing import Any, Optional
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from lawbench.core.models.anchor import AnchorKind
 from lawbench.core.models.base import Id, ResultId, Strict
@@ -61,8 +61,26 @@ class Result(Strict):
     measurement: Optional[Measurement] = None
     detail: dict[str, Any] = Field(default_factory=dict)
     duration_s: float = 0.0
+    # Decisions core takes, typed (issue 33): the anchor's open finding when tonight reproduced it
+    # (an expected FAIL), and the finding that no longer reproduces (news for the nightly gate).
+    open_finding: Optional[str] = None
+    finding_closed: Optional[str] = None
+    strict_skip: bool = False  # a skip turned FAIL under --strict / on the anchor's own runner: not measured
+
+    @model_validator(mode="before")
+    @classmethod
+    def _typed_from_detail(cls, data: Any) -> Any:
+        """Records before schema 4 kept these decisions as `detail` keys: lifted into the typed fields."""
+        if isinstance(data, dict) and isinstance(data.get("detail"), dict):
+            detail = data["detail"]
+            for key in ("open_finding", "finding_closed", "strict_skip"):
+                if key in detail and not data.get(key):
+                    data = {**data, key: detail[key],
+                            "detail": {k: v for k, v in detail.items() if k != key}}
+                    detail = data["detail"]
+        return data
 
     @property
     def blocking(self) -> bool:
         """Fails the build: FAIL / ERROR / VOID, except the expected FAIL of an open finding."""
-        return self.verdict.bad and not self.detail.get("open_finding")
+        return self.verdict.bad and not self.open_finding

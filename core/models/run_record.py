@@ -20,8 +20,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from lawbench.core.models.gate import GateVerdict
 from lawbench.core.models.result import Result, Verdict
 
-# 2 added `interrupted`, 3 `mode` and `settings`; records of versions 1 and 2 are still read
-SCHEMA_VERSION = 3
+# 2 added `interrupted`, 3 `mode` and `settings`, 4 typed `open_finding` / `finding_closed` on each result
+# (before: `detail` keys, lifted on read); records of versions 1 to 3 are still read
+SCHEMA_VERSION = 4
 # Anchors that are kept only as history (the runner may carry them as results whose detail says so).
 RETIRED_STATUSES = ("superseded", "refuted", "retired")
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
@@ -94,7 +95,7 @@ class RunRecord(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    schema_version: Literal[1, 2, 3] = SCHEMA_VERSION
+    schema_version: Literal[1, 2, 3, 4] = SCHEMA_VERSION
     run_id: str = Field(default_factory=lambda: uuid.uuid4().hex)
     started: str = Field(default_factory=utc_now)
     finished: Optional[str] = None  # None while the run is in progress

@@ -41,13 +41,15 @@ def gate_markdown(record: Any) -> str:
                                                                    n.after or "-", n.why)) + " |")
             lines.append("")
         for e in g.expired:
-            lines.append(f"- acknowledgement expired: {e} (no longer applied; `lawbench check` refuses it)")
+            lines.append(f"- acknowledgement expired: {e} (no longer applied: that anchor is red until the entry "
+                         "is renewed after review or removed; `lawbench check` warns, never stops a run)")
         if g.weekly:
             lines.append(f"- queued for the weekly run: {len(g.weekly)} anchor(s): "
                          + ", ".join(f"`{a}`" for a in g.weekly[:12]) + (" …" if len(g.weekly) > 12 else ""))
         not_run = [n.anchor_id for n in g.news if n.kind == "not-run"]
         if not_run:
-            lines.append(f"- in the last accepted night but not selected tonight: {len(not_run)}")
+            lines.append(f"- in the last accepted night but not selected tonight: {len(not_run)}: "
+                         + ", ".join(f"`{a}`" for a in not_run[:12]) + (" …" if len(not_run) > 12 else ""))
     if record.not_reached:
         lines.append(f"- **not reached before the deadline ({len(record.not_reached)}):** "
                      + ", ".join(f"`{a}`" for a in record.not_reached))

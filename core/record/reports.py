@@ -223,7 +223,7 @@ def fmt_quantity(r: Result) -> str:
 def headline(record: RunRecord) -> str:
     counts = record.counts or {v.value: 0 for v in Verdict}
     parts = ", ".join(f"{counts.get(v.value, 0)} {v.value}" for v in Verdict)
-    findings = sum(1 for r in record.results if r.detail.get("open_finding"))
+    findings = sum(1 for r in record.results if r.open_finding)
     if findings:
         parts += f" ({findings} of the FAILs are open findings, which do not fail the build)"
     if counts.get("history"):

@@ -53,11 +53,11 @@ def _skip(anchor: Anchor, policy: RunPolicy, reason: str, profile_id: str) -> Re
     ours = not anchor.profiles or policy.profile.id in anchor.profiles
     if policy.strict and ours:  # a runner job that cannot measure fails, finding or not (see _apply_finding)
         return Result(**_base(anchor, profile_id), verdict=Verdict.FAIL,
-                      reason=f"skipped under --strict: {reason}", detail={"strict_skip": True})
+                      reason=f"skipped under --strict: {reason}", strict_skip=True)
     if policy.on_own_runner and anchor.kind != "prediction":
         return Result(**_base(anchor, profile_id), verdict=Verdict.FAIL,
                       reason=f"a skip on the anchor's own runner is a failure: {reason}",
-                      detail={"strict_skip": True})
+                      strict_skip=True)
     return Result(**_base(anchor, profile_id), verdict=Verdict.SKIP, reason=reason)
 
 
@@ -130,14 +130,14 @@ def _note_print_limited(anchor: Anchor, result: Result) -> Result:
 def _apply_finding(anchor: Anchor, result: Result) -> Result:
     """An open finding is expected to FAIL; if it passes, the finding has closed and someone must
     update the anchor (pytest's strict xfail, in the user's words)."""
-    if not anchor.finding or result.detail.get("strict_skip"):
+    if not anchor.finding or result.strict_skip:
         return result
     if result.verdict is Verdict.FAIL:
-        result.detail["open_finding"] = anchor.finding
+        result.open_finding = anchor.finding
         result.reason = f"open finding (expected FAIL, does not fail the build): {result.reason}"
     elif result.verdict is Verdict.PASS:
         result.verdict = Verdict.FAIL
-        result.detail["finding_closed"] = anchor.finding  # news for the nightly gate (core/history/gate.py)
+        result.finding_closed = anchor.finding  # news for the nightly gate (core/history/gate.py)
         result.reason = ("the open finding no longer reproduces: the law now lands in the published band; "
                          "close it (remove `finding` from the anchor)")
     return result

@@ -46,7 +46,7 @@ class AnchorItem(pytest.Item):
         self.result = run.evaluate(self.anchor, file=self.loaded.file)  # a stop signal goes on up
         if self.result.verdict is Verdict.SKIP:
             pytest.skip(self.result.reason)
-        if self.result.detail.get("open_finding"):
+        if self.result.open_finding:
             pytest.xfail(self.result.reason)
         if self.result.verdict.bad:
             raise AnchorVerdict(self.result)

@@ -68,8 +68,8 @@ def plant_anchor(anchor: Anchor, law: Any, policy: RunPolicy, resources: Any,
                               "parity": {}, "faults": []}
     check(record)
     # not runnable here (a skip, also one --strict turned into a FAIL): nothing to plant into
-    if base.verdict in (Verdict.SKIP, Verdict.ERROR) or base.detail.get("strict_skip"):
-        record.update(proved=False, skipped=base.verdict is Verdict.SKIP or bool(base.detail.get("strict_skip")),
+    if base.verdict in (Verdict.SKIP, Verdict.ERROR) or base.strict_skip:
+        record.update(proved=False, skipped=base.verdict is Verdict.SKIP or bool(base.strict_skip),
                       problems=[f"the census itself is {base.verdict.value}: {base.reason}"])
         for fault in anchor.planted:
             record["faults"].append({"fault": fault.name, "why": fault.why, "case": fault.case, "breaks": fault.breaks,
