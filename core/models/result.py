@@ -4,7 +4,7 @@ from __future__ import annotations
 import enum
 from typing import Any, Optional
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from lawbench.core.models.anchor import AnchorKind
 from lawbench.core.models.base import Id, ResultId, Strict
@@ -38,6 +38,9 @@ class Measurement(Strict):
     log: Optional[str] = None  # tail of the engine's output, for census and for people
 
 
+_CORE_NOTES = ("expected_void", "print_limited")  # old `detail` keys now typed on Result
+
+
 class Result(Strict):
     """The outcome of one anchor in one run."""
 
@@ -59,8 +62,23 @@ class Result(Strict):
     band: Optional[tuple[float, float]] = None
     spread: Optional[float] = None  # relative spread of the samples (IQR / median)
     measurement: Optional[Measurement] = None
+    # Notes core writes from the anchor and reads back: typed, so a misspelt key is an error, not
+    # a silently different report. `detail` is the law's own free-form data (issue 33).
+    expected_void: Optional[str] = None  # the anchor expects VOID: the source's reason (docs/verdicts.md)
+    print_limited: Optional[str] = None  # the band is print-limited: the reason (docs/bands.md)
     detail: dict[str, Any] = Field(default_factory=dict)
     duration_s: float = 0.0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _lift_core_notes(cls, data: Any) -> Any:
+        """Records written before these fields kept them in `detail`; they still import."""
+        if not isinstance(data, dict) or not isinstance(data.get("detail"), dict):
+            return data
+        old = {k: data["detail"][k] for k in _CORE_NOTES if k in data["detail"] and data.get(k) is None}
+        if not old:
+            return data
+        return {**data, **old, "detail": {k: v for k, v in data["detail"].items() if k not in old}}
 
     @property
     def blocking(self) -> bool:

@@ -100,7 +100,7 @@ def _apply_expected_void(anchor: Anchor, result: Result) -> Result:
     budget: VOID confirms the claim (PASS), a resolved interval, in the band or out, refutes it."""
     if anchor.expect != "VOID" or result.verdict not in (Verdict.PASS, Verdict.FAIL, Verdict.VOID):
         return result
-    result.detail["expected_void"] = anchor.expect_reason
+    result.expected_void = anchor.expect_reason
     if result.verdict is Verdict.VOID:
         n = (result.detail.get("interval") or {}).get("n", 0)
         if n < anchor.budget.max_samples:  # stopped early (timeout, a stop): the source's n was not reached
@@ -121,7 +121,7 @@ def _note_print_limited(anchor: Anchor, result: Result) -> Result:
     """A print-limited band is the nearest basis the source gives, not its own: every report shows
     that beside the verdict, with the reason (docs/bands.md)."""
     if anchor.resolution and not result.detail.get("history"):
-        result.detail["print_limited"] = anchor.resolution_reason
+        result.print_limited = anchor.resolution_reason
         note = f"print-limited band: {anchor.resolution_reason}"
         result.reason = f"{result.reason}; {note}" if result.reason else note
     return result
