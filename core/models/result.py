@@ -38,7 +38,19 @@ class Measurement(Strict):
     log: Optional[str] = None  # tail of the engine's output, for census and for people
 
 
-_CORE_NOTES = ("expected_void", "print_limited")  # old `detail` keys now typed on Result
+_CORE_NOTES = ("expected_void", "print_limited")  # old `detail` keys now typed on Result (and interval)
+
+
+class Sampling(Strict):
+    """How a measured interval was made (sequential looks at a per-look confidence): what turns the
+    interval back into a standard error (core/history/drift.py) and tells a stopped VOID from one
+    that used its whole budget."""
+
+    method: str
+    confidence_per_look: float
+    looks: list[int]
+    n: int  # samples the decision used
+    family_confidence: float
 
 
 class Result(Strict):
@@ -66,6 +78,7 @@ class Result(Strict):
     # a silently different report. `detail` is the law's own free-form data (issue 33).
     expected_void: Optional[str] = None  # the anchor expects VOID: the source's reason (docs/verdicts.md)
     print_limited: Optional[str] = None  # the band is print-limited: the reason (docs/bands.md)
+    sampling: Optional[Sampling] = None  # measured anchors: how `interval` was made
     detail: dict[str, Any] = Field(default_factory=dict)
     duration_s: float = 0.0
 
@@ -76,9 +89,12 @@ class Result(Strict):
         if not isinstance(data, dict) or not isinstance(data.get("detail"), dict):
             return data
         old = {k: data["detail"][k] for k in _CORE_NOTES if k in data["detail"] and data.get(k) is None}
+        if isinstance(data["detail"].get("interval"), dict) and data.get("sampling") is None:
+            old["sampling"] = data["detail"]["interval"]  # written as detail.interval before (schema 3)
         if not old:
             return data
-        return {**data, **old, "detail": {k: v for k, v in data["detail"].items() if k not in old}}
+        gone = set(old) | ({"interval"} if "sampling" in old else set())
+        return {**data, **old, "detail": {k: v for k, v in data["detail"].items() if k not in gone}}
 
     @property
     def blocking(self) -> bool:
