@@ -217,4 +217,4 @@ def test_a_print_limited_verdict_carries_its_reason_into_every_report():
     r = _note_print_limited(a, Result(anchor_id=a.id, law="law4", kind=a.kind, profile="box", quantity="q",
                                       unit="%", verdict=Verdict.PASS))
     assert r.reason == "print-limited band: the register publishes no prompt"
-    assert r.detail["print_limited"] == "the register publishes no prompt"
+    assert r.print_limited == "the register publishes no prompt"

@@ -182,3 +182,28 @@ def test_cli_drift_is_a_warning_with_the_first_run_that_moved(store, capsys):
     assert code == 0 and "no drift at alpha = 0.01: 0 series, 0 long enough to test" in out
     code, _, err = history_in_process(["history", "drift", "--db", str(store.path), "--alpha", "2"], capsys)
     assert code == 2 and "--alpha must be between 0 and 1" in err and err.count("\n") == 1
+
+
+def test_interval_levels_read_the_typed_sampling_and_rows_an_older_lawbench_wrote(store, monkeypatch):
+    """Issue 33: the level an interval was made at is the typed `Result.sampling`; a history row
+    appended before that field holds it as `detail.interval`, and drift reads both alike."""
+    import lawbench.core.history.store as store_module
+    from lawbench.core.models.result import Sampling
+
+    made = Sampling(method="student-t on logs", confidence_per_look=0.9875, looks=[4, 7, 10], n=7,
+                    family_confidence=0.95)
+    store.append(night(1, [result("law4.a", 1.0, sampling=made)]))
+    real = store_module.to_json
+
+    def as_schema_3(record, indent=None):  # what lawbench wrote before the field existed
+        data = json.loads(real(record, indent=indent))
+        for r in data["results"]:
+            r["detail"]["interval"] = r.pop("sampling")
+        return json.dumps(data)
+
+    monkeypatch.setattr(store_module, "to_json", as_schema_3)
+    store.append(night(2, [result("law4.a", 1.0, sampling=made.model_copy(update={"n": 10}))]))
+    levels = store.interval_levels()
+    assert levels == {(night(1, []).run_id, "law4.a"): (0.9875, 7), (night(2, []).run_id, "law4.a"): (0.9875, 10)}
+    old = store.record(night(2, []).run_id).results[0]  # and the old row reads back typed
+    assert old.sampling == made.model_copy(update={"n": 10}) and "interval" not in old.detail

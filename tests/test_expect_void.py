@@ -57,7 +57,7 @@ def test_a_void_at_the_sources_sample_count_confirms_the_claim():
     # measured/priced scattered around the +15 % edge: the interval straddles it at n = 5
     r = evaluate_anchor(_anchor(), Jitter([1.843 * f for f in (0.80, 1.30, 1.05, 0.95, 1.25)]))
     assert r.verdict is Verdict.PASS, r.reason
-    assert r.reason.startswith("VOID, as the source found (register C-34") and r.detail["expected_void"] == REASON
+    assert r.reason.startswith("VOID, as the source found (register C-34") and r.expected_void == REASON
 
 
 def test_an_interval_that_resolves_the_band_refutes_the_claim_either_way():
@@ -71,7 +71,7 @@ def test_an_interval_that_resolves_the_band_refutes_the_claim_either_way():
 def test_without_expect_the_same_jitter_is_a_plain_void():
     r = evaluate_anchor(_anchor(expect=None, expect_reason=None),
                         Jitter([1.843 * f for f in (0.80, 1.30, 1.05, 0.95, 1.25)]))
-    assert r.verdict is Verdict.VOID and "expected_void" not in r.detail
+    assert r.verdict is Verdict.VOID and r.expected_void is None
 
 
 def test_a_void_before_the_sources_count_is_not_a_confirmation():

@@ -57,11 +57,11 @@ def test_agreement_results_are_one_statistic_and_recompute(values, verdict):
     assert r.verdict is verdict, r.reason
     assert r.unit == "x" and "measured/predicted" in r.statistic
     assert r.band == (0.75, 1.25)
-    n = r.detail["interval"]["n"]
+    n = r.sampling.n
     gmean = math.exp(sum(math.log(v / 100.0) for v in values[:n]) / n)
     assert r.measured == pytest.approx(gmean)
     assert r.detail["predicted"] == 100.0 and r.detail["measured_unit"] == "tok/s"
-    assert r.detail["interval"]["looks"] == [4, 7, 10]
+    assert r.sampling.looks == [4, 7, 10]
     assert check_record([r]) == 1
 
 

@@ -310,12 +310,15 @@ class History:
 
     def interval_levels(self) -> dict[tuple[str, str], tuple[Optional[float], Optional[int]]]:
         """Per (run, anchor): the confidence and sample count its interval was made at, as the
-        result's `detail.interval` records them (what turns an interval back into an error)."""
+        result's typed `sampling` records them (what turns an interval back into an error). Rows
+        appended before that field kept it as `detail.interval`: the one old path still read here."""
+        now, then = "json_extract(j.value, '$.sampling.{0}')", "json_extract(j.value, '$.detail.interval.{0}')"
         rows = self._query(
-            "SELECT u.run_id, json_extract(j.value, '$.anchor_id'), json_extract(j.value, "
-            "'$.detail.interval.confidence_per_look'), json_extract(j.value, '$.detail.interval.n')"
-            " FROM runs u, json_each(u.record_json, '$.results') j WHERE json_type(j.value, "
-            "'$.detail.interval') = 'object'")
+            f"SELECT u.run_id, json_extract(j.value, '$.anchor_id'), "
+            f"COALESCE({now.format('confidence_per_look')}, {then.format('confidence_per_look')}), "
+            f"COALESCE({now.format('n')}, {then.format('n')}) "
+            "FROM runs u, json_each(u.record_json, '$.results') j WHERE json_type(j.value, '$.sampling') "
+            "= 'object' OR json_type(j.value, '$.detail.interval') = 'object'")
         return {(r[0], r[1]): (r[2], r[3]) for r in rows}
 
     def samples(self, run_id: str, anchor_id: str) -> list[sqlite3.Row]:

@@ -38,6 +38,21 @@ class Measurement(Strict):
     log: Optional[str] = None  # tail of the engine's output, for census and for people
 
 
+_CORE_NOTES = ("expected_void", "print_limited")  # old `detail` keys now typed on Result (and interval)
+
+
+class Sampling(Strict):
+    """How a measured interval was made (sequential looks at a per-look confidence): what turns the
+    interval back into a standard error (core/history/drift.py) and tells a stopped VOID from one
+    that used its whole budget."""
+
+    method: str
+    confidence_per_look: float
+    looks: list[int]
+    n: int  # samples the decision used
+    family_confidence: float
+
+
 class Result(Strict):
     """The outcome of one anchor in one run."""
 
@@ -59,6 +74,11 @@ class Result(Strict):
     band: Optional[tuple[float, float]] = None
     spread: Optional[float] = None  # relative spread of the samples (IQR / median)
     measurement: Optional[Measurement] = None
+    # Notes core writes from the anchor and reads back: typed, so a misspelt key is an error, not
+    # a silently different report. `detail` is the law's own free-form data (issue 33).
+    expected_void: Optional[str] = None  # the anchor expects VOID: the source's reason (docs/verdicts.md)
+    print_limited: Optional[str] = None  # the band is print-limited: the reason (docs/bands.md)
+    sampling: Optional[Sampling] = None  # measured anchors: how `interval` was made
     detail: dict[str, Any] = Field(default_factory=dict)
     duration_s: float = 0.0
     # Decisions core takes, typed (issue 33): the anchor's open finding when tonight reproduced it
@@ -79,6 +99,20 @@ class Result(Strict):
                             "detail": {k: v for k, v in detail.items() if k != key}}
                     detail = data["detail"]
         return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _lift_core_notes(cls, data: Any) -> Any:
+        """Records written before these fields kept them in `detail`; they still import."""
+        if not isinstance(data, dict) or not isinstance(data.get("detail"), dict):
+            return data
+        old = {k: data["detail"][k] for k in _CORE_NOTES if k in data["detail"] and data.get(k) is None}
+        if isinstance(data["detail"].get("interval"), dict) and data.get("sampling") is None:
+            old["sampling"] = data["detail"]["interval"]  # written as detail.interval before (schema 3)
+        if not old:
+            return data
+        gone = set(old) | ({"interval"} if "sampling" in old else set())
+        return {**data, **old, "detail": {k: v for k, v in data["detail"].items() if k not in gone}}
 
     @property
     def blocking(self) -> bool:

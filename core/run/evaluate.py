@@ -15,6 +15,7 @@ from typing import Any, Callable, Optional
 from lawbench.core.errors import DataError, EngineOfRecordMissing, OutOfScope
 from lawbench.core.laws.law import EngineError, Law, LawbenchError, NotApplicable
 from lawbench.core.models import Anchor, HardwareProfile, Measurement, Result, Verdict
+from lawbench.core.models.result import Sampling
 from lawbench.core.stats.verdicts import classify, decide_sequential, looks, median, relative_spread
 
 
@@ -100,9 +101,9 @@ def _apply_expected_void(anchor: Anchor, result: Result) -> Result:
     budget: VOID confirms the claim (PASS), a resolved interval, in the band or out, refutes it."""
     if anchor.expect != "VOID" or result.verdict not in (Verdict.PASS, Verdict.FAIL, Verdict.VOID):
         return result
-    result.detail["expected_void"] = anchor.expect_reason
+    result.expected_void = anchor.expect_reason
     if result.verdict is Verdict.VOID:
-        n = (result.detail.get("interval") or {}).get("n", 0)
+        n = result.sampling.n if result.sampling else 0
         if n < anchor.budget.max_samples:  # stopped early (timeout, a stop): the source's n was not reached
             result.reason = (f"VOID after {n} of the {anchor.budget.max_samples} samples the source's claim "
                              f"is about: not a confirmation; {result.reason}")
@@ -121,7 +122,7 @@ def _note_print_limited(anchor: Anchor, result: Result) -> Result:
     """A print-limited band is the nearest basis the source gives, not its own: every report shows
     that beside the verdict, with the reason (docs/bands.md)."""
     if anchor.resolution and not result.detail.get("history"):
-        result.detail["print_limited"] = anchor.resolution_reason
+        result.print_limited = anchor.resolution_reason
         note = f"print-limited band: {anchor.resolution_reason}"
         result.reason = f"{result.reason}; {note}" if result.reason else note
     return result
@@ -199,9 +200,9 @@ def _evaluate(anchor: Anchor, law: Law, profile: HardwareProfile, policy: RunPol
                                  log=getattr(sampler, "log_scale", True))
     m = Measurement(samples=decision.samples, protocol=sampler.protocol(), environment=sampler.environment())
     raw = sampler.statistic(decision.samples) if decision.samples else []
-    detail["interval"] = {"method": decision.method, "confidence_per_look": round(decision.confidence, 6),
-                          "looks": looks(anchor.budget), "n": len(decision.values),
-                          "family_confidence": anchor.budget.confidence}
+    sampling = Sampling(method=decision.method, confidence_per_look=round(decision.confidence, 6),
+                        looks=looks(anchor.budget), n=len(decision.values),
+                        family_confidence=anchor.budget.confidence)
     if calibrated is not None:
         detail["calibrated_on"] = "arm b, round by round"
     if predicted:
@@ -220,7 +221,7 @@ def _evaluate(anchor: Anchor, law: Law, profile: HardwareProfile, policy: RunPol
                 statistic=_statistic_name(anchor, predicted is not None, decision.method))
     return Result(**base, verdict=decision.verdict, reason=reason, measured=decision.statistic,
                   interval=decision.interval, band=band, spread=relative_spread(decision.values),
-                  measurement=m, detail=detail)
+                  measurement=m, sampling=sampling, detail=detail)
 
 
 def _statistic_name(anchor: Anchor, agreement: bool, method: str) -> str:
