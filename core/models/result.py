@@ -38,6 +38,32 @@ class Measurement(Strict):
     log: Optional[str] = None  # tail of the engine's output, for census and for people
 
 
+class RateSeries(Strict):
+    """What one measured arm is, as a runner's tracked speed (issue 31): the same model, format,
+    placement and quantity on the same runner is one series, night after night, whatever anchor
+    it served. A law names its arms' series; core stores and judges them without naming the law."""
+
+    model: str
+    format: str = ""  # the weight format ("Q4_0"), or "" where the case names none
+    placement: str = ""  # e.g. "ngl=0": a different placement is a different speed
+    quantity: str  # "decode tok/s" or "prefill tok/s"
+
+    @property
+    def key(self) -> str:
+        return " | ".join((self.model, self.format or "-", self.placement or "-", self.quantity))
+
+
+class RateSample(Strict):
+    """One series' reading in one run: its per-visit values (warm-up excluded), their geometric
+    mean and its 95 % interval (student-t on logs, one value per engine visit)."""
+
+    series: RateSeries
+    engine: str = ""  # the engine build key the values were taken with
+    values: list[float] = Field(default_factory=list)
+    measured: Optional[float] = None
+    interval: Optional[tuple[float, float]] = None
+
+
 class Result(Strict):
     """The outcome of one anchor in one run."""
 
@@ -60,6 +86,9 @@ class Result(Strict):
     spread: Optional[float] = None  # relative spread of the samples (IQR / median)
     measurement: Optional[Measurement] = None
     detail: dict[str, Any] = Field(default_factory=dict)
+    # Every measured arm's absolute speed, typed (issue 31): filled by core's ArmSampler from the
+    # series the law named, so the history and the gate read rates without reading `detail`.
+    rates: list[RateSample] = Field(default_factory=list)
     duration_s: float = 0.0
 
     @property

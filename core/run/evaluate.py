@@ -220,7 +220,8 @@ def _evaluate(anchor: Anchor, law: Law, profile: HardwareProfile, policy: RunPol
                 statistic=_statistic_name(anchor, predicted is not None, decision.method))
     return Result(**base, verdict=decision.verdict, reason=reason, measured=decision.statistic,
                   interval=decision.interval, band=band, spread=relative_spread(decision.values),
-                  measurement=m, detail=detail)
+                  measurement=m, detail=detail,
+                  rates=sampler.rates() if hasattr(sampler, "rates") else [])
 
 
 def _statistic_name(anchor: Anchor, agreement: bool, method: str) -> str:
