@@ -133,3 +133,44 @@ def test_a_law4_arm_names_its_series_model_format_and_configuration():
     assert s.placement == "tg16 threads=2 n_gpu_layers=0"
     pp = rate_series(case, {"n_gen": 0, "n_prompt": 64, "threads": 2})
     assert pp.quantity == "prefill tok/s" and pp.key != s.key
+
+
+# --------------------------------------------------------------------------- through the real gate
+
+MACHINE = {"hostname": "box", "cpu_model": "Test CPU", "cpu_count_logical": 2, "ram_total_gb": 8.0, "gpus": []}
+ENGINE = {"name": "llama.cpp", "build_number": 11434, "backend": "cpu"}
+
+
+def _gate_night(history, day: int, q4: float, q8: float):
+    from lawbench.core.history.gate import judge
+    from lawbench.core.record.gate_view import gate_markdown, gate_text
+
+    def rate(series, v):
+        return RateSample(series=series, engine="b1", values=[v * 0.99, v, v * 1.01], measured=v,
+                          interval=(v * 0.98, v * 1.02))
+
+    r = Result(anchor_id="law4.ratio", law="law4", kind="agreement", profile="p", verdict=Verdict.PASS,
+               measured=1.0, interval=(0.98, 1.02), band=(0.75, 1.25), rates=[rate(Q4, q4), rate(Q8, q8)])
+    rec = RunRecord.new("p", profile_matches=True, strict=True, cadence="nightly", machine=MACHINE, engine=ENGINE,
+                        started=f"2026-11-{day:02d}T02:17:00+00:00")
+    rec.finish([r], gate=lambda x: judge(x, history))
+    history.append(rec)
+    return rec, gate_markdown(rec), gate_text(rec)
+
+
+def test_the_gate_is_red_on_a_one_format_slowdown_naming_format_and_size(tmp_path):
+    rng = random.Random(7)
+    with History(tmp_path / "h.sqlite") as h:
+        first, md, _ = _gate_night(h, 1, 50.0, 30.0)
+        assert first.gate.verdict == "green" and len(first.gate.rates_unanalysed) == 2  # said, not silent
+        assert "cannot analyse yet (2)" in md
+        for day in range(2, 8):
+            rec, _, _ = _gate_night(h, day, 50.0 * rng.lognormvariate(0, 0.02), 30.0 * rng.lognormvariate(0, 0.02))
+            assert rec.gate.verdict == "green"
+        rec, md, text = _gate_night(h, 8, 50.0 * 0.6, 30.0)  # Q4_0 decode 40 % slower, Q8_0 as it was
+        assert rec.gate.verdict == "red"
+        slower = rec.gate.news[0]  # shown first
+        assert slower.kind == "slower" and "Q4_0" in slower.anchor_id and -0.45 < slower.size < -0.35
+        assert all("Q8_0" not in n.anchor_id for n in rec.gate.news)
+        assert "Q4_0" in text[1] and "slower" in text[1]
+        assert md.index("slower") < md.index("|---|") + 200

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 ALPHA = 0.01  # family-wise false-alarm rate per runner-night, over all the night's series
 MIN_NIGHTS = 5  # fewer accepted nights than this: the spread is not known well enough to judge
@@ -115,3 +115,45 @@ def judge_rates(accepted: dict[str, list[Reading]], tonight: Sequence[Reading], 
                              interval=(math.exp(d - q) - 1, math.exp(d + q) - 1), nights=draft.nights))
     order = {"slower": 0, "faster": 1, "cannot analyse": 2}
     return sorted(news, key=lambda n: (order[n.kind], n.size or 0.0))
+
+
+# --------------------------------------------------------------------------- the gate's hook
+
+
+def night_readings(record: Any) -> dict[str, Reading]:
+    """A night's rate readings by series: a series several anchors measured keeps the reading
+    with the most visits (the tightest), so one night is one value of each series."""
+    out: dict[str, Reading] = {}
+    for result in record.results:
+        for rate in getattr(result, "rates", []):
+            if rate.measured is None:
+                continue
+            r = Reading(rate.series.key, rate.measured, rate.interval, len(rate.values), rate.engine)
+            if r.series not in out or r.n > out[r.series].n:
+                out[r.series] = r
+    return out
+
+
+def rate_news(record: Any, accepted_records: Sequence[Any], alpha: float = ALPHA
+              ) -> tuple[list[Any], list[str]]:
+    """Tonight's rate news for the gate (GateNews: `slower` red, `faster` said) and the series it
+    cannot analyse yet, one line each (said in the verdict, never red)."""
+    from lawbench.core.models.gate import GateNews
+
+    tonight = night_readings(record)
+    if not tonight:
+        return [], []
+    accepted: dict[str, list[Reading]] = {}
+    for rec in accepted_records:
+        for key, r in night_readings(rec).items():
+            accepted.setdefault(key, []).append(r)
+    news, unanalysed = [], []
+    for n in judge_rates(accepted, list(tonight.values()), alpha=alpha):
+        if n.kind == "cannot analyse":
+            unanalysed.append(n.line())
+            continue
+        was = math.exp(sum(math.log(r.measured) for r in accepted[n.series]) / len(accepted[n.series]))
+        news.append(GateNews(anchor_id=f"rate: {n.series}", kind=n.kind, before=f"{was:.4g}",
+                             after=f"{tonight[n.series].measured:.4g}", why=n.line(), size=n.size,
+                             size_interval=n.interval))
+    return news, unanalysed

@@ -12,11 +12,11 @@ from lawbench.core.models.base import Id, Strict
 # What the gate calls news. Red unless acknowledged: a verdict turned, a census lost a label, a
 # drift step, an open finding closed, a new anchor not green, an anchor the night did not reach.
 RED_NEWS = ("turned", "void-twice", "error", "lost-label", "drift", "finding-closed", "new-not-green",
-            "not-reached")
+            "not-reached", "slower")
 # Said, never red: a first VOID after PASS (red if the next night is VOID too), a recovery.
-NOTE_NEWS = ("void-once", "recovered", "not-run")
+NOTE_NEWS = ("void-once", "recovered", "not-run", "faster")
 NewsKind = Literal["turned", "void-twice", "error", "lost-label", "drift", "finding-closed", "new-not-green",
-                   "not-reached", "void-once", "recovered", "not-run"]
+                   "not-reached", "void-once", "recovered", "not-run", "slower", "faster"]
 
 
 class GateNews(Strict):
@@ -29,6 +29,9 @@ class GateNews(Strict):
     why: str  # one line for people: what turned and why
     acknowledged_until: Optional[str] = None  # ISO date: a person accepted it until then (not red)
     acknowledged_by: Optional[str] = None
+    # slower / faster (a rate series, issue 31): tonight / baseline − 1 and its 99 % interval
+    size: Optional[float] = None
+    size_interval: Optional[tuple[float, float]] = None
 
     @property
     def red(self) -> bool:
@@ -52,6 +55,9 @@ class GateVerdict(Strict):
     held: list[str] = Field(default_factory=list)  # anchors whose baseline did not move tonight (a first VOID)
     expired: list[str] = Field(default_factory=list)  # "anchor until DATE": acknowledgements past their date
     weekly: list[str] = Field(default_factory=list)  # this profile's anchors queued for the weekly run
+    # rate series tonight measured that the one-night test cannot judge yet (too few accepted
+    # nights, or a new engine): said, one line each, never green by silence and never red
+    rates_unanalysed: list[str] = Field(default_factory=list)
 
     @property
     def red_news(self) -> list[GateNews]:
