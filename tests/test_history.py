@@ -107,7 +107,7 @@ def test_anchor_history_is_a_time_series(two_runs):
 
 def test_wal_and_schema_version(store):
     assert store._connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    assert store._connection.execute("PRAGMA user_version").fetchone()[0] == 3
+    assert store._connection.execute("PRAGMA user_version").fetchone()[0] == 4
 
 
 @pytest.mark.parametrize("table", ["runs", "results", "samples", "imports"])
@@ -158,7 +158,7 @@ def test_schema_version_mismatch_is_refused(tmp_path):
     raw = sqlite3.connect(str(path))
     raw.execute("PRAGMA user_version = 99")
     raw.close()
-    with pytest.raises(DataError, match=r"schema version 99, but this lawbench reads version 3"):
+    with pytest.raises(DataError, match=r"schema version 99, but this lawbench reads version 4"):
         History(path)
 
 
@@ -361,7 +361,7 @@ def test_a_version_1_history_is_upgraded_in_place(tmp_path):
     raw.commit()
     raw.close()
     with History(path) as h:
-        assert h._connection.execute("PRAGMA user_version").fetchone()[0] == 3
+        assert h._connection.execute("PRAGMA user_version").fetchone()[0] == 4
         assert [r.run_id for r in h.runs()] == [RUN_A] and h.record(RUN_A) == old
         assert h.provenance(RUN_A) is None  # appended before provenance was kept
         h.append(record(RUN_B, "2025-06-02T02:00:00+00:00", [result("x.kept")]))
@@ -379,7 +379,7 @@ def test_an_old_lawbench_refuses_a_newer_history(tmp_path, monkeypatch):
     path = tmp_path / "history.sqlite"
     History(path).close()
     monkeypatch.setattr(history_module, "HISTORY_SCHEMA", 1)
-    with pytest.raises(DataError, match="history schema version 3, but this lawbench reads version 1"):
+    with pytest.raises(DataError, match="history schema version 4, but this lawbench reads version 1"):
         History(path)
 
 
@@ -403,7 +403,7 @@ def test_a_version_2_history_gains_the_bindings_table_and_keeps_its_rows(tmp_pat
     bound = Binding("5001", 1, "anchors", "cpu", "lawbench-cpu-5001", "77", "sha256:" + "0" * 64, "0" * 40,
                     "2025-06-02T03:00:00+00:00")
     with History(path) as h:  # upgraded when opened
-        assert h._connection.execute("PRAGMA user_version").fetchone()[0] == 3
+        assert h._connection.execute("PRAGMA user_version").fetchone()[0] == 4
         h.append(record(RUN_B, "2025-06-02T02:00:00+00:00", [result("x.kept")]),
                  Provenance(kind="run", source="tonight/lawbench-cpu-5001/cpu/run.json", binding=bound))
         assert [(r.run_id, r.binding) for r in h.runs()] == [(RUN_B, bound), (RUN_A, None)]

@@ -276,6 +276,11 @@ def judge(record: Any, history: Any, acks: Optional[AcknowledgedFile] = None, *,
     news += [GateNews(anchor_id=a, kind="not-reached", why="not reached before the --deadline: the night does "
                       "not fit its window") for a in not_reached]
     news += _drift_news(record, baseline, alpha)
+    # Rate series (issue 31, lawbench.core.history.rates): slower / faster first, before any other news.
+    from lawbench.core.history.rates import rate_news
+
+    slower_faster, rates_unanalysed = rate_news(record, baseline.accepted)
+    news[:0] = slower_faster
     day = parse_record_time(record.started).date()
     valid = acks.valid_on(day) if acks else {}
     tonight = {r.anchor_id: r for r in record.results}
@@ -302,7 +307,8 @@ def judge(record: Any, history: Any, acks: Optional[AcknowledgedFile] = None, *,
                        baseline_run_id=baseline.accepted[-1].run_id if baseline.accepted else None,
                        baseline_runs=len(baseline.accepted), new_baseline=baseline.new_baseline, alpha=alpha,
                        news=news, acknowledged=sorted(set(acknowledged)), expired=expired,
-                       held=sorted(n.anchor_id for n in news if n.kind == "void-once"))
+                       held=sorted(n.anchor_id for n in news if n.kind == "void-once"),
+                       rates_unanalysed=rates_unanalysed)
 
 
 # --------------------------------------------------------------------------- where the inputs live

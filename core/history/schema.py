@@ -1,7 +1,8 @@
 """The history's schema and the rows it hands out (lawbench.core.history.store reads and writes them).
 
-Five tables, all append-only: runs, results, samples, imports (where each run came from) and
-bindings (a runner's run bound to the workflow run that made it). `PRAGMA user_version` carries
+Six tables, all append-only: runs, results, samples, imports (where each run came from),
+bindings (a runner's run bound to the workflow run that made it) and rates (every measured arm's
+absolute speed, the runner's tracked series of issue 31). `PRAGMA user_version` carries
 the schema version; an older file is upgraded in place by adding tables only.
 """
 from __future__ import annotations
@@ -13,8 +14,8 @@ from typing import Optional
 
 from lawbench.core.models import Result
 
-HISTORY_SCHEMA = 3  # 2 added `imports` (provenance), 3 `bindings`; older files are upgraded when opened
-TABLES = ("runs", "results", "samples", "imports", "bindings")
+HISTORY_SCHEMA = 4  # 2 added `imports` (provenance), 3 `bindings`, 4 `rates`; older files are upgraded when opened
+TABLES = ("runs", "results", "samples", "imports", "bindings", "rates")
 
 _SCHEMA_V1 = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -56,11 +57,22 @@ CREATE TABLE IF NOT EXISTS bindings (
     verified_at TEXT NOT NULL
 );
 """
+# A runner's rate series (issue 31): one row per measured arm of a result, keyed by what the arm is
+# (model, format, placement, quantity) so the gate follows a series across anchors and nights.
+_SCHEMA_V4 = """
+CREATE TABLE IF NOT EXISTS rates (
+    run_id TEXT NOT NULL REFERENCES runs(run_id), anchor_id TEXT NOT NULL, idx INTEGER NOT NULL,
+    series TEXT NOT NULL, model TEXT NOT NULL, format TEXT, placement TEXT, quantity TEXT NOT NULL,
+    engine TEXT, measured REAL, ci_lo REAL, ci_hi REAL, n INTEGER NOT NULL,
+    PRIMARY KEY (run_id, anchor_id, idx)
+);
+CREATE INDEX IF NOT EXISTS rates_by_series ON rates (series);
+"""
 _TRIGGERS = "".join(
     f"""CREATE TRIGGER IF NOT EXISTS {t}_no_{op.lower()} BEFORE {op} ON {t}
 BEGIN SELECT RAISE(ABORT, 'lawbench history is append-only: {op} on {t} is refused'); END;
 """ for t in TABLES for op in ("UPDATE", "DELETE"))
-_SCHEMA = _SCHEMA_V1 + _SCHEMA_V2 + _SCHEMA_V3 + _TRIGGERS
+_SCHEMA = _SCHEMA_V1 + _SCHEMA_V2 + _SCHEMA_V3 + _SCHEMA_V4 + _TRIGGERS
 
 
 def default_path() -> Path:
@@ -159,6 +171,30 @@ def _result_row(run_id: str, r: Result) -> tuple:
     band = r.band or (None, None)
     return (run_id, r.anchor_id, r.law, r.kind, r.verdict.value, r.quantity, r.unit, r.published,
             r.predicted, r.measured, ci[0], ci[1], band[0], band[1], r.spread, r.reason)
+
+
+def _rate_rows(run_id: str, r: Result) -> list[tuple]:
+    rows = []
+    for i, rate in enumerate(r.rates):
+        ci = rate.interval or (None, None)
+        s = rate.series
+        rows.append((run_id, r.anchor_id, i, s.key, s.model, s.format, s.placement, s.quantity,
+                     rate.engine, rate.measured, ci[0], ci[1], len(rate.values)))
+    return rows
+
+
+@dataclass(frozen=True)
+class RateRow:
+    """One series' reading in one run, with the run's time and engine key (the rates table)."""
+
+    run_id: str
+    started: str
+    series: str
+    engine: str
+    measured: float
+    ci_lo: Optional[float]
+    ci_hi: Optional[float]
+    n: int
 
 
 def _sample_rows(run_id: str, r: Result) -> list[tuple]:

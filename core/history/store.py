@@ -1,7 +1,7 @@
 """The history store: every finished run, appended to one SQLite file, never changed afterwards.
 
-Five tables (lawbench.core.history.schema) — runs, results, samples, imports (where each run came
-from) and bindings (a runner's run bound to its workflow run) — so that a time series of one
+Six tables (lawbench.core.history.schema) — runs, results, samples, imports (where each run came
+from), bindings (a runner's run bound to its workflow run) and rates (each measured arm's speed) — so that a time series of one
 anchor or a comparison of two runs is a query, not a re-run. Triggers make the tables append-only
 (UPDATE and DELETE abort), and `PRAGMA user_version` carries the schema version so an old lawbench
 never misreads a newer file; an older file is upgraded in place (tables added only).
@@ -20,14 +20,17 @@ from lawbench.core.history.schema import (
     _SCHEMA,
     _SCHEMA_V2,
     _SCHEMA_V3,
+    _SCHEMA_V4,
     _TRIGGERS,
     FROM_RUN,
     HISTORY_SCHEMA,
     TABLES,
     Binding,
     Provenance,
+    RateRow,
     ResultRow,
     RunRow,
+    _rate_rows,
     _result_row,
     _sample_rows,
     default_path,
@@ -136,9 +139,10 @@ class History:
             con.execute("PRAGMA journal_mode = WAL")
             con.executescript(f"BEGIN IMMEDIATE;\n{_SCHEMA}\nPRAGMA user_version = "
                               f"{HISTORY_SCHEMA};\nCOMMIT;")
-        elif version in (1, 2):  # adds tables and triggers only: every older row stays as it was
+        elif version in (1, 2, 3):  # adds tables and triggers only: every older row stays as it was
             con.execute("PRAGMA journal_mode = WAL")
-            added = (_SCHEMA_V2 if version == 1 else "") + _SCHEMA_V3
+            added = ((_SCHEMA_V2 if version == 1 else "") + (_SCHEMA_V3 if version < 3 else "")
+                     + _SCHEMA_V4)
             con.executescript(f"BEGIN IMMEDIATE;\n{added}{_TRIGGERS}\nPRAGMA user_version = "
                               f"{HISTORY_SCHEMA};\nCOMMIT;")
         elif version != HISTORY_SCHEMA:
@@ -202,6 +206,8 @@ class History:
                             [_result_row(record.run_id, r) for r in record.results])
             con.executemany("INSERT INTO samples VALUES (?,?,?,?,?,?)",
                             [row for r in record.results for row in _sample_rows(record.run_id, r)])
+            con.executemany("INSERT INTO rates VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                            [row for r in record.results for row in _rate_rows(record.run_id, r)])
             p = provenance
             con.execute("INSERT INTO imports VALUES (?,?,?,?,?,?,?,?)",
                         (record.run_id, p.kind, p.source, p.sha256, p.imported_at or utc_now(),
@@ -320,6 +326,14 @@ class History:
             "FROM runs u, json_each(u.record_json, '$.results') j WHERE json_type(j.value, '$.sampling') "
             "= 'object' OR json_type(j.value, '$.detail.interval') = 'object'")
         return {(r[0], r[1]): (r[2], r[3]) for r in rows}
+
+    def rates(self, profile: str) -> list[RateRow]:
+        """Every rate reading of a profile's runs, oldest first (the runner's tracked series)."""
+        rows = self._query("SELECT r.run_id, u.started, r.series, COALESCE(r.engine, ''), r.measured, "
+                           "r.ci_lo, r.ci_hi, r.n FROM rates r JOIN runs u USING (run_id) "
+                           "WHERE u.profile = ? AND r.measured IS NOT NULL ORDER BY u.started, r.run_id",
+                           (profile,))
+        return [RateRow(*tuple(row)) for row in rows]
 
     def samples(self, run_id: str, anchor_id: str) -> list[sqlite3.Row]:
         return self._query("SELECT idx, arm, value, predecessor FROM samples WHERE run_id = ? "

@@ -10,7 +10,7 @@ from lawbench.core.html.page import Markup, esc, join, table, tag
 def gate_section(record: Any) -> Markup:
     """One runner's night: the gate's verdict and against what, what turned and why (reds first,
     then acknowledged reds with their dates, then notes), and what waits for the weekly run."""
-    from lawbench.core.record.gate_view import gate_headline
+    from lawbench.core.record.gate_view import RATE_NEWS, gate_headline
 
     g = record.gate
     parts: list[Any] = []
@@ -20,12 +20,15 @@ def gate_section(record: Any) -> Markup:
         if g.new_baseline:
             parts.append(tag("p", f"New baseline: {g.new_baseline}"))
         shown = sorted((n for n in g.news if n.kind != "not-run"),
-                       key=lambda n: (not n.red, n.acknowledged_until is None, n.anchor_id))
+                       key=lambda n: (not n.red, n.acknowledged_until is None, n.kind not in RATE_NEWS, n.anchor_id))
         if shown:
             parts.append(table(["gate", "anchor", "news", "before", "tonight", "why"], [
                 ["red" if n.red else (f"acknowledged until {n.acknowledged_until} ({n.acknowledged_by})"
                                       if n.acknowledged_until else "note"),
                  n.anchor_id, n.kind, n.before or "-", n.after or "-", n.why] for n in shown]))
+        if g.rates_unanalysed:
+            parts.append(tag("p", "rate series the one-night test cannot analyse yet: "
+                                  + "; ".join(g.rates_unanalysed)))
         for e in g.expired:
             parts.append(tag("p", f"acknowledgement expired: {e}"))
         if g.weekly:

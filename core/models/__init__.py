@@ -15,8 +15,8 @@ from lawbench.core.models.anchor import (
 )
 from lawbench.core.models.base import ID_RE, FiniteFloat, Id, Strict
 from lawbench.core.models.profile import EngineOfRecord, Fact, Fingerprint, HardwareProfile, Noise, Tier
-from lawbench.core.models.result import Measurement, Result, Sample, Verdict
+from lawbench.core.models.result import Measurement, RateSample, RateSeries, Result, Sample, Verdict
 
 __all__ = ["Anchor", "AnchorFile", "AnchorKind", "Band", "Budget", "CensusSpec", "EngineOfRecord", "Fact",
            "FiniteFloat", "Fingerprint", "HardwareProfile", "ID_RE", "Id", "Measurement", "Noise", "Provenance",
-           "Result", "Sample", "Strict", "Tier", "Verdict"]
+           "RateSample", "RateSeries", "Result", "Sample", "Strict", "Tier", "Verdict"]

@@ -13,13 +13,14 @@ from lawbench.core.models.base import Id, Strict
 # drift step, an open finding closed, a new anchor not green, an anchor the night did not reach.
 RED_NEWS = ("turned", "void-twice", "error", "lost-label", "drift", "finding-closed", "new-not-green",
             "not-reached", "acknowledgement-expired", "finding-moved", "finding-unmeasured", "finding-added",
-            "finding-removed")
-# Said, never red: a first VOID after PASS (red if the next night is VOID too), a recovery.
-NOTE_NEWS = ("void-once", "recovered", "not-run")
-# One tuple per meaning, the Literal built from them: a new kind (issue 31's slower/faster) is one word added.
+            "finding-removed", "slower")
+# Said, never red: a first VOID after PASS (red if the next night is VOID too), a recovery, a rate
+# series that got faster (issue 31).
+NOTE_NEWS = ("void-once", "recovered", "not-run", "faster")
+# One tuple per meaning, the Literal built from them: a new kind is one word added to each.
 NewsKind = Literal["turned", "void-twice", "error", "lost-label", "drift", "finding-closed", "new-not-green",
                    "not-reached", "acknowledgement-expired", "finding-moved", "finding-unmeasured", "finding-added",
-                   "finding-removed", "void-once", "recovered", "not-run"]
+                   "finding-removed", "slower", "void-once", "recovered", "not-run", "faster"]
 
 
 class GateNews(Strict):
@@ -34,6 +35,9 @@ class GateNews(Strict):
     acknowledged_by: Optional[str] = None
     measured: Optional[float] = None  # tonight's statistic (what an acknowledgement's `value` is compared with)
     counts: Optional[dict[str, int]] = None  # tonight's census counts (compared with an acknowledgement's `counts`)
+    # slower / faster (a rate series, issue 31): tonight / baseline − 1 and its 99 % interval
+    size: Optional[float] = None
+    size_interval: Optional[tuple[float, float]] = None
 
     @property
     def red(self) -> bool:
@@ -57,6 +61,9 @@ class GateVerdict(Strict):
     held: list[str] = Field(default_factory=list)  # anchors whose baseline did not move tonight (a first VOID)
     expired: list[str] = Field(default_factory=list)  # "anchor until DATE": acknowledgements past their date
     weekly: list[str] = Field(default_factory=list)  # this profile's anchors queued for the weekly run
+    # rate series tonight measured that the one-night test cannot judge yet (too few accepted
+    # nights, or a new engine): said, one line each, never green by silence and never red
+    rates_unanalysed: list[str] = Field(default_factory=list)
 
     @property
     def red_news(self) -> list[GateNews]:

@@ -38,7 +38,9 @@ class Measurement(Strict):
     log: Optional[str] = None  # tail of the engine's output, for census and for people
 
 
-_CORE_NOTES = ("expected_void", "print_limited")  # old `detail` keys now typed on Result (and interval)
+# Old `detail` keys now typed on Result (and detail.interval, now `sampling`): records written before
+# schema 4 kept core's notes and decisions there; they are lifted on read.
+_CORE_NOTES = ("expected_void", "print_limited", "open_finding", "finding_closed", "strict_skip")
 
 
 class Sampling(Strict):
@@ -51,6 +53,32 @@ class Sampling(Strict):
     looks: list[int]
     n: int  # samples the decision used
     family_confidence: float
+
+
+class RateSeries(Strict):
+    """What one measured arm is, as a runner's tracked speed (issue 31): the same model, format,
+    placement and quantity on the same runner is one series, night after night, whatever anchor
+    it served. A law names its arms' series; core stores and judges them without naming the law."""
+
+    model: str
+    format: str = ""  # the weight format ("Q4_0"), or "" where the case names none
+    placement: str = ""  # e.g. "ngl=0": a different placement is a different speed
+    quantity: str  # "decode tok/s" or "prefill tok/s"
+
+    @property
+    def key(self) -> str:
+        return " | ".join((self.model, self.format or "-", self.placement or "-", self.quantity))
+
+
+class RateSample(Strict):
+    """One series' reading in one run: its per-visit values (warm-up excluded), their geometric
+    mean and its 95 % interval (student-t on logs, one value per engine visit)."""
+
+    series: RateSeries
+    engine: str = ""  # the engine build key the values were taken with
+    values: list[float] = Field(default_factory=list)
+    measured: Optional[float] = None
+    interval: Optional[tuple[float, float]] = None
 
 
 class Result(Strict):
@@ -80,6 +108,9 @@ class Result(Strict):
     print_limited: Optional[str] = None  # the band is print-limited: the reason (docs/bands.md)
     sampling: Optional[Sampling] = None  # measured anchors: how `interval` was made
     detail: dict[str, Any] = Field(default_factory=dict)
+    # Every measured arm's absolute speed, typed (issue 31): filled by core's ArmSampler from the
+    # series the law named, so the history and the gate read rates without reading `detail`.
+    rates: list[RateSample] = Field(default_factory=list)
     duration_s: float = 0.0
     # Decisions core takes, typed (issue 33): the anchor's open finding when tonight reproduced it
     # (an expected FAIL), and the finding that no longer reproduces (news for the nightly gate).
@@ -89,24 +120,11 @@ class Result(Strict):
 
     @model_validator(mode="before")
     @classmethod
-    def _typed_from_detail(cls, data: Any) -> Any:
-        """Records before schema 4 kept these decisions as `detail` keys: lifted into the typed fields."""
-        if isinstance(data, dict) and isinstance(data.get("detail"), dict):
-            detail = data["detail"]
-            for key in ("open_finding", "finding_closed", "strict_skip"):
-                if key in detail and not data.get(key):
-                    data = {**data, key: detail[key],
-                            "detail": {k: v for k, v in detail.items() if k != key}}
-                    detail = data["detail"]
-        return data
-
-    @model_validator(mode="before")
-    @classmethod
     def _lift_core_notes(cls, data: Any) -> Any:
         """Records written before these fields kept them in `detail`; they still import."""
         if not isinstance(data, dict) or not isinstance(data.get("detail"), dict):
             return data
-        old = {k: data["detail"][k] for k in _CORE_NOTES if k in data["detail"] and data.get(k) is None}
+        old = {k: data["detail"][k] for k in _CORE_NOTES if k in data["detail"] and not data.get(k)}
         if isinstance(data["detail"].get("interval"), dict) and data.get("sampling") is None:
             old["sampling"] = data["detail"]["interval"]  # written as detail.interval before (schema 3)
         if not old:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+RATE_NEWS = ("slower", "faster")  # a runner's rate series (issue 31): shown first among their kind
+
 
 def _cell(text: str) -> str:
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("\r", "").replace("\n", "<br>")
@@ -34,12 +36,15 @@ def gate_markdown(record: Any) -> str:
         shown = [n for n in g.news if n.kind != "not-run"]
         if shown:
             lines += ["| gate | anchor | news | before | tonight | why |", "|---|---|---|---|---|---|"]
-            for n in sorted(shown, key=lambda n: (not n.red, n.acknowledged_until is None, n.anchor_id)):
+            for n in sorted(shown, key=lambda n: (not n.red, n.acknowledged_until is None, n.kind not in RATE_NEWS, n.anchor_id)):
                 state = "red" if n.red else (f"acknowledged until {n.acknowledged_until} ({n.acknowledged_by})"
                                              if n.acknowledged_until else "note")
                 lines.append("| " + " | ".join(_cell(c) for c in (state, f"`{n.anchor_id}`", n.kind, n.before or "-",
                                                                    n.after or "-", n.why)) + " |")
             lines.append("")
+        if g.rates_unanalysed:
+            lines.append(f"- rate series the one-night test cannot analyse yet ({len(g.rates_unanalysed)}): "
+                         + "; ".join(g.rates_unanalysed[:6]) + (" …" if len(g.rates_unanalysed) > 6 else ""))
         for e in g.expired:
             lines.append(f"- acknowledgement expired: {e} (no longer applied: that anchor is red until the entry "
                          "is renewed after review or removed; `lawbench check` warns, never stops a run)")
@@ -68,6 +73,9 @@ def gate_text(record: Any) -> list[str]:
             elif n.acknowledged_until:
                 out.append(f"  ACK  {n.anchor_id}: {n.kind} (acknowledged by {n.acknowledged_by} until "
                            f"{n.acknowledged_until}): {n.why}")
+        out += [f"  note {n.anchor_id}: {n.why}" for n in g.news if n.kind == "faster"]
+        if g.rates_unanalysed:
+            out.append(f"  rate series not analysed yet: {len(g.rates_unanalysed)} ({g.rates_unanalysed[0]})")
         out += [f"  acknowledgement expired: {e}" for e in g.expired]
         if g.weekly:
             out.append(f"  queued for the weekly run: {len(g.weekly)} anchor(s)")

@@ -221,7 +221,8 @@ def _evaluate(anchor: Anchor, law: Law, profile: HardwareProfile, policy: RunPol
                 statistic=_statistic_name(anchor, predicted is not None, decision.method))
     return Result(**base, verdict=decision.verdict, reason=reason, measured=decision.statistic,
                   interval=decision.interval, band=band, spread=relative_spread(decision.values),
-                  measurement=m, sampling=sampling, detail=detail)
+                  measurement=m, sampling=sampling, detail=detail,
+                  rates=sampler.rates() if hasattr(sampler, "rates") else [])
 
 
 def _statistic_name(anchor: Anchor, agreement: bool, method: str) -> str:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from lawbench.core.errors import EngineError
-from lawbench.core.models import Sample
+from lawbench.core.models import RateSample, RateSeries, Sample
 
 # One visit of an arm: run the engine once, asking for `reps` repetitions; return one reading per
 # repetition plus whatever raw record the engine printed.
@@ -44,7 +44,8 @@ class ArmSampler:
 
     def __init__(self, arms: dict[str, ArmVisit], *, labels: Optional[dict[str, str]] = None,
                  reps_per_visit: int = 1, warmup: bool = True, protocol: Optional[dict] = None,
-                 combine: str = "ratio", per_visit: Optional[Callable[[list[float]], Optional[float]]] = None):
+                 combine: str = "ratio", per_visit: Optional[Callable[[list[float]], Optional[float]]] = None,
+                 series: Optional[dict[str, RateSeries]] = None, engine: str = ""):
         if set(arms) not in ({"main"}, {"a", "b"}):
             raise ValueError("arms must be {'main'} or {'a', 'b'}")
         if combine not in ("ratio", "difference"):
@@ -66,12 +67,21 @@ class ArmSampler:
         self._env_after: dict[str, Any] = {}
         self._extra = dict(protocol or {})
         self.visits: list[dict[str, Any]] = []
+        # The arms that are absolute speeds, as the law named them (issue 31): each kept visit's
+        # value is also a reading of that runner's rate series, whatever the anchor's statistic.
+        self.series = dict(series or {})
+        self.engine = engine
+        self._rate_values: dict[str, list[float]] = {arm: [] for arm in self.series}
 
     # -- one engine process -------------------------------------------------------------
     def _visit(self, arm: str, reps: int, discard: bool = False) -> Visit:
         t0 = time.monotonic()
         visit = self.arms[arm](reps)
         visit.wall_s = visit.wall_s or time.monotonic() - t0
+        if arm in self.series and not discard:
+            value = self.per_visit(visit.values)
+            if value is not None and value > 0:
+                self._rate_values[arm].append(value)
         self.visits.append({"arm": arm, "predecessor": self._last, "reps": reps, "discarded": discard,
                             "values": visit.values, "wall_s": round(visit.wall_s, 3)})
         return visit
@@ -126,6 +136,21 @@ class ArmSampler:
             exc.samples = out + list(getattr(exc, "samples", []))
             raise
         self._env_after = _snapshot()
+        return out
+
+    def rates(self) -> list[RateSample]:
+        """One reading per named series: its kept visits' values, geometric mean and interval."""
+        from lawbench.core.stats.verdicts import location_interval
+
+        out = []
+        for arm, series in self.series.items():
+            values = self._rate_values.get(arm, [])
+            if not values:
+                continue
+            measured, interval = (location_interval(values, 0.95) if len(values) >= 2
+                                  else (values[0], None))
+            out.append(RateSample(series=series, engine=self.engine, values=values,
+                                  measured=measured, interval=interval))
         return out
 
     def statistic(self, samples: list[Sample]) -> list[float]:

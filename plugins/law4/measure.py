@@ -17,11 +17,12 @@ priced. Models: "gguf:<catalogue id>" through the run's model store (fetched or 
 """
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 from typing import Any, Optional
 
-from lawbench import Anchor, ArmSampler, DataError, EngineError, HardwareProfile, NotApplicable, Visit
+from lawbench import Anchor, ArmSampler, DataError, EngineError, HardwareProfile, NotApplicable, RateSeries, Visit
 from lawbench.plugins.law4.case import CASE_FILE, BenchCase, Law4Case, arm_case, check_measured, parse_case
 
 ENGINES = {"llama-bench": "llama-bench", "batched-bench": "llama-batched-bench"}  # bench.tool -> binary
@@ -240,6 +241,21 @@ def _label(case: Law4Case, params: dict[str, Any]) -> str:
     return f"{model} {test} {opts}".strip()
 
 
+def rate_series(case: Law4Case, params: dict[str, Any]) -> Optional[RateSeries]:
+    """The runner's tracked speed this arm measures (issue 31): llama-bench's tg / pp in tok/s.
+    The format is the case's weight_format, else the quant suffix of the model's name
+    ("syn-25m-q4_0" -> Q4_0); the placement is every llama-bench option that shapes the run."""
+    if case.bench is None or case.bench.tool != "llama-bench":
+        return None
+    model = (case.model or "").partition(":")[2] or str(case.model or "")
+    suffix = re.search(r"-((?:i?q\d\w*)|f16|bf16|f32)$", model, re.IGNORECASE)
+    fmt = case.weight_format or (suffix.group(1).upper() if suffix else "")
+    label = _label(case, params)
+    placement = label[len(model):].strip() if label.startswith(model) else label
+    quantity = "decode tok/s" if params.get("n_gen") else "prefill tok/s"
+    return RateSeries(model=model, format=fmt, placement=placement, quantity=quantity)
+
+
 def arm_cases(anchor: Anchor) -> dict[str, Law4Case]:
     """{'main': case} for one arm; {'a': …, 'b': …} when the anchor has arms (case ⊕ arm)."""
     if anchor.arms:
@@ -289,8 +305,10 @@ def sampler(anchor: Anchor, profile: HardwareProfile, resources: Any) -> ArmSamp
 
         scope = check_scope(files, lambda arm, path: _visit(llama, path, params[arm], cases[arm].bench),
                             resources.store().synthetic, reps=next(iter(reps)))
+    series = {name: rate_series(c, params[name]) for name, c in cases.items()}
     return ArmSampler(arms, labels=labels, reps_per_visit=reps.pop(),
                       per_visit=fastest if per_visit.pop() == "fastest" else None,
+                      series={k: v for k, v in series.items() if v is not None}, engine=llama.version or "",
                       protocol={"engine": ENGINES[next(iter(cases.values())).bench.tool],  # type: ignore[union-attr]
                                 "llama_cpp": llama.version,
                                 "bench_params": params, "models": {k: str(v) for k, v in files.items()},

@@ -90,6 +90,7 @@ _EXPORTS = {
     "HardwareProfile": "lawbench.core.models",
     "Fact": "lawbench.core.models",  # a number with its source: what a law's profile table holds
     "Sample": "lawbench.core.models",
+    "RateSeries": "lawbench.core.models",  # what a measured arm is as a tracked speed (issue 31)
     "ArmSampler": "lawbench.core.stats.protocol",
     "Visit": "lawbench.core.stats.protocol",
     # For laws that read real model files: the model a case names (Resources.model raises this
@@ -103,7 +104,7 @@ __all__ = [  # spelled out for tools that read it statically; a test keeps it eq
     "__version__", "Law", "Prediction", "Census", "Sampler", "MachineTerm", "ANCHOR_FILE", "LawbenchError", "NotApplicable",
     "OutOfScope", "EngineOfRecordMissing", "EngineError", "EngineInterrupted", "DataError", "UsageError",
     "PluginError", "validation_error", "hookimpl", "Command", "whole_number", "number_between",
-    "Strict", "FiniteFloat", "Id", "Anchor", "HardwareProfile", "Fact", "Sample", "ArmSampler", "Visit",
+    "Strict", "FiniteFloat", "Id", "Anchor", "HardwareProfile", "Fact", "Sample", "RateSeries", "ArmSampler", "Visit",
     "Resources", "ModelUnavailable", "read_gguf_header", "GGUFHeader",
 ]
 

@@ -1,0 +1,159 @@
+"""The one-night rate test (issue 31): did a runner get slower (or faster) tonight?
+
+Each series (lawbench.core.models.RateSeries: model, format, placement, quantity) is judged on its
+own: tonight's value on logs against the mean of the runner's accepted nights of the same engine,
+with the spread those nights show from night to night. Tonight's own interval widens the threshold
+when tonight is noisier than the nights were (a noisy night is not evidence of a slowdown). The
+p-values of all series of the night go through Holm's step-down, so the chance of any false alarm
+on an unchanged runner-night is at most ``alpha`` (1 %) whatever the number of series.
+
+A series with fewer than ``MIN_NIGHTS`` accepted nights, or whose engine changed tonight, is said
+to be "cannot analyse" (conbench's word): never green by silence, never red.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Optional, Sequence
+
+ALPHA = 0.01  # family-wise false-alarm rate per runner-night, over all the night's series
+MIN_NIGHTS = 5  # fewer accepted nights than this: the spread is not known well enough to judge
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One series' value on one night: the geometric mean and its 95 % interval."""
+
+    series: str
+    measured: float
+    interval: Optional[tuple[float, float]] = None
+    n: int = 0
+    engine: str = ""
+
+
+@dataclass(frozen=True)
+class RateNews:
+    """What the rate test says about one series tonight."""
+
+    kind: str  # "slower", "faster" or "cannot analyse"
+    series: str
+    size: Optional[float] = None  # tonight / baseline − 1 (−0.10: 10 % slower)
+    interval: Optional[tuple[float, float]] = None  # the size's 99 % interval
+    nights: int = 0  # accepted nights the baseline rests on
+    reason: str = ""
+
+    def line(self) -> str:
+        if self.kind == "cannot analyse":
+            return f"cannot analyse {self.series}: {self.reason}"
+        lo, hi = self.interval or (self.size, self.size)
+        return (f"{self.kind} {self.series}: {self.size:+.1%} (interval {lo:+.1%} … {hi:+.1%}) "
+                f"against {self.nights} accepted nights")
+
+
+def _t_sf2(t: float, df: int) -> float:
+    """Two-sided p-value of Student's t."""
+    from scipy.special import stdtr
+
+    return float(2.0 * stdtr(df, -abs(t)))
+
+
+def _t_quantile(p: float, df: int) -> float:
+    from scipy.special import stdtrit
+
+    return float(stdtrit(df, p))
+
+
+def _mean_sd(xs: Sequence[float]) -> tuple[float, float]:
+    m = sum(xs) / len(xs)
+    return m, math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1))
+
+
+def _tonight_se(r: Reading) -> float:
+    """The standard error of log(tonight) from its 95 % interval (0 when it has none)."""
+    if r.interval is None or r.n < 2 or r.interval[0] <= 0:
+        return 0.0
+    half = (math.log(r.interval[1]) - math.log(r.interval[0])) / 2.0
+    return half / _t_quantile(0.975, r.n - 1)
+
+
+def judge_rates(accepted: dict[str, list[Reading]], tonight: Sequence[Reading], *,
+                alpha: float = ALPHA, min_nights: int = MIN_NIGHTS) -> list[RateNews]:
+    """News for tonight's readings against each series' accepted nights (oldest first).
+
+    Pure: no history, no clock. Returns one entry per series that is slower, faster or cannot be
+    analysed; a series judged and unchanged returns nothing."""
+    news: list[RateNews] = []
+    tests: list[tuple[float, RateNews, float, float, int]] = []  # p, draft, d, se, df
+    for r in tonight:
+        past = [p for p in accepted.get(r.series, []) if p.measured > 0]
+        same = [p for p in past if p.engine == r.engine]
+        if past and not same:
+            news.append(RateNews("cannot analyse", r.series, nights=0,
+                                 reason=f"engine {r.engine or '?'} has no accepted night (the build "
+                                        "it replaces is measured by the in-night A/B)"))
+            continue
+        if len(same) < min_nights or r.measured <= 0:
+            news.append(RateNews("cannot analyse", r.series, nights=len(same),
+                                 reason=f"{len(same)} accepted nights, the test needs {min_nights}"))
+            continue
+        logs = [math.log(p.measured) for p in same]
+        mean, sd = _mean_sd(logs)
+        k = len(logs)
+        # Tonight's noise is part of the nights' spread, unless tonight is noisier than they were.
+        var = max(sd * sd, _tonight_se(r) ** 2) + sd * sd / k
+        se = math.sqrt(var) if var > 0 else 1e-12
+        d = math.log(r.measured) - mean
+        p = _t_sf2(d / se, k - 1)
+        tests.append((p, RateNews("", r.series, nights=k), d, se, k - 1))
+    # Holm: the i-th smallest p-value is held against alpha / (m − i); stop at the first kept.
+    m = len(tests)
+    for i, (p, draft, d, se, df) in enumerate(sorted(tests, key=lambda t: t[0])):
+        if p > alpha / (m - i):
+            break
+        q = _t_quantile(1 - alpha / 2, df) * se
+        news.append(RateNews("slower" if d < 0 else "faster", draft.series, size=math.exp(d) - 1,
+                             interval=(math.exp(d - q) - 1, math.exp(d + q) - 1), nights=draft.nights))
+    order = {"slower": 0, "faster": 1, "cannot analyse": 2}
+    return sorted(news, key=lambda n: (order[n.kind], n.size or 0.0))
+
+
+# --------------------------------------------------------------------------- the gate's hook
+
+
+def night_readings(record: Any) -> dict[str, Reading]:
+    """A night's rate readings by series: a series several anchors measured keeps the reading
+    with the most visits (the tightest), so one night is one value of each series."""
+    out: dict[str, Reading] = {}
+    for result in record.results:
+        for rate in getattr(result, "rates", []):
+            if rate.measured is None:
+                continue
+            r = Reading(rate.series.key, rate.measured, rate.interval, len(rate.values), rate.engine)
+            if r.series not in out or r.n > out[r.series].n:
+                out[r.series] = r
+    return out
+
+
+def rate_news(record: Any, accepted_records: Sequence[Any], alpha: float = ALPHA
+              ) -> tuple[list[Any], list[str]]:
+    """Tonight's rate news for the gate (GateNews: `slower` red, `faster` said) and the series it
+    cannot analyse yet, one line each (said in the verdict, never red)."""
+    from lawbench.core.models.gate import GateNews
+
+    tonight = night_readings(record)
+    if not tonight:
+        return [], []
+    accepted: dict[str, list[Reading]] = {}
+    for rec in accepted_records:
+        for key, r in night_readings(rec).items():
+            accepted.setdefault(key, []).append(r)
+    news, unanalysed = [], []
+    for n in judge_rates(accepted, list(tonight.values()), alpha=alpha):
+        if n.kind == "cannot analyse":
+            unanalysed.append(n.line())
+            continue
+        was = math.exp(sum(math.log(r.measured) for r in accepted[n.series]) / len(accepted[n.series]))
+        news.append(GateNews(anchor_id=f"rate: {n.series}", kind=n.kind, before=f"{was:.4g}",
+                             after=f"{tonight[n.series].measured:.4g}", why=n.line(), size=n.size,
+                             size_interval=n.interval))
+    return news, unanalysed

@@ -1,0 +1,176 @@
+"""Rate series per runner (issue 31): the typed rates on a result, the history's rates table, and
+the one-night test that turns tonight's rates into `slower` / `faster` / `cannot analyse` news."""
+from __future__ import annotations
+
+import random
+import sqlite3
+
+import pytest
+
+from lawbench.core.history.rates import Reading, judge_rates
+from lawbench.core.history.store import History
+from lawbench.core.models import RateSample, RateSeries, Result, Verdict
+from lawbench.core.record.reports import RunRecord
+from lawbench.core.stats.protocol import ArmSampler, Visit
+
+Q4 = RateSeries(model="smollm2-135m-q4_0", format="Q4_0", placement="ngl=0", quantity="decode tok/s")
+Q8 = RateSeries(model="smollm2-135m-q8_0", format="Q8_0", placement="ngl=0", quantity="decode tok/s")
+
+
+def _arm(values):
+    it = iter(values)
+    return lambda reps: Visit(values=[next(it)])
+
+
+def test_the_sampler_keeps_each_named_arm_as_a_rate_without_its_warm_up():
+    sampler = ArmSampler({"a": _arm([1.0, 50.0, 52.0, 51.0]), "b": _arm([1.0, 100.0, 98.0, 99.0])},
+                         series={"a": Q4, "b": Q8}, engine="b1234")
+    sampler.draw(3)
+    rates = {r.series.format: r for r in sampler.rates()}
+    assert rates["Q4_0"].values == [50.0, 52.0, 51.0]  # the discarded warm-up (1.0) is not a rate
+    assert rates["Q8_0"].values == [100.0, 98.0, 99.0]
+    lo, hi = rates["Q4_0"].interval
+    assert lo < rates["Q4_0"].measured < hi and 50 < rates["Q4_0"].measured < 52
+    assert rates["Q4_0"].engine == "b1234"
+
+
+def test_a_sampler_without_series_reports_no_rate():
+    sampler = ArmSampler({"main": _arm([1.0, 2.0, 3.0])})
+    sampler.draw(2)
+    assert sampler.rates() == []
+
+
+def _record(run_id: str, started: str, rates: list[RateSample]) -> RunRecord:
+    r = Result(anchor_id="law4.x", law="law4", kind="measurement", profile="cpu", verdict=Verdict.PASS,
+               rates=rates)
+    return RunRecord(run_id=run_id, started=started, profile="cpu", git_commit="c" * 40).finish([r])
+
+
+def test_rates_are_stored_read_back_and_append_only(tmp_path):
+    path = tmp_path / "history.sqlite"
+    with History(path) as h:
+        h.append(_record("a" * 32, "2026-12-01T00:00:00+00:00",
+                         [RateSample(series=Q4, engine="b1", values=[50.0, 51.0], measured=50.5,
+                                     interval=(49.0, 52.0))]))
+        rows = h.rates("cpu")
+        assert [(r.series, r.measured, r.ci_lo, r.ci_hi, r.n, r.engine) for r in rows] == [
+            (Q4.key, 50.5, 49.0, 52.0, 2, "b1")]
+        assert h.rates("other") == []
+        # the run record carries them too, typed, so the data branch has them
+        assert h.record("a" * 32).results[0].rates[0].series == Q4
+    raw = sqlite3.connect(str(path))
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        raw.execute("DELETE FROM rates")
+    raw.close()
+
+
+def _nights(rng, k, sd=0.02, level=50.0, engine="b1"):
+    return [Reading("s", level * rng.lognormvariate(0, sd), engine=engine) for _ in range(k)]
+
+
+def test_too_few_nights_cannot_be_analysed_never_green_never_red():
+    rng = random.Random(1)
+    news = judge_rates({"s": _nights(rng, 4)}, [Reading("s", 20.0, engine="b1")])
+    assert [n.kind for n in news] == ["cannot analyse"]
+    assert "4 accepted nights" in news[0].reason
+
+
+def test_a_new_engine_cannot_be_analysed_against_the_old_one():
+    rng = random.Random(2)
+    news = judge_rates({"s": _nights(rng, 10)}, [Reading("s", 50.0, engine="b2")])
+    assert [n.kind for n in news] == ["cannot analyse"] and "b2" in news[0].reason
+
+
+def test_a_forty_percent_slowdown_is_slower_with_its_size():
+    rng = random.Random(3)
+    news = judge_rates({"s": _nights(rng, 7)}, [Reading("s", 50.0 * 0.6, engine="b1")])
+    assert [n.kind for n in news] == ["slower"]
+    lo, hi = news[0].interval
+    assert lo < news[0].size < hi and -0.45 < news[0].size < -0.35
+    assert "slower s: -4" in news[0].line()
+
+
+def test_faster_is_news_too():
+    rng = random.Random(4)
+    news = judge_rates({"s": _nights(rng, 7)}, [Reading("s", 50.0 * 1.4, engine="b1")])
+    assert [n.kind for n in news] == ["faster"]
+
+
+def test_false_alarms_stay_under_one_percent_per_night_over_many_series():
+    """Ten series a night, no change: Holm keeps any-alarm nights ≤ 1 % (binomial slack: 2 %)."""
+    rng = random.Random(5)
+    nights, alarms = 600, 0
+    for _ in range(nights):
+        accepted, tonight = {}, []
+        for j in range(10):
+            level = 20.0 + 10 * j
+            accepted[f"s{j}"] = [Reading(f"s{j}", level * rng.lognormvariate(0, 0.03), engine="b1")
+                                 for _ in range(6)]
+            tonight.append(Reading(f"s{j}", level * rng.lognormvariate(0, 0.03), engine="b1"))
+        alarms += any(n.kind != "cannot analyse" for n in judge_rates(accepted, tonight))
+    assert alarms / nights <= 0.02
+
+
+def test_a_noisy_night_widens_its_own_threshold():
+    rng = random.Random(6)
+    accepted = {"s": _nights(rng, 8, sd=0.01)}
+    mean = 50.0
+    quiet = judge_rates(accepted, [Reading("s", mean * 0.94, interval=(mean * 0.93, mean * 0.95), n=5,
+                                           engine="b1")])
+    noisy = judge_rates(accepted, [Reading("s", mean * 0.94, interval=(mean * 0.70, mean * 1.25), n=5,
+                                           engine="b1")])
+    assert [n.kind for n in quiet] == ["slower"] and noisy == []
+
+
+def test_a_law4_arm_names_its_series_model_format_and_configuration():
+    from lawbench.plugins.law4.case import Law4Case
+    from lawbench.plugins.law4.measure import rate_series
+
+    case = Law4Case.model_validate({"quantity": "decode_tok_s", "model": "gguf:syn-25m-q4_0",
+                                    "bench": {"n_gen": 16, "reps": 2}})
+    s = rate_series(case, {"n_gen": 16, "n_prompt": 0, "threads": 2, "n_gpu_layers": 0})
+    assert (s.model, s.format, s.quantity) == ("syn-25m-q4_0", "Q4_0", "decode tok/s")
+    assert s.placement == "tg16 threads=2 n_gpu_layers=0"
+    pp = rate_series(case, {"n_gen": 0, "n_prompt": 64, "threads": 2})
+    assert pp.quantity == "prefill tok/s" and pp.key != s.key
+
+
+# --------------------------------------------------------------------------- through the real gate
+
+MACHINE = {"hostname": "box", "cpu_model": "Test CPU", "cpu_count_logical": 2, "ram_total_gb": 8.0, "gpus": []}
+ENGINE = {"name": "llama.cpp", "build_number": 11434, "backend": "cpu"}
+
+
+def _gate_night(history, day: int, q4: float, q8: float):
+    from lawbench.core.history.gate import judge
+    from lawbench.core.record.gate_view import gate_markdown, gate_text
+
+    def rate(series, v):
+        return RateSample(series=series, engine="b1", values=[v * 0.99, v, v * 1.01], measured=v,
+                          interval=(v * 0.98, v * 1.02))
+
+    r = Result(anchor_id="law4.ratio", law="law4", kind="agreement", profile="p", verdict=Verdict.PASS,
+               measured=1.0, interval=(0.98, 1.02), band=(0.75, 1.25), rates=[rate(Q4, q4), rate(Q8, q8)])
+    rec = RunRecord.new("p", profile_matches=True, strict=True, cadence="nightly", machine=MACHINE, engine=ENGINE,
+                        started=f"2026-11-{day:02d}T02:17:00+00:00")
+    rec.finish([r], gate=lambda x: judge(x, history))
+    history.append(rec)
+    return rec, gate_markdown(rec), gate_text(rec)
+
+
+def test_the_gate_is_red_on_a_one_format_slowdown_naming_format_and_size(tmp_path):
+    rng = random.Random(7)
+    with History(tmp_path / "h.sqlite") as h:
+        first, md, _ = _gate_night(h, 1, 50.0, 30.0)
+        assert first.gate.verdict == "green" and len(first.gate.rates_unanalysed) == 2  # said, not silent
+        assert "cannot analyse yet (2)" in md
+        for day in range(2, 8):
+            rec, _, _ = _gate_night(h, day, 50.0 * rng.lognormvariate(0, 0.02), 30.0 * rng.lognormvariate(0, 0.02))
+            assert rec.gate.verdict == "green"
+        rec, md, text = _gate_night(h, 8, 50.0 * 0.6, 30.0)  # Q4_0 decode 40 % slower, Q8_0 as it was
+        assert rec.gate.verdict == "red"
+        slower = rec.gate.news[0]  # shown first
+        assert slower.kind == "slower" and "Q4_0" in slower.anchor_id and -0.45 < slower.size < -0.35
+        assert all("Q8_0" not in n.anchor_id for n in rec.gate.news)
+        assert "Q4_0" in text[1] and "slower" in text[1]
+        assert md.index("slower") < md.index("|---|") + 200
