@@ -42,13 +42,27 @@ class ImportOutcome:
 
 def expand(paths: Sequence[str]) -> list[Path]:
     """Files as given, and for a folder every *.json below it, sorted (a missing path is kept: it
-    is refused with its name when read)."""
+    is refused with its name when read; a link inside a folder is kept too, and refused unread)."""
     files: list[Path] = []
     for given in paths:
         path = Path(given)
-        files.extend(sorted(p for p in path.rglob("*.json") if p.is_file() and not history_binding.not_a_record(p))
-                     if path.is_dir() else [path])
+        files.extend(sorted(p for p in path.rglob("*.json") if (p.is_file() or p.is_symlink())
+                            and not history_binding.not_a_record(p)) if path.is_dir() else [path])
     return files
+
+
+def _link_refused(path: Path) -> ImportOutcome:
+    return ImportOutcome(str(path), "refused", f"{path}: is a link, or lies under one, that leads out of the folder "
+                         "given; a stranger's folder is never followed out of (give the file itself if it is yours)")
+
+
+def _leaves(path: Path, root: Path) -> bool:
+    """A file found in a folder that is a link, or lies under one: reading it could read any file
+    the importer may read (a stranger's folder is never followed out of)."""
+    try:
+        return path.is_symlink() or not path.resolve().is_relative_to(root.resolve())
+    except OSError:
+        return True
 
 
 def _canonical(record: RunRecord) -> str:
@@ -80,12 +94,14 @@ class _Candidate:
     provenance: Provenance
 
 
-def read_candidate(path: Path, contribution: bool = False,
-                   require_binding: bool = False) -> "ImportOutcome | _Candidate":
+def read_candidate(path: Path, contribution: bool = False, require_binding: bool = False,
+                   named: bool = False) -> "ImportOutcome | _Candidate":
     """Read and check one run record or contribution bundle; never raises for a bad file.
 
     :param contribution: mark it a contribution whatever it says (a bundle always is one).
     :param require_binding: a run record must carry a binding to its workflow run that verifies.
+    :param named: found in a folder, where a record is filed as ``<run_id>.json`` (the data branch):
+        its name must be its run id, or a planted copy could claim another run's id.
     """
     source = str(path)
     try:
@@ -130,6 +146,10 @@ def read_candidate(path: Path, contribution: bool = False,
             provenance = Provenance(kind="contribution" if contribution else "run", source=source,
                                     sha256=sha, imported_at=utc_now(), binding=binding)
         _not_from_the_future(record, source)
+        if named and path.name != "run.json" and path.stem != record.run_id:
+            raise DataError(source, f"is named {path.name} but holds run {record.run_id}: a record in a folder "
+                            "is filed as <run_id>.json (or an artifact's run.json), so a copy under another "
+                            "name is not taken", field="run_id")
         return _Candidate(record, provenance)
     except DataError as exc:
         return ImportOutcome(source, "refused", str(exc))
@@ -148,11 +168,11 @@ def _shadows(a: str, b: str) -> bool:
 
 
 def import_files(history: History, files: Sequence[Path], contribution: bool = False,
-                 require_binding: bool = False) -> list[ImportOutcome]:
+                 require_binding: bool = False, named: frozenset[Path] = frozenset()) -> list[ImportOutcome]:
     """Import files as one batch, so that which of two records with one run id goes in never
     depends on the order they come in: a run already in the history stays; of two new ones, a
     runner's record goes before a contribution, and two of one kind that differ are both refused."""
-    read = [read_candidate(f, contribution, require_binding) for f in files]
+    read = [read_candidate(f, contribution, require_binding, f in named) for f in files]
     cands = [c for c in read if isinstance(c, _Candidate)]
     rank = {"run": 0, "contribution": 1}
     order = sorted(range(len(cands)), key=lambda i: rank.get(cands[i].provenance.kind, 2))
@@ -215,7 +235,8 @@ def quarantine(outcomes: Sequence[ImportOutcome], folder: Path) -> list[str]:
         try:
             folder.mkdir(parents=True, exist_ok=True)
             (folder / f"{name}.reason.txt").write_text(o.message + "\n", encoding="utf-8")
-            if Path(o.source).is_file():
+            # a link's target may be any file this user can read: only a plain file is kept
+            if Path(o.source).is_file() and not Path(o.source).is_symlink():
                 shutil.copyfile(o.source, folder / name)
         except OSError as exc:
             problems.append(f"{o.source}: cannot quarantine into {folder}: {exc.strerror or exc}")
@@ -277,16 +298,28 @@ def import_paths(history: History, paths: Sequence[str], contribution: bool = Fa
     ``require_binding`` a run record without a binding to its workflow run that verifies is refused,
     and a given folder is one of fetched artifacts (scripts/nightly_fetch.sh): its run.json files
     where a runner's record lies are read, and every other run.json in it is refused."""
+    files, links, named = [], [], set()
+    for given in map(Path, paths):
+        if not given.is_dir():
+            files.append(given)
+            continue
+        found = expand([str(given)]) if not require_binding else sorted(given.rglob("run.json"))
+        links += [_link_refused(p) for p in found if _leaves(p, given)]
+        inside = [p for p in found if not _leaves(p, given)]
+        files += inside
+        named |= set(inside)
     if not require_binding:
-        return import_files(history, expand(paths), contribution)
+        return import_files(history, files, contribution, named=frozenset(named)) + links
     files, misplaced = [], []
     for given in map(Path, paths):
         placed, others = history_binding.artifact_records(given) if given.is_dir() else ([given], [])
+        placed = [p for p in placed if not (given.is_dir() and _leaves(p, given))]
+        others = [p for p in others if not _leaves(p, given)]
         files += placed
         misplaced += [ImportOutcome(str(p), "refused", f"{p}: lies at {p.relative_to(given)}, not where a runner's "
                                     "record lies in its artifact (<artifact>/<profile>/run.json): it cannot speak "
                                     "for a runner") for p in others]
-    return import_files(history, files, contribution, require_binding) + misplaced
+    return import_files(history, files, contribution, require_binding) + misplaced + links
 
 
 def export_runs(history: History, folder: Path, profile: Optional[str] = None) -> list[ImportOutcome]:
