@@ -94,3 +94,15 @@ def test_folder_import_never_follows_a_link_out_and_quarantine_never_copies_its_
     assert "link.json" in out and "never followed" in out, out
     assert out.startswith("0 imported"), out  # the record behind the linked folder stays out
     assert not any("do-not-copy" in f.read_text(errors="replace") for f in q.rglob("*") if f.is_file()), out
+
+
+def test_export_never_writes_a_contribution_among_runners_runs(night, tmp_path, cli_env):
+    f = tmp_path / "theirs.json"
+    f.write_text(json.dumps(night), encoding="utf-8")
+    db = str(tmp_path / "h.sqlite")
+    p = run_cli(["history", "import", "--db", db, "--contribution", str(f)], cli_env, tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    p = run_cli(["history", "export", "--db", db, str(tmp_path / "runs")], cli_env, tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert not list((tmp_path / "runs").rglob("*.json")), p.stdout
+    assert "1 contribution(s) left out" in p.stdout, p.stdout

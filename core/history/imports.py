@@ -325,9 +325,10 @@ def import_paths(history: History, paths: Sequence[str], contribution: bool = Fa
 def export_runs(history: History, folder: Path, profile: Optional[str] = None) -> list[ImportOutcome]:
     """Write every run as `<folder>/<profile>/<run_id>.json` (the layout of the data branch),
     byte-for-byte what `lawbench run` wrote as run.json. A file already there with the same
-    content is left; one with other content is refused, never overwritten."""
+    content is left; one with other content is refused, never overwritten. Only runners' runs:
+    a contribution written there would, imported again, speak for a runner."""
     outcomes = []
-    for row in reversed(history.runs(profile=profile, limit=None)):
+    for row in reversed(history.runs(profile=profile, limit=None, contributions=False)):
         record = history.record(row.run_id)
         path = folder / record.profile / f"{record.run_id}.json"
         source = str(path)
