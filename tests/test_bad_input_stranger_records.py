@@ -106,3 +106,19 @@ def test_export_never_writes_a_contribution_among_runners_runs(night, tmp_path, 
     assert p.returncode == 0, p.stdout + p.stderr
     assert not list((tmp_path / "runs").rglob("*.json")), p.stdout
     assert "1 contribution(s) left out" in p.stdout, p.stdout
+
+
+def test_an_unbound_accepted_night_in_a_baseline_folder_does_not_count(night, tmp_path, cli_env):
+    """Issue 32 item 3: a green night planted on the data branch without the binding the collect
+    step files beside a record would make tonight's FAIL and VOID no news (green); it is left out,
+    named on stderr, and tonight starts its baseline: red, its results news."""
+    base = tmp_path / "runs" / night["profile"]
+    base.mkdir(parents=True)
+    planted = dict(night, gate=_gate(night, "green", [], baseline_runs=1), exit_code=1)
+    (base / f"{night['run_id']}.json").write_text(json.dumps(planted), encoding="utf-8")
+    p = run_cli(["run", "--profile", "cpu", "--law", "dummy", "--out", "tonight", "--gate", "baseline",
+                 "--baseline", str(base)], cli_env, tmp_path)
+    assert "Traceback" not in p.stderr, p.stderr
+    assert "no binding that verifies" in p.stderr and night["run_id"] in p.stderr, p.stderr
+    tonight = json.loads((tmp_path / "tonight" / "run.json").read_text(encoding="utf-8"))
+    assert tonight["gate"]["baseline_runs"] == 0 and tonight["gate"]["verdict"] == "red", tonight["gate"]

@@ -95,13 +95,15 @@ class _Candidate:
 
 
 def read_candidate(path: Path, contribution: bool = False, require_binding: bool = False,
-                   named: bool = False) -> "ImportOutcome | _Candidate":
+                   named: bool = False, bound_only: bool = False) -> "ImportOutcome | _Candidate":
     """Read and check one run record or contribution bundle; never raises for a bad file.
 
     :param contribution: mark it a contribution whatever it says (a bundle always is one).
     :param require_binding: a run record must carry a binding to its workflow run that verifies.
     :param named: found in a folder, where a record is filed as ``<run_id>.json`` (the data branch):
         its name must be its run id, or a planted copy could claim another run's id.
+    :param bound_only: only a runner's record whose filed binding verifies (a `--baseline` folder):
+        whoever can push to the data branch must not be able to plant an accepted night.
     """
     source = str(path)
     try:
@@ -122,6 +124,8 @@ def read_candidate(path: Path, contribution: bool = False, require_binding: bool
     sha = hashlib.sha256(raw).hexdigest()
     try:
         if is_bundle(data):
+            if bound_only:
+                raise DataError(source, "is a contribution bundle: only a runner's bound night may count in a baseline")
             bundle = read_bundle(raw, source)
             record = bundle.record
             check_record(record, source, prefix="record.")
@@ -143,6 +147,10 @@ def read_candidate(path: Path, contribution: bool = False, require_binding: bool
                                 "end; import the record its run finished", field="finished")
             check_record(record, source)
             binding = None if contribution else history_binding.find(path, record, sha, require_binding)
+            if bound_only and binding is None:
+                raise DataError(source, f"run {record.run_id} has no binding that verifies beside it "
+                                f"({path.stem}{history_binding.FILED}, filed by the collect step): only a "
+                                "runner's bound night may count in a baseline", field="binding")
             provenance = Provenance(kind="contribution" if contribution else "run", source=source,
                                     sha256=sha, imported_at=utc_now(), binding=binding)
         _not_from_the_future(record, source)
@@ -168,11 +176,12 @@ def _shadows(a: str, b: str) -> bool:
 
 
 def import_files(history: History, files: Sequence[Path], contribution: bool = False,
-                 require_binding: bool = False, named: frozenset[Path] = frozenset()) -> list[ImportOutcome]:
+                 require_binding: bool = False, named: frozenset[Path] = frozenset(),
+                 bound_only: bool = False) -> list[ImportOutcome]:
     """Import files as one batch, so that which of two records with one run id goes in never
     depends on the order they come in: a run already in the history stays; of two new ones, a
     runner's record goes before a contribution, and two of one kind that differ are both refused."""
-    read = [read_candidate(f, contribution, require_binding, f in named) for f in files]
+    read = [read_candidate(f, contribution, require_binding, f in named, bound_only) for f in files]
     cands = [c for c in read if isinstance(c, _Candidate)]
     rank = {"run": 0, "contribution": 1}
     order = sorted(range(len(cands)), key=lambda i: rank.get(cands[i].provenance.kind, 2))
@@ -291,13 +300,14 @@ def _file_binding(o: ImportOutcome, dest: Path, raw: bytes) -> None:
 
 
 def import_paths(history: History, paths: Sequence[str], contribution: bool = False,
-                 require_binding: bool = False) -> list[ImportOutcome]:
+                 require_binding: bool = False, bound_only: bool = False) -> list[ImportOutcome]:
     """Import every file (folders expanded); the good ones go in even when others are refused.
     An existing folder without records gives nothing (a data branch's first night); a path that
     does not exist is refused. With ``contribution`` every run is marked a contribution; with
     ``require_binding`` a run record without a binding to its workflow run that verifies is refused,
     and a given folder is one of fetched artifacts (scripts/nightly_fetch.sh): its run.json files
-    where a runner's record lies are read, and every other run.json in it is refused."""
+    where a runner's record lies are read, and every other run.json in it is refused. With
+    ``bound_only`` (a `--baseline` folder) a record is read only beside its filed binding that verifies."""
     files, links, named = [], [], set()
     for given in map(Path, paths):
         if not given.is_dir():
@@ -309,7 +319,7 @@ def import_paths(history: History, paths: Sequence[str], contribution: bool = Fa
         files += inside
         named |= set(inside)
     if not require_binding:
-        return import_files(history, files, contribution, named=frozenset(named)) + links
+        return import_files(history, files, contribution, named=frozenset(named), bound_only=bound_only) + links
     files, misplaced = [], []
     for given in map(Path, paths):
         placed, others = history_binding.artifact_records(given) if given.is_dir() else ([given], [])
