@@ -122,3 +122,22 @@ def test_an_unbound_accepted_night_in_a_baseline_folder_does_not_count(night, tm
     assert "no binding that verifies" in p.stderr and night["run_id"] in p.stderr, p.stderr
     tonight = json.loads((tmp_path / "tonight" / "run.json").read_text(encoding="utf-8"))
     assert tonight["gate"]["baseline_runs"] == 0 and tonight["gate"]["verdict"] == "red", tonight["gate"]
+
+
+def test_a_bundle_where_a_runner_s_record_lies_is_refused_under_require_binding(night, tmp_path, cli_env):
+    """A contribution bundle saved as <artifact>/<profile>/run.json was filed under contributions/
+    with its non-matching binding never read; now it is refused, naming the binding."""
+    bundle_out = tmp_path / "b"
+    p = run_cli(["run", "--profile", "cpu", "--law", "dummy", "--out", str(bundle_out), "--no-history",
+                 "--contribute", str(tmp_path / "bundle.json")], cli_env, tmp_path)
+    assert (tmp_path / "bundle.json").is_file(), p.stdout + p.stderr
+    placed = tmp_path / "tonight" / "lawbench-cpu-701" / "cpu"
+    placed.mkdir(parents=True)
+    (placed / "run.json").write_bytes((tmp_path / "bundle.json").read_bytes())
+    (placed / "binding.json").write_text('{"run_id": "not-this-one"}', encoding="utf-8")
+    p = run_cli(["history", "import", "--db", str(tmp_path / "h.sqlite"), "--require-binding",
+                 "--file-into", str(tmp_path / "data"), str(tmp_path / "tonight")], cli_env, tmp_path)
+    out = p.stdout + p.stderr
+    assert "Traceback" not in out
+    assert "contribution bundle where a runner's record lies" in out, out
+    assert not (tmp_path / "data").exists() or not list((tmp_path / "data").rglob("*.json")), out

@@ -124,6 +124,10 @@ def read_candidate(path: Path, contribution: bool = False, require_binding: bool
     sha = hashlib.sha256(raw).hexdigest()
     try:
         if is_bundle(data):
+            if require_binding:  # a bundle's binding is never read: where a runner's record lies, it is refused
+                raise DataError(source, "is a contribution bundle where a runner's record lies "
+                                "(<artifact>/<profile>/run.json): a bundle never speaks for a runner; send it as "
+                                "a contribution", field="binding")
             if bound_only:
                 raise DataError(source, "is a contribution bundle: only a runner's bound night may count in a baseline")
             bundle = read_bundle(raw, source)
