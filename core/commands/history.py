@@ -5,7 +5,7 @@ find drift and stale runners. docs/history.md describes each.
     lawbench history --anchor ID [--profile P]        one anchor's time series
     lawbench history compare RUN_A RUN_B              a join of two runs (ids, prefixes, latest~N)
     lawbench history import PATH...                   run.json files, bundles, folders of them
-    lawbench history export FOLDER                    every run as FOLDER/<profile>/<run_id>.json
+    lawbench history export FOLDER                    every runner's run as FOLDER/<profile>/<run_id>.json
     lawbench history drift [--profile P] [--alpha A]  step changes per anchor, profile and engine
     lawbench history stale [--hours H] [--profile P]  profiles without a completed run lately
 
@@ -77,7 +77,7 @@ def add_history_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="file each record that is in the history under DATA/runs/<profile>/<run_id>.json "
                         "(a contribution under DATA/contributions/...), never overwriting one")
     e = actions.add_parser("export", parents=[_common(True)],
-                           help="write every run as FOLDER/<profile>/<run_id>.json (a data branch)")
+                           help="write every runner's run as FOLDER/<profile>/<run_id>.json (a data branch; not contributions)")
     e.add_argument("folder", metavar="FOLDER", help="where the run records go")
     d = actions.add_parser("drift", parents=[_common(True)],
                            help="step changes of a statistic against its own history (a warning)")
@@ -318,8 +318,11 @@ def _export(history: History, args: argparse.Namespace) -> int:
         for o in refused:
             print(printable(f"refused   {o.message}"), file=sys.stderr)
         written = sum(o.status == "imported" for o in outcomes)
+        left = len(history.runs(profile=args.profile, limit=None)) - len(outcomes)
         print(f"{written} written, {len(outcomes) - written - len(refused)} already there, "
-              f"{len(refused)} refused, into {folder}")
+              f"{len(refused)} refused, into {folder}"
+              + (f"; {left} contribution(s) left out (a contribution is never written among runners' runs)"
+                 if left else ""))
     return 2 if refused else 0
 
 

@@ -364,7 +364,7 @@ def open_baseline(path: str) -> Any:
                          "history.sqlite or the data branch's runs/<profile> folder (an empty folder starts a baseline)")
     tmp = Path(tempfile.mkdtemp(prefix="lawbench-baseline-"))
     history = History(tmp / "history.sqlite")
-    for outcome in import_paths(history, [str(p)]):
+    for outcome in import_paths(history, [str(p)], bound_only=True):  # issue 32: no unbound night counts
         if outcome.status == "refused":
             print(f"lawbench: warning: baseline: {outcome.message} (left out)", file=sys.stderr)
     return history

@@ -42,13 +42,27 @@ class ImportOutcome:
 
 def expand(paths: Sequence[str]) -> list[Path]:
     """Files as given, and for a folder every *.json below it, sorted (a missing path is kept: it
-    is refused with its name when read)."""
+    is refused with its name when read; a link inside a folder is kept too, and refused unread)."""
     files: list[Path] = []
     for given in paths:
         path = Path(given)
-        files.extend(sorted(p for p in path.rglob("*.json") if p.is_file() and not history_binding.not_a_record(p))
-                     if path.is_dir() else [path])
+        files.extend(sorted(p for p in path.rglob("*.json") if (p.is_file() or p.is_symlink())
+                            and not history_binding.not_a_record(p)) if path.is_dir() else [path])
     return files
+
+
+def _link_refused(path: Path) -> ImportOutcome:
+    return ImportOutcome(str(path), "refused", f"{path}: is a link, or lies under one, that leads out of the folder "
+                         "given; a stranger's folder is never followed out of (give the file itself if it is yours)")
+
+
+def _leaves(path: Path, root: Path) -> bool:
+    """A file found in a folder that is a link, or lies under one: reading it could read any file
+    the importer may read (a stranger's folder is never followed out of)."""
+    try:
+        return path.is_symlink() or not path.resolve().is_relative_to(root.resolve())
+    except OSError:
+        return True
 
 
 def _canonical(record: RunRecord) -> str:
@@ -80,12 +94,16 @@ class _Candidate:
     provenance: Provenance
 
 
-def read_candidate(path: Path, contribution: bool = False,
-                   require_binding: bool = False) -> "ImportOutcome | _Candidate":
+def read_candidate(path: Path, contribution: bool = False, require_binding: bool = False,
+                   named: bool = False, bound_only: bool = False) -> "ImportOutcome | _Candidate":
     """Read and check one run record or contribution bundle; never raises for a bad file.
 
     :param contribution: mark it a contribution whatever it says (a bundle always is one).
     :param require_binding: a run record must carry a binding to its workflow run that verifies.
+    :param named: found in a folder, where a record is filed as ``<run_id>.json`` (the data branch):
+        its name must be its run id, or a planted copy could claim another run's id.
+    :param bound_only: only a runner's record whose filed binding verifies (a `--baseline` folder):
+        whoever can push to the data branch must not be able to plant an accepted night.
     """
     source = str(path)
     try:
@@ -106,6 +124,12 @@ def read_candidate(path: Path, contribution: bool = False,
     sha = hashlib.sha256(raw).hexdigest()
     try:
         if is_bundle(data):
+            if require_binding:  # a bundle's binding is never read: where a runner's record lies, it is refused
+                raise DataError(source, "is a contribution bundle where a runner's record lies "
+                                "(<artifact>/<profile>/run.json): a bundle never speaks for a runner; send it as "
+                                "a contribution", field="binding")
+            if bound_only:
+                raise DataError(source, "is a contribution bundle: only a runner's bound night may count in a baseline")
             bundle = read_bundle(raw, source)
             record = bundle.record
             check_record(record, source, prefix="record.")
@@ -127,9 +151,17 @@ def read_candidate(path: Path, contribution: bool = False,
                                 "end; import the record its run finished", field="finished")
             check_record(record, source)
             binding = None if contribution else history_binding.find(path, record, sha, require_binding)
+            if bound_only and binding is None:
+                raise DataError(source, f"run {record.run_id} has no binding that verifies beside it "
+                                f"({path.stem}{history_binding.FILED}, filed by the collect step): only a "
+                                "runner's bound night may count in a baseline", field="binding")
             provenance = Provenance(kind="contribution" if contribution else "run", source=source,
                                     sha256=sha, imported_at=utc_now(), binding=binding)
         _not_from_the_future(record, source)
+        if named and path.name != "run.json" and path.stem != record.run_id:
+            raise DataError(source, f"is named {path.name} but holds run {record.run_id}: a record in a folder "
+                            "is filed as <run_id>.json (or an artifact's run.json), so a copy under another "
+                            "name is not taken", field="run_id")
         return _Candidate(record, provenance)
     except DataError as exc:
         return ImportOutcome(source, "refused", str(exc))
@@ -148,11 +180,12 @@ def _shadows(a: str, b: str) -> bool:
 
 
 def import_files(history: History, files: Sequence[Path], contribution: bool = False,
-                 require_binding: bool = False) -> list[ImportOutcome]:
+                 require_binding: bool = False, named: frozenset[Path] = frozenset(),
+                 bound_only: bool = False) -> list[ImportOutcome]:
     """Import files as one batch, so that which of two records with one run id goes in never
     depends on the order they come in: a run already in the history stays; of two new ones, a
     runner's record goes before a contribution, and two of one kind that differ are both refused."""
-    read = [read_candidate(f, contribution, require_binding) for f in files]
+    read = [read_candidate(f, contribution, require_binding, f in named, bound_only) for f in files]
     cands = [c for c in read if isinstance(c, _Candidate)]
     rank = {"run": 0, "contribution": 1}
     order = sorted(range(len(cands)), key=lambda i: rank.get(cands[i].provenance.kind, 2))
@@ -215,7 +248,8 @@ def quarantine(outcomes: Sequence[ImportOutcome], folder: Path) -> list[str]:
         try:
             folder.mkdir(parents=True, exist_ok=True)
             (folder / f"{name}.reason.txt").write_text(o.message + "\n", encoding="utf-8")
-            if Path(o.source).is_file():
+            # a link's target may be any file this user can read: only a plain file is kept
+            if Path(o.source).is_file() and not Path(o.source).is_symlink():
                 shutil.copyfile(o.source, folder / name)
         except OSError as exc:
             problems.append(f"{o.source}: cannot quarantine into {folder}: {exc.strerror or exc}")
@@ -270,31 +304,45 @@ def _file_binding(o: ImportOutcome, dest: Path, raw: bytes) -> None:
 
 
 def import_paths(history: History, paths: Sequence[str], contribution: bool = False,
-                 require_binding: bool = False) -> list[ImportOutcome]:
+                 require_binding: bool = False, bound_only: bool = False) -> list[ImportOutcome]:
     """Import every file (folders expanded); the good ones go in even when others are refused.
     An existing folder without records gives nothing (a data branch's first night); a path that
     does not exist is refused. With ``contribution`` every run is marked a contribution; with
     ``require_binding`` a run record without a binding to its workflow run that verifies is refused,
     and a given folder is one of fetched artifacts (scripts/nightly_fetch.sh): its run.json files
-    where a runner's record lies are read, and every other run.json in it is refused."""
+    where a runner's record lies are read, and every other run.json in it is refused. With
+    ``bound_only`` (a `--baseline` folder) a record is read only beside its filed binding that verifies."""
+    files, links, named = [], [], set()
+    for given in map(Path, paths):
+        if not given.is_dir():
+            files.append(given)
+            continue
+        found = expand([str(given)]) if not require_binding else sorted(given.rglob("run.json"))
+        links += [_link_refused(p) for p in found if _leaves(p, given)]
+        inside = [p for p in found if not _leaves(p, given)]
+        files += inside
+        named |= set(inside)
     if not require_binding:
-        return import_files(history, expand(paths), contribution)
+        return import_files(history, files, contribution, named=frozenset(named), bound_only=bound_only) + links
     files, misplaced = [], []
     for given in map(Path, paths):
         placed, others = history_binding.artifact_records(given) if given.is_dir() else ([given], [])
+        placed = [p for p in placed if not (given.is_dir() and _leaves(p, given))]
+        others = [p for p in others if not _leaves(p, given)]
         files += placed
         misplaced += [ImportOutcome(str(p), "refused", f"{p}: lies at {p.relative_to(given)}, not where a runner's "
                                     "record lies in its artifact (<artifact>/<profile>/run.json): it cannot speak "
                                     "for a runner") for p in others]
-    return import_files(history, files, contribution, require_binding) + misplaced
+    return import_files(history, files, contribution, require_binding) + misplaced + links
 
 
 def export_runs(history: History, folder: Path, profile: Optional[str] = None) -> list[ImportOutcome]:
     """Write every run as `<folder>/<profile>/<run_id>.json` (the layout of the data branch),
     byte-for-byte what `lawbench run` wrote as run.json. A file already there with the same
-    content is left; one with other content is refused, never overwritten."""
+    content is left; one with other content is refused, never overwritten. Only runners' runs:
+    a contribution written there would, imported again, speak for a runner."""
     outcomes = []
-    for row in reversed(history.runs(profile=profile, limit=None)):
+    for row in reversed(history.runs(profile=profile, limit=None, contributions=False)):
         record = history.record(row.run_id)
         path = folder / record.profile / f"{record.run_id}.json"
         source = str(path)

@@ -4,7 +4,8 @@ run record (or the record inside a contribution bundle) may enter a history.
 Nothing a record says about itself is taken as given. Before parsing: its size and nesting depth.
 After parsing (the pydantic models check types, ids and times): every number finite and within
 what a physical quantity can be, every verdict recomputed from its interval and band, the counts
-and the exit code recomputed from the results. A mismatch refuses the record in one line that
+and the exit code recomputed from the results, a gate's verdict from its news (and its news from
+the results where they alone decide). A mismatch refuses the record in one line that
 names the file, the anchor and the field.
 """
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Iterable, Optional
 
 from lawbench.core.errors import DataError
 from lawbench.core.models import Result, Verdict
+from lawbench.core.models.gate import GateNews
 from lawbench.core.record.reports import RunRecord, interrupt_exit_code, is_retired
 from lawbench.core.stats.verdicts import classify
 
@@ -87,6 +89,37 @@ def check_record(record: RunRecord, source: str, prefix: str = "") -> None:
     if record.exit_code not in allowed:
         raise DataError(source, f"exit_code {record.exit_code} does not follow from the results "
                         f"(they give {' or '.join(map(str, sorted(allowed)))})", field=f"{prefix}exit_code")
+    if record.gate is not None:
+        try:
+            check_gate(record)
+        except _Bad as bad:
+            raise DataError(source, bad.message, field=f"{prefix}gate.{bad.field}") from None
+
+
+def gate_verdict_from(news: Iterable[GateNews]) -> str:
+    """The gate's verdict its news imply: red while any news is red (core.history.gate.judge's rule)."""
+    return "red" if any(n.red for n in news) else "green"
+
+
+def check_gate(record: RunRecord) -> None:
+    """A stated gate verdict re-derived from its news, and its news from the results where the
+    results alone decide: an ERROR is always news, and without an accepted baseline every blocking
+    result that is not PASS is. A forged green would otherwise count as an accepted night."""
+    gate = record.gate
+    derived = gate_verdict_from(gate.news)
+    if gate.verdict != derived:
+        red = [n.anchor_id for n in gate.news if n.red]
+        why = f"its red news on {', '.join(red[:3])}" if red else "no red news"
+        raise _Bad("verdict", f"gate verdict {gate.verdict} but {why} makes it {derived}: a gate's verdict "
+                   "is re-derived from its news, never taken as given")
+    told = {n.anchor_id for n in gate.news}
+    for r in record.results:
+        if is_retired(r) or (r.verdict is Verdict.SKIP and not r.blocking) or r.anchor_id in told:
+            continue
+        if r.verdict is Verdict.ERROR or (gate.baseline_runs == 0 and r.blocking and r.verdict is not Verdict.PASS):
+            raise _Bad("news", f"result {r.anchor_id} is {r.verdict.value}"
+                       f"{'' if r.verdict is Verdict.ERROR else ' with no accepted baseline'} but the gate has "
+                       "no news of it: the gate reports every such result, so this gate was not made from these results")
 
 
 def recount(results: Iterable[Result]) -> dict[str, int]:
