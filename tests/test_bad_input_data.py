@@ -97,6 +97,8 @@ unit = "1"
 kind = "measurement"
 band = { lo = 1.2, hi = 2.5 }
 noise = "deterministic"  # the stand-in law replays fixed readings
+# a replay takes no time: a budget of its own, so this suite's anchors fit every profile's window
+budget = { timeout_s = 30.0 }
 provenance = { seed = "tests" }
 
 [[anchor]]
@@ -107,6 +109,7 @@ quantity = "paths"
 unit = "1"
 kind = "census"
 census = { exact = { "path.a" = 3 }, minimum = { "path.b" = 1 } }
+budget = { timeout_s = 30.0 }
 provenance = { seed = "tests" }
 
 [[anchor]]
