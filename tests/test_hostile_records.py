@@ -176,7 +176,8 @@ def test_deep_huge_and_numerous_records_are_refused_before_parsing_and_the_rest_
     with open(folder / "c-huge.json", "wb") as fh:  # 65 MiB of results: never read into memory
         fh.write(b'{"run_id": "x", "started": "2026-01-01T00:00:00+00:00", "results": [')
         fh.truncate(65 * 2**20)
-    shutil.copy(genuine[0] / "n3" / "run.json", folder / "d-good.json")
+    # a record found in a folder is filed by its run id (a copy under another name is refused)
+    shutil.copy(genuine[0] / "n3" / "run.json", folder / f"{data(genuine, 'n3')['run_id']}.json")
     began = time.monotonic()
     p = run_cli(["history", "import", "--db", str(history), str(folder)], genuine[1], tmp_path)
     took = time.monotonic() - began
@@ -367,11 +368,12 @@ def test_collect_step_files_the_genuine_quarantines_the_rest_and_keeps_the_watch
     shutil.copy(base / "n1" / "run.json", write(tonight / "cpu-1" / "run.json", "{}"))
     shutil.copy(base / "n2" / "run.json", write(tonight / "cpu-2" / "run.json", "{}"))
     claim = forged_bundle(genuine, uuid.uuid4().hex)
-    write(tonight / "contrib" / "claims-h200.json", claim)
+    # in a folder a file is named by its run id, as the data branch files it
+    write(tonight / "contrib" / f"{claim['record']['run_id']}.json", claim)
     edited = copy.deepcopy(claim)
     edited["record"]["run_id"] = uuid.uuid4().hex
     edited["record"]["results"][2]["verdict"] = "PASS"
-    write(tonight / "contrib" / "edited.json", edited)
+    write(tonight / "contrib" / f"{edited['record']['run_id']}.json", edited)
     write(tonight / "broken" / "run.json", '{"run_id": "x", "started": 3, ')
     p = run_cli(["history", "import", "--db", str(db), "--quarantine", str(quarantine), "--file-into",
                  str(data_dir), str(tonight)], env, tmp_path)
@@ -383,7 +385,7 @@ def test_collect_step_files_the_genuine_quarantines_the_rest_and_keeps_the_watch
                             f"runs/cpu/{data(genuine, 'n2')['run_id']}.json",
                             f"contributions/h200/{claim['record']['run_id']}.json"])
     kept = sorted(f.name for f in quarantine.iterdir())
-    assert len(kept) == 4 and any("edited.json" in k for k in kept) and any("broken_run.json" in k for k in kept)
+    assert len(kept) == 4 and any(f"{edited['record']['run_id']}.json" in k for k in kept) and any("broken_run.json" in k for k in kept)
     reasons = " ".join(f.read_text() for f in quarantine.glob("*.reason.txt"))
     assert "field record.results.2.verdict" in reasons and "not JSON" in reasons
 
