@@ -231,6 +231,37 @@ def test_real_build_is_b11434_with_three_tools(llama):
     assert again.build_info["build_number"] == 11434
 
 
+def test_an_amx_host_builds_without_ggml_amx_under_a_key_of_its_own(tmp_path, monkeypatch):
+    """ggml's AMX kernels died with SIGILL on an AMX host (llamacpp.amx_left_out): where the CPU
+    reports AMX-INT8 the build compiles them out, and a build cached before the rule is not reused."""
+    from lawbench.core.engines import llamacpp
+    from lawbench.core.engines.build import cmake_configure_args
+
+    tools = {"cmake": "cmake"}
+    for flags, amx in ((["avx2", "avx512f", "amx_tile", "amx_int8"], True), (["avx2", "avx512f"], False)):
+        monkeypatch.setattr(llamacpp, "cpu_flags", lambda flags=flags: flags)
+        args = cmake_configure_args(tmp_path / "src", tmp_path / "build", "11434.0.0", "cpu", "90", None, tools)
+        assert ("-DCMAKE_CXX_FLAGS=-U__AMX_INT8__" in args) is amx
+        assert ("-DCMAKE_C_FLAGS=-U__AMX_INT8__" in args) is amx
+        assert build_key("11434.0.0", "cpu").endswith("-noamx") is amx
+        assert build_key("11434.0.0", "cuda", "90").endswith("-noamx-sm90") is amx
+
+
+def test_the_real_build_has_no_amx_tile_instruction_on_an_amx_host(llama):
+    """On this machine's CPU: an AMX host's build holds no AMX tile instruction (objdump)."""
+    from lawbench.core.engines.llamacpp import amx_left_out
+
+    if os.environ.get("LAWBENCH_LLAMA_DIR"):
+        pytest.skip("LAWBENCH_LLAMA_DIR: a build lawbench did not make")
+    if not amx_left_out():
+        pytest.skip("this CPU reports no AMX-INT8: the build has nothing to leave out")
+    libs = sorted(llama.bin_dir.glob("libggml-cpu*.so*"))
+    assert libs, sorted(p.name for p in llama.bin_dir.iterdir())
+    text = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(libs[0])], capture_output=True, text=True,
+                          timeout=300, check=True).stdout
+    assert "tinygemm_kernel_amx" not in text and "tilezero" not in text and "ldtilecfg" not in text
+
+
 @pytest.mark.integration
 def test_unknown_sdist_version_is_a_clear_download_error(tmp_path, pip_setting):
     # pip_setting: each pip configuration (conftest.PIP_SETTINGS), and the index words it must give

@@ -29,8 +29,8 @@ from filelock import FileLock, Timeout
 
 from lawbench.core.engines import build_trust
 from lawbench.core.engines.cuda import check_toolkit
-from lawbench.core.engines.llamacpp import (BACKENDS, TOOLS, LlamaCpp, Source, build_key, build_number_of,
-                                            cpu_flags_hash, locate_llamacpp)
+from lawbench.core.engines.llamacpp import (BACKENDS, TOOLS, LlamaCpp, Source, amx_left_out, build_key,
+                                            build_number_of, cpu_flags_hash, locate_llamacpp)
 from lawbench.core.errors import EngineError, LawbenchError
 from lawbench.core.paths import cache_root, writable_dir
 
@@ -134,6 +134,11 @@ def cmake_configure_args(src: Path, build: Path, version: str, backend: str, cud
             f"-DLLAMA_BUILD_NUMBER={build_number_of(version) if build_number is None else build_number}",
             f"-DLLAMA_BUILD_COMMIT={commit or 'unknown'}"]
     args += [flag for _, flags in EXTRA_TOOLS.values() for flag in flags]
+    if amx_left_out():
+        # -march=native defines __AMX_INT8__ on an AMX host; -U (applied after the compiler's own
+        # macros) compiles ggml's AMX backend out, so Q4_0 / Q4_1 / Q8_0 take the CPU_REPACK path
+        # as on every other x86 host (llamacpp.amx_left_out says why).
+        args += ["-DCMAKE_C_FLAGS=-U__AMX_INT8__", "-DCMAKE_CXX_FLAGS=-U__AMX_INT8__"]
     if backend == "cuda":
         args += ["-DGGML_CUDA=ON", f"-DCMAKE_CUDA_ARCHITECTURES={cuda_arch}",
                  f"-DCMAKE_CUDA_COMPILER={tools['nvcc']}"]

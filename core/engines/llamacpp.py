@@ -75,23 +75,37 @@ class Source(Protocol):
 # --------------------------------------------------------------------------- build keys
 
 
-def cpu_flags_hash() -> str:
-    """A short hash of this CPU's instruction-set flags (x86 ``flags``, Arm ``Features``)."""
-    flags = ""
+def cpu_flags() -> list[str]:
+    """This CPU's instruction-set flags (x86 ``flags``, Arm ``Features``), sorted; [] where unknown."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             key = line.split(":", 1)[0].strip().lower()
             if key in ("flags", "features"):
-                flags = " ".join(sorted(line.split(":", 1)[1].split()))
-                break
+                return sorted(line.split(":", 1)[1].split())
     except OSError:
         pass
+    return []
+
+
+def cpu_flags_hash() -> str:
+    """A short hash of this CPU's instruction-set flags."""
+    flags = " ".join(cpu_flags())
     basis = f"{platform.machine()}|{flags or platform.processor()}"
     return hashlib.sha256(basis.encode()).hexdigest()[:12]
 
 
+def amx_left_out() -> bool:
+    """True where this CPU says it has AMX-INT8, which lawbench's builds leave out (build.py:
+    ``cmake_configure_args``): ggml's AMX kernels died with SIGILL on such a host (a KVM guest
+    here, 2026-12-05: ``tilezero`` in ``tinygemm_kernel_amx<block_q8_1, block_q4_1>``, every
+    llama-perplexity run on a Q4_1 model; upstream ggml-org/llama.cpp#28756 is the same on another
+    guest), and where they run they take Q4_0 / Q4_1 / Q8_0 weights away from the CPU_REPACK
+    path whose census Law 4 states. A build made before this rule has another key."""
+    return "amx_int8" in cpu_flags()
+
+
 def build_key(version: str, backend: str, cuda_arch: str = "90") -> str:
-    key = f"{version}-{backend}-{cpu_flags_hash()}"
+    key = f"{version}-{backend}-{cpu_flags_hash()}" + ("-noamx" if amx_left_out() else "")
     return f"{key}-sm{cuda_arch}" if backend == "cuda" else key
 
 
