@@ -18,7 +18,10 @@ def add_gate_parsers(sub: Any) -> None:
     plan.add_argument("--cadence", choices=("quick", "nightly", "weekly", "full"), default=None,
                       help="default: the cadence the profile's nightly runs ([nightly] cadence; else nightly)")
     plan.add_argument("--history", default=None, metavar="DB", help="a history.sqlite for the typical times")
-    plan.add_argument("--markdown", action="store_true", help="one Markdown table row per profile's totals")
+    plan.add_argument("--markdown", action="store_true",
+                      help="one Markdown table row of the profile's totals: its nightly and its weekly (the README's table)")
+    plan.add_argument("--week-of", default=None, metavar="YYYY-MM-DD", type=_day,
+                      help="a weekly: which slice runs in the week of this day (default: today, UTC)")
     plan.set_defaults(func=cmd_plan)
     base = sub.add_parser("baseline", help="the nightly gate's reviewed standing reds")
     bsub = base.add_subparsers(dest="action", metavar="ACTION", required=True)
@@ -44,6 +47,13 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _day(text: str) -> dt.date:
+    try:
+        return dt.date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a day (YYYY-MM-DD)") from None
+
+
 def cmd_plan(args: argparse.Namespace) -> int:
     from lawbench.core.hardware.profiles import get_profile, plugin_profiles
     from lawbench.core.history.store import History
@@ -56,15 +66,20 @@ def cmd_plan(args: argparse.Namespace) -> int:
     profile = get_profile(args.profile, profiles)
     history = History(args.history, create=False) if args.history else None
     cadence = args.cadence or (profile.nightly.cadence if profile.nightly is not None else "nightly")
-    pl = plan(profile, load_all(reg, profiles=profiles.keys()), cadence, history)
+    anchors = load_all(reg, profiles=profiles.keys())
+    pl = plan(profile, anchors, cadence, history, profiles=profiles)
     if args.markdown:
+        from lawbench.core.run.plan import weekly_cadence
+
         n = profile.nightly
+        wk = plan(profile, anchors, weekly_cadence(profile), history, profiles=profiles)
         typical = "-" if pl.typical_min is None else f"{pl.typical_min:.0f}"
         print(f"| {profile.id} | {'yes' if n and n.deployed else 'no'} | {(n.box if n and n.box else '-')} | "
               f"{pl.cadence} | {len(pl.rows)} | {pl.worst_min:.0f} | {typical} | "
-              f"{n.window_min if n else '-'} |")
-        return 0 if pl.fits else 1
-    print_plan(pl)
+              f"{n.window_min if n else '-'} | {len(wk.rows)} | {wk.worst_min:.0f} | {wk.window_min or '-'} | "
+              f"{wk.rotation.count if wk.rotation else 1} |")
+        return 0 if pl.fits and wk.fits else 1
+    print_plan(pl, day=args.week_of)
     if not pl.fits:
         print(f"lawbench: the {pl.cadence} worst case does not fit profile {profile.id}'s window: "
               f"`lawbench check` refuses it")

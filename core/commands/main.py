@@ -47,7 +47,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     from lawbench.core.run.plan import window_problems
 
     ack_warnings: list[str] = []  # a date only warns: it never stops a run (issue 30, item 1)
-    problems = [*problems, *window_problems(profiles, anchors),
+    rotations: list[str] = []  # a weekly larger than its window rotates in slices (issue 30, item 8)
+    problems = [*problems, *window_problems(profiles, anchors, notes=rotations),
                 *acknowledged_problems(anchors, profiles, warnings=ack_warnings)]
     for warning in ack_warnings:
         print(f"lawbench: warning: {warning}", file=sys.stderr)
@@ -61,6 +62,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     print(f"ok: {summary}")
     print(basis_summary(anchors.anchors))
+    for note in rotations:
+        print(f"note: {note}")
     return EXIT_OK
 
 

@@ -9,9 +9,12 @@ recorded durations on the profile, when a history is given.
 """
 from __future__ import annotations
 
+import datetime as dt
 import statistics
 from dataclasses import dataclass
 from typing import Any, Optional
+
+from lawbench.core.run.slices import Rotation, iso_week, rotate
 
 # A runner job's limit (timeout-minutes): a night's windows must fit it (lawbench check), a weekly
 # job's profiles share its deadline.
@@ -22,6 +25,19 @@ WEEKLY_DEADLINE_MIN = WEEKLY_JOB_MIN - 40
 # What setup takes before the first anchor (checkout, nox, lawbench check): the windows of the
 # profiles sharing a box must fit in the job's limit less this.
 SETUP_MIN = 20
+
+
+def weekly_window_min(profile: Any, profiles: Optional[dict[str, Any]] = None) -> int:
+    """A profile's share of the weekly job: its box's deadline split evenly between the box's
+    deployed profiles (all of them, whether or not each has a weekly today, so that one profile's
+    anchors never change another's slices); a profile alone on its box has all of it."""
+    n = profile.nightly
+    if n is None or not n.deployed or profiles is None:
+        return WEEKLY_DEADLINE_MIN
+    box = n.box or profile.id
+    members = [p for p in profiles.values() if p.nightly is not None and p.nightly.deployed
+               and p.runner_labels and (p.nightly.box or p.id) == box]
+    return WEEKLY_DEADLINE_MIN // max(1, len(members))
 
 
 def weekly_cadence(profile: Any) -> str:
@@ -49,6 +65,8 @@ class Plan:
     cadence: str
     rows: list[PlanRow]
     window_min: Optional[int]
+    # A weekly (cadence "weekly") in the slices that rotate week by week (core/run/slices.py)
+    rotation: Optional[Rotation] = None
 
     @property
     def worst_min(self) -> float:
@@ -61,6 +79,10 @@ class Plan:
 
     @property
     def fits(self) -> bool:
+        """Whether every run of this plan fits its window: the whole selection, or for a weekly each
+        slice (by construction; an anchor larger than the window alone fits none)."""
+        if self.rotation is not None:
+            return not self.rotation.too_big
         return self.window_min is None or self.worst_min <= self.window_min
 
 
@@ -77,8 +99,10 @@ def typical_durations(history: Any, profile: str) -> dict[str, float]:
     return {a: statistics.median(v) for a, v in seen.items()}
 
 
-def plan(profile: Any, anchors: Any, cadence: str, history: Any = None) -> Plan:
-    """The anchors a `lawbench run --profile P --cadence C` selects, each with its cost."""
+def plan(profile: Any, anchors: Any, cadence: str, history: Any = None,
+         profiles: Optional[dict[str, Any]] = None) -> Plan:
+    """The anchors a `lawbench run --profile P --cadence C` selects, each with its cost. A weekly
+    comes with its rotation in the profile's weekly window (its box's share, given ``profiles``)."""
     typical = typical_durations(history, profile.id) if history is not None else {}
     rows = []
     for la in anchors.anchors:
@@ -90,12 +114,18 @@ def plan(profile: Any, anchors: Any, cadence: str, history: Any = None) -> Plan:
         rows.append(PlanRow(a.id, a.kind, a.effective_cadence, worst_case_s(a), typical.get(a.id)))
     n = profile.nightly
     window = n.window_min if n is not None and cadence == n.cadence else None
-    return Plan(profile.id, cadence, sorted(rows, key=lambda r: (-r.worst_s, r.anchor_id)), window)
+    rotation = None
+    if cadence == "weekly":
+        window = weekly_window_min(profile, profiles)
+        rotation = rotate([(r.anchor_id, r.worst_s) for r in rows], window)
+    return Plan(profile.id, cadence, sorted(rows, key=lambda r: (-r.worst_s, r.anchor_id)), window, rotation)
 
 
-def window_problems(profiles: dict[str, Any], anchors: Any) -> list[str]:
-    """What `lawbench check` refuses: a profile whose nightly worst case exceeds its window, and a
-    box whose profiles' windows do not fit one job. One line each, naming the file and field."""
+def window_problems(profiles: dict[str, Any], anchors: Any, notes: Optional[list[str]] = None) -> list[str]:
+    """What `lawbench check` refuses: a profile whose nightly worst case exceeds its window, a box
+    whose profiles' windows do not fit one job, and a weekly that cannot fit its window (an anchor
+    larger than the window alone; a `full` weekly, which does not rotate, larger than it). One line
+    each, naming the file and field. A weekly that rotates in slices is said in ``notes``."""
 
     problems = []
     boxes: dict[str, list[Any]] = {}
@@ -110,6 +140,7 @@ def window_problems(profiles: dict[str, Any], anchors: Any) -> list[str]:
                             f"(heaviest: {heaviest}); mark slow anchors cadence = \"weekly\" or widen the window")
         if p.nightly.deployed:
             boxes.setdefault(p.nightly.box or pid, []).append(p)
+        problems += _weekly_problems(p, profiles, anchors, notes)
     for box, members in sorted(boxes.items()):
         total = sum(p.nightly.window_min for p in members)
         if total > JOB_LIMIT_MIN - SETUP_MIN:
@@ -119,26 +150,66 @@ def window_problems(profiles: dict[str, Any], anchors: Any) -> list[str]:
     return problems
 
 
-def print_plan(pl: Plan, console: Any = None) -> None:
+def _weekly_problems(p: Any, profiles: dict[str, Any], anchors: Any, notes: Optional[list[str]]) -> list[str]:
+    cadence = weekly_cadence(p)
+    wk = plan(p, anchors, cadence, profiles=profiles)
+    window = weekly_window_min(p, profiles)
+    if wk.rotation is None:  # `full` after a `quick` nightly: one selection, no rotation
+        if wk.worst_min <= window:
+            return []
+        return [f"hardware_profiles/{p.id}.toml: field nightly.cadence: the weekly job runs cadence full after a "
+                f"quick nightly, {wk.worst_min:.0f} min worst case in a {window}-min weekly window; set cadence = "
+                "\"nightly\" so the weekly runs the rest, which rotates in slices that fit"]
+    files = {la.anchor.id: la.file for la in anchors.anchors}
+    out = [f"{files.get(a, 'anchors')}: anchor {a}: field budget.timeout_s: its worst case {c / 60:.0f} min is "
+           f"above profile {p.id}'s weekly window of {window} min, so no weekly slice can hold it; lower its "
+           "budget or split the anchor" for a, c in wk.rotation.too_big]
+    if notes is not None and wk.rotation.count > 1:
+        notes.append(f"profile {p.id}: the weekly's worst case is {wk.worst_min:.0f} min, above its {window}-min "
+                     f"window: it rotates in {wk.rotation.count} slices, one a week, each anchor once in "
+                     f"{wk.rotation.count} weeks (`lawbench plan --profile {p.id} --cadence weekly`)")
+    return out
+
+
+def print_plan(pl: Plan, console: Any = None, day: Optional[dt.date] = None) -> None:
     from rich.table import Table
 
     from lawbench.core.console import console as _console
 
     console = console or _console()
+    rot = pl.rotation
     table = Table(title=f"plan: profile {pl.profile}, cadence {pl.cadence}: {len(pl.rows)} anchors",
                   title_justify="left")
-    for name in ("anchor", "kind", "cadence", "worst case (min)", "typical (min)"):
-        table.add_column(name, justify="right" if "min" in name else "left", overflow="fold")
+    for name in ("anchor", "kind", "cadence", *(("slice",) if rot else ()), "worst case (min)", "typical (min)"):
+        table.add_column(name, justify="right" if "min" in name or name == "slice" else "left", overflow="fold")
     for r in pl.rows:
-        table.add_row(r.anchor_id, r.kind, r.cadence, f"{r.worst_s / 60:.1f}",
-                      "-" if r.typical_s is None else f"{r.typical_s / 60:.1f}")
+        k = rot.slice_of(r.anchor_id) if rot else None
+        table.add_row(r.anchor_id, r.kind, r.cadence, *((("-" if k is None else str(k)),) if rot else ()),
+                      f"{r.worst_s / 60:.1f}", "-" if r.typical_s is None else f"{r.typical_s / 60:.1f}")
     console.print(table)
-    console.print(plan_line(pl))
+    if rot is not None and rot.count > 1:
+        turn = Table(title=f"rotation: {rot.count} slices of at most {rot.window_min} min, one a week "
+                           f"(weeks since 1970-01-05 mod {rot.count})", title_justify="left")
+        for name in ("slice", "anchors", "worst case (min)", "runs"):
+            turn.add_column(name, justify="left" if name == "runs" else "right")
+        for k, ids in enumerate(rot.slices):
+            wait = rot.weeks_until(k, day)
+            turn.add_row(str(k), str(len(ids)), f"{rot.worst_s[k] / 60:.0f}",
+                         "this week" if wait == 0 else f"in {wait} week{'s' if wait > 1 else ''}")
+        console.print(turn)
+    for a, c in rot.too_big if rot else ():
+        console.print(f"not in any slice: {a} ({c / 60:.0f} min alone, above the {rot.window_min}-min window)")
+    console.print(plan_line(pl, day), soft_wrap=True)  # one line, whatever the width: scripts read it
 
 
-def plan_line(pl: Plan) -> str:
+def plan_line(pl: Plan, day: Optional[dt.date] = None) -> str:
     typical = "-" if pl.typical_min is None else f"{pl.typical_min:.0f} min"
     window = "" if pl.window_min is None else \
         f"; window {pl.window_min} min: {'fits' if pl.fits else 'DOES NOT FIT'}"
+    rot = pl.rotation
+    if rot is not None and rot.count > 1:
+        k = rot.this_week(day)
+        window += (f" in {rot.count} weekly slices (every anchor once in {rot.count} weeks); this week "
+                   f"({iso_week(day)}) slice {k}: {len(rot.slices[k])} anchors, worst case {rot.worst_s[k] / 60:.0f} min")
     return (f"profile {pl.profile}, cadence {pl.cadence}: {len(pl.rows)} anchors, worst case "
             f"{pl.worst_min:.0f} min, typical {typical}{window}")
