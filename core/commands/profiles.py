@@ -15,7 +15,8 @@ from pydantic import ValidationError
 
 from lawbench.core.errors import LawbenchError
 # A runner job's limits live with the planning that must fit them; re-exported for the workflows' tests.
-from lawbench.core.run.plan import JOB_LIMIT_MIN, WEEKLY_DEADLINE_MIN, WEEKLY_JOB_MIN, weekly_cadence  # noqa: F401
+from lawbench.core.run.plan import (JOB_LIMIT_MIN, WEEKLY_DEADLINE_MIN, WEEKLY_JOB_MIN,  # noqa: F401
+                                    weekly_cadence, weekly_window_min)
 from lawbench.core.hardware.profiles import get_profile, load_profiles
 from lawbench.core.models import Fact, HardwareProfile, Tier
 
@@ -124,7 +125,8 @@ def runner_matrix(profiles: dict[str, HardwareProfile], only: str = "all", weekl
     one after the other under one lock, on the runner that carries all their labels. Each job's
     `plan` is "profile:cadence:deadline-minutes …" for scripts/nightly_runner.sh. Given the anchors,
     a weekly leaves out a profile whose weekly selects nothing (a run of nothing exits 2, so it
-    would be red every Saturday), and a box left with no profile has no job."""
+    would be red every Saturday), and a box left with no profile has no job. A weekly profile's
+    deadline is its weekly window (weekly_window_min), the window its slices were cut to fit."""
     from lawbench.core.errors import UsageError
 
     wanted = [x.strip() for x in only.split(",") if x.strip()] if only.strip() != "all" else None
@@ -151,9 +153,8 @@ def runner_matrix(profiles: dict[str, HardwareProfile], only: str = "all", weekl
     jobs = []
     for box, members in sorted(boxes.items()):
         labels = list(dict.fromkeys(label for p in members for label in p.runner_labels))
-        share = WEEKLY_DEADLINE_MIN // len(members)
         plan = " ".join(f"{p.id}:{weekly_cadence(p) if weekly else p.nightly.cadence}:"
-                        f"{share if weekly else p.nightly.window_min}" for p in members)
+                        f"{weekly_window_min(p, profiles) if weekly else p.nightly.window_min}" for p in members)
         jobs.append({"box": box, "profile": " ".join(p.id for p in members), "runs-on": labels, "plan": plan,
                      "timeout": WEEKLY_JOB_MIN if weekly else JOB_LIMIT_MIN})
     seen: dict[tuple[str, ...], str] = {}

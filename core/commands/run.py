@@ -30,6 +30,9 @@ def add_run_parser(sub: Any) -> argparse.ArgumentParser:
                      help="anchors by how often they run: quick (a first look), nightly, weekly (the rest), "
                           "full (all). Default: quick on the generic cpu profile, nightly on a specific one; "
                           "full when -k or --law names anchors")
+    run.add_argument("--slice", type=int, default=None, metavar="K", dest="weekly_slice",
+                     help="with --cadence weekly: run slice K of the weekly's rotation instead of this week's "
+                          "(a re-run; `lawbench plan --cadence weekly` lists the slices)")
     run.add_argument("--strict", action="store_true",
                      help="a runner job: this machine must match the profile (else exit 1 with the reasons) "
                           "and every skip is a failure")
@@ -85,7 +88,7 @@ def _run(args: argparse.Namespace, report_problems: Callable[[Any], None]) -> in
     # Anchors named with -k or --law run whatever their cadence; otherwise the profile's default.
     cadence = args.cadence or ("full" if args.k or args.law else None)
     ctx = RunContext(args.profile, laws=tuple(args.law or ()), strict=args.strict, llama_dir=args.llama_dir,
-                     cadence=cadence, deadline_min=args.deadline)
+                     cadence=cadence, deadline_min=args.deadline, weekly_slice=args.weekly_slice)
     if args.gate != "baseline" and (args.baseline or args.acknowledged):
         from lawbench.core.errors import UsageError
         raise UsageError("--baseline and --acknowledged judge a night against its history: give --gate baseline too")
@@ -107,6 +110,13 @@ def _run(args: argparse.Namespace, report_problems: Callable[[Any], None]) -> in
     machine = "matches" if ctx.policy.on_own_runner else "does not match"
     print(f"lawbench {__version__}: profile {ctx.policy.profile.id} (detected: {ctx.detected}; "
           f"this machine {machine} it), cadence {ctx.cadence}, {len(files)} anchor file(s)", flush=True)
+    ws = ctx.weekly_slice
+    if ws is not None and ws.count > 1:
+        print(f"lawbench: weekly slice {ws.index} of 0-{ws.count - 1} "
+              f"({'chosen with --slice' if ws.chosen else f'this week, {ws.week}'}): "
+              f"{len(ctx.rotation.slices[ws.index])} of the weekly's {sum(map(len, ctx.rotation.slices))} anchors; "
+              f"every anchor runs once in {ws.count} weeks (`lawbench plan --profile {ctx.policy.profile.id} "
+              "--cadence weekly`)", flush=True)
     if ctx.cadence != "full":
         left = ctx.left_by_cadence()
         if left:

@@ -90,6 +90,18 @@ def interrupt_exit_code(signal_name: str) -> int:
         return 128 + signal.SIGINT.value
 
 
+class WeeklySlice(BaseModel):
+    """Which slice of a rotating weekly a run took (core/run/slices.py): slice ``index`` of ``count``,
+    this week's by the calendar (``week``, ISO) or named with `--slice` (``chosen``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    index: int = Field(ge=0)
+    count: int = Field(ge=1)
+    week: str
+    chosen: bool = False  # `lawbench run --slice K`: a re-run, not this week's by the calendar
+
+
 class RunRecord(BaseModel):
     """One run: where, with what, and every anchor's result."""
 
@@ -107,6 +119,8 @@ class RunRecord(BaseModel):
     strict: bool = False
     # which anchors by how often they run (quick / nightly / weekly / full); None in records older than it
     cadence: Optional[Literal["quick", "nightly", "weekly", "full"]] = None
+    # a weekly that rotates in slices: the one this run took; None for any other run
+    weekly_slice: Optional[WeeklySlice] = None
     # run: anchors verified; ab: engine B against A ("<anchor>~ab" results); plant: census anchors
     # and their planted faults ("<anchor>~<fault>" results). Records older than it are runs.
     mode: RunMode = "run"

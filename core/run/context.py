@@ -20,7 +20,7 @@ class RunContext:
 
     def __init__(self, profile_id: str, *, laws: tuple[str, ...] = (), strict: bool = False,
                  llama_dir: Optional[str] = None, cadence: Optional[str] = "full",
-                 gate: Any = None, deadline_min: Optional[float] = None):
+                 gate: Any = None, deadline_min: Optional[float] = None, weekly_slice: Optional[int] = None):
         from lawbench.core.hardware.detect import fingerprint_machine, match_profile, profile_matches
         from lawbench.core.hardware.profiles import get_profile, plugin_profiles
         from lawbench.core.laws.registry import get_registry
@@ -46,6 +46,10 @@ class RunContext:
         # of a selected law it is exit 2 before anything runs.
         unselected = [law for law in self.registry.laws if laws and law not in laws]
         self.anchor_set = load_all(self.registry, profiles=self.profiles.keys(), lenient=unselected)
+        # A weekly larger than its window runs one slice a week (core/run/slices.py): this week's,
+        # or the one `--slice` names. The rotation is the whole weekly's, whatever --law / -k pick.
+        self.rotation, self.weekly_slice = weekly_rotation(self.cadence, profile, self.profiles, self.anchor_set,
+                                                          weekly_slice)
         self.llama_dir = llama_dir
         self.gate = gate  # lawbench.core.history.gate.GateSetup for `--gate baseline`; None: absolute
         # --deadline: from now, the run stops taking anchors whose worst case no longer fits
@@ -91,6 +95,9 @@ class RunContext:
             return False
         if not a.in_cadence(self.cadence):
             return False
+        if self.cadence == "weekly" and self.rotation is not None and self.weekly_slice is not None \
+                and a.id not in self.rotation.slices[self.weekly_slice.index]:
+            return False
         if a.kind == "prediction":
             return True  # predictions run anywhere, with the constants of the profile they bind to
         return not a.profiles or self.policy.profile.id in a.profiles
@@ -100,6 +107,29 @@ class RunContext:
         # only history for this profile has no item, and pytest refuses a path that yields none.
         return sorted({Path(la.file).resolve() for la in self.anchor_set.anchors
                        if self.selected(la) and la.anchor.runs})
+
+
+def weekly_rotation(cadence: str, profile: Any, profiles: dict[str, Any], anchor_set: Any,
+                    chosen: Optional[int]) -> tuple[Any, Any]:
+    """(the rotation, the WeeklySlice this run takes) of a weekly run; (None, None) otherwise.
+
+    :raises UsageError: --slice on a run that is not a weekly, or a slice the rotation lacks.
+    """
+    from lawbench.core.errors import UsageError
+    from lawbench.core.models.run_record import WeeklySlice
+    from lawbench.core.run.plan import plan
+    from lawbench.core.run.slices import iso_week
+
+    if cadence != "weekly":
+        if chosen is not None:
+            raise UsageError(f"--slice {chosen}: only a weekly rotates in slices; give --cadence weekly too")
+        return None, None
+    rotation = plan(profile, anchor_set, "weekly", profiles=profiles).rotation
+    if chosen is not None and not 0 <= chosen < rotation.count:
+        raise UsageError(f"--slice {chosen}: profile {profile.id}'s weekly has {rotation.count} slice(s), 0 to "
+                         f"{rotation.count - 1} (`lawbench plan --profile {profile.id} --cadence weekly`)")
+    index = rotation.this_week() if chosen is None else chosen
+    return rotation, WeeklySlice(index=index, count=rotation.count, week=iso_week(), chosen=chosen is not None)
 
 
 def default_cadence(profile: Any) -> str:

@@ -124,6 +124,8 @@ class Run:
             machine=ctx.machine.model_dump(mode="json"), environment=self.environment,
             engine=self.engine if self.engine is not None else self.resources.engine_info(),
             started=self.started, mode=self.mode, settings=self.settings)
+        if self.mode == "run":
+            record.weekly_slice = ctx.weekly_slice
         gate = ctx.gate.judge if ctx.gate is not None and self.mode == "run" else None
         self.record = record.finish(self.results + self.listed, interrupted=interrupted,
                                     not_reached=self.not_reached, gate=gate, broke_down=broke_down)
