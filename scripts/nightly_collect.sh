@@ -15,8 +15,10 @@
 # --require-binding --quarantine QUARANTINE --file-into DATA`. A record is filed as a runner's only
 # when its binding to the workflow run that made it verifies (docs/history.md); every other file —
 # a forgery, a contribution dropped into an artifact, a malformed record — is refused, quarantined
-# and named, and the rest are still filed, reported and pushed. The history is rebuilt from the
-# whole branch every night (the import is idempotent), so the SQLite file is never a second source
+# and named, and the rest are still filed, reported and pushed. A record of a night killed at its
+# timeout (interrupted: the runner script binds it on SIGTERM) is filed like any other and named
+# INTERRUPTED: the gate never takes it as a baseline, and the morning view says so. The history is
+# rebuilt from the whole branch every night (the import is idempotent), so the SQLite file is never a second source
 # of truth. Exit 0; 3 when a record was refused (after everything else was done); 1 when the
 # import itself failed.
 set -euo pipefail
@@ -70,13 +72,19 @@ with open(sys.argv[2], "w", encoding="utf-8") as filed, open(sys.argv[3], "w", e
         if o.get("status") == "refused":
             refused.write(f"{text(o['source'])}\t{text(o['message'])}\n")
         elif o.get("binding"):  # the import's own line of a bound runner's record (its filing has none)
-            filed.write(f"{o['run_id']}\t{text(o['source'])}\n")
+            filed.write(f"{o['run_id']}\t{text(o['source'])}\t{text(o.get('interrupted') or '')}\n")
 EOF
 records=() files=() refused=()
-while IFS=$'\t' read -r run_id record; do
+interrupted=()
+while IFS=$'\t' read -r run_id record stopped; do
   records+=("$run_id")
   files+=("$record")
-  echo "nightly_collect: filed $run_id ($record)"
+  if [ -n "$stopped" ]; then  # a night killed at its timeout: kept and shown, never a baseline (gate.accepted)
+    interrupted+=("$run_id")
+    echo "nightly_collect: filed $run_id ($record): INTERRUPTED by $stopped, never a baseline"
+  else
+    echo "nightly_collect: filed $run_id ($record)"
+  fi
 done < "$work/filed.txt"
 while IFS=$'\t' read -r record reason; do
   refused+=("$record")
@@ -90,7 +98,7 @@ for run_id in "${records[@]}"; do
   lawbench report --run "$run_id" --db "$db" --out "$site/runs/$run_id.html"
 done
 if [ -n "${GITHUB_STEP_SUMMARY:-}" ]; then
-  { echo "### lawbench nightly: ${#records[@]} run record(s) filed, ${#refused[@]} refused"; echo;
+  { echo "### lawbench nightly: ${#records[@]} run record(s) filed (${#interrupted[@]} interrupted), ${#refused[@]} refused"; echo;
     for r in "${refused[@]}"; do echo "- **refused and quarantined:** \`$r\`"; done; echo;
     if [ ${#files[@]} -gt 0 ]; then lawbench baseline show "${files[@]}"; fi; echo;
     echo '```'; lawbench history --db "$db" --limit 10; echo '```'; echo; echo "#### drift"; echo; echo '```';

@@ -42,6 +42,10 @@ def cmd_show(args: argparse.Namespace) -> int:
 
     for path in args.records:
         record = read_json(path)
+        if record.interrupted:  # killed at its timeout: no gate judged it, and none ever stands on it
+            print(f"### ⏹ {record.profile}: interrupted by {record.interrupted}: filed, never a baseline "
+                  f"(the gate did not judge it); {headline(record)}\n")
+            continue
         view = gate_markdown(record)
         print(view if view else f"### {record.profile}: absolute run, {headline(record)}\n")
     return 0

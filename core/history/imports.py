@@ -38,6 +38,8 @@ class ImportOutcome:
     profile: Optional[str] = None  # of an imported run: where `--file-into` files it
     binding: Optional[Binding] = None  # a runner's run bound to its workflow run
     sha256: Optional[str] = None  # of the file given
+    # the signal that stopped the run (record.interrupted): filed and shown, never a baseline
+    interrupted: Optional[str] = None
 
 
 def expand(paths: Sequence[str]) -> list[Path]:
@@ -224,15 +226,17 @@ def _add(history: History, record: RunRecord, provenance: Provenance) -> ImportO
         if stored.rstrip("\n") == mine.rstrip("\n") or \
                 _same(_canonical(RunRecord.model_validate_json(stored)), mine):
             return ImportOutcome(source, "already", f"run {run_id} is already in the history",
-                                 run_id, kind, record.profile, provenance.binding, provenance.sha256)
+                                 run_id, kind, record.profile, provenance.binding, provenance.sha256,
+                                 record.interrupted)
         return ImportOutcome(source, "refused", f"{source}: run {run_id} is already in the history "
                              "with different content; a run is recorded once and the one there stays "
                              "(is this file edited, or a copy of another run?)", run_id, kind)
     history.append(record, provenance)
     bound = f", bound to {provenance.binding.short()}" if provenance.binding else ""
+    stopped = f", interrupted by {record.interrupted}: never a baseline" if record.interrupted else ""
     return ImportOutcome(source, "imported", f"run {run_id} ({kind}, profile {record.profile}, "
-                         f"{engine_key(record.engine)}, started {record.started}{bound})", run_id, kind,
-                         record.profile, provenance.binding, provenance.sha256)
+                         f"{engine_key(record.engine)}, started {record.started}{bound}{stopped})", run_id, kind,
+                         record.profile, provenance.binding, provenance.sha256, record.interrupted)
 
 
 def quarantine(outcomes: Sequence[ImportOutcome], folder: Path) -> list[str]:
