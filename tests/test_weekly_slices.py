@@ -190,3 +190,19 @@ def test_run_refuses_a_slice_the_rotation_lacks_and_a_slice_of_a_nightly(shipped
     nightly = _lawbench("run", "--profile", "gtx1060", "--slice", "0", "--out", "o", cwd=tmp_path, ok=False)
     assert nightly.returncode == 2 and "only a weekly rotates in slices" in nightly.stderr
     assert not (tmp_path / "o" / "run.json").exists()
+
+
+# --------------------------------------------------------------------------- the docs say what plan prints
+
+
+@pytest.mark.parametrize("doc", ["README.md", "docs/RUNNERS.md"])
+def test_the_profile_table_is_what_lawbench_plan_prints(shipped, doc):
+    """The README's and RUNNERS.md's profile tables are `lawbench plan --profile P --markdown`,
+    row for row (the cpu row said 87 anchors, 116 min, a 120-min window after those had changed)."""
+    profiles, _ = shipped
+    text = (ROOT / doc).read_text()
+    rows = [line for line in text.splitlines() if re.match(r"\| ([a-z0-9.-]+) \| (yes|no) \|", line)]
+    printed = [_lawbench("plan", "--profile", pid, "--markdown").stdout.strip() for pid in sorted(profiles)]
+    assert sorted(rows) == sorted(printed)
+    assert ("| profile | deployed | box | nightly cadence | anchors | worst case (min) | typical (min) | window (min) "
+            "| weekly anchors | weekly worst case (min) | weekly window (min) | weekly slices |") in text
