@@ -90,6 +90,9 @@ def rotate(costs: Sequence[tuple[str, float]], window_min: int) -> Rotation:
     n = max(1, math.ceil(sum(c for _, c in fit) / capacity)) if fit else 1
     while (slices := _assign(fit, n, capacity)) is None:
         n += 1  # ends: with one slice per anchor every anchor fits
+    # A slice no anchor hashed or probed into (possible once N grew past the minimum) would be a
+    # week that runs nothing, and a run of nothing exits 2: dropped, the rest keep their order.
+    slices = [s for s in slices if s] or [[]]
     cost = dict(fit)
     return Rotation(window_min=window_min, slices=tuple(tuple(s) for s in slices),
                     worst_s=tuple(sum(cost[a] for a in s) for s in slices), too_big=too_big)
