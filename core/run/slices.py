@@ -8,7 +8,7 @@ construction, one slice runs each week and every anchor runs once in N weeks.
 How an anchor finds its slice (docs/RUNNERS.md says the same): the anchors are taken in id order;
 each goes to the slice its id hashes to (sha256 of the id, mod N), or, when that slice is full,
 to the next one with room (N-1 wraps to 0). N is the smallest count from ceil(total / window)
-up for which every anchor finds room. A hash, rather than filling slices in id order, because an
+up for which every anchor finds room, less any slice left empty (a week that would run nothing). A hash, rather than filling slices in id order, because an
 anchor added, removed or re-budgeted then moves only the anchors that probed past its slice,
 not every anchor after it in id order; only a change of N reshuffles the rotation.
 
