@@ -195,6 +195,11 @@ def test_run_weekly_runs_this_weeks_slice_or_the_one_named(shipped, tmp_path, ch
     assert sorted(r["anchor_id"] for r in record["results"]) == sorted(rot.slices[k])
     assert record["weekly_slice"] == {"index": k, "count": rot.count, "week": iso_week(), "chosen": chosen is not None}
     assert f"weekly slice {k} of 0-{rot.count - 1}" in done.stdout
+    from lawbench.core.run.plan import plan
+
+    profiles, anchors = shipped  # the other slices are not "left for another cadence": the quick and nightly are
+    other = len(plan(profiles["gtx1060"], anchors, "full").rows) - len(_gtx_weekly(shipped).rows)
+    assert f"cadence weekly leaves {other} anchor(s) of this profile for another cadence" in done.stdout
 
 
 def test_run_refuses_a_slice_the_rotation_lacks_and_a_slice_of_a_nightly(shipped, tmp_path):

@@ -74,11 +74,13 @@ class RunContext:
         return out
 
     def left_by_cadence(self) -> int:
-        """Runnable anchors this profile and law selection would run under `--cadence full` but not now."""
+        """Runnable anchors this profile and law selection would run under `--cadence full` but not now
+        (a rotating weekly's other slices are not counted: the run says them with its slice)."""
         full = RunContext.__new__(RunContext)
         full.__dict__.update(self.__dict__, cadence="full")
         return sum(1 for la in self.anchor_set.anchors
-                   if la.anchor.runs and full.selected(la) and not self.selected(la))
+                   if la.anchor.runs and full.selected(la) and not self.selected(la)
+                   and not (self.rotation is not None and la.anchor.in_cadence(self.cadence)))
 
     def weekly_anchors(self) -> list[str]:
         """This profile's runnable anchors the weekly run takes and this run does not (the morning view)."""
