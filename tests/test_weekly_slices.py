@@ -174,7 +174,7 @@ def test_the_weekly_jobs_deadline_is_the_window_its_slices_were_cut_to_fit(shipp
     profiles, _ = shipped
     for job in json.loads(_lawbench("profiles", "runners", "--weekly").stdout)["include"]:
         for entry in job["plan"].split():
-            pid, cadence, minutes = entry.split(":")
+            pid, _, minutes = entry.split(":")
             assert int(minutes) == weekly_window_min(profiles[pid], profiles)
         assert sum(int(e.split(":")[2]) for e in job["plan"].split()) <= job["timeout"] - 40
 
