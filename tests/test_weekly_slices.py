@@ -195,6 +195,9 @@ def test_run_weekly_runs_this_weeks_slice_or_the_one_named(shipped, tmp_path, ch
     assert sorted(r["anchor_id"] for r in record["results"]) == sorted(rot.slices[k])
     assert record["weekly_slice"] == {"index": k, "count": rot.count, "week": iso_week(), "chosen": chosen is not None}
     assert f"weekly slice {k} of 0-{rot.count - 1}" in done.stdout
+    shown = _lawbench("baseline", "show", str(tmp_path / "out" / "run.json")).stdout
+    assert (f"weekly slice {k} of 0-{rot.count - 1} ({'re-run with --slice' if chosen is not None else iso_week()}): "
+            f"every weekly anchor runs once in {rot.count} weeks") in shown
     from lawbench.core.run.plan import plan
 
     profiles, anchors = shipped  # the other slices are not "left for another cadence": the quick and nightly are

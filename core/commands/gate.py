@@ -48,6 +48,10 @@ def cmd_show(args: argparse.Namespace) -> int:
             continue
         view = gate_markdown(record)
         print(view if view else f"### {record.profile}: absolute run, {headline(record)}\n")
+        ws = record.weekly_slice
+        if ws is not None and ws.count > 1:  # which part of a rotating weekly this was (docs/RUNNERS.md)
+            print(f"weekly slice {ws.index} of 0-{ws.count - 1} ({'re-run with --slice' if ws.chosen else ws.week}): "
+                  f"every weekly anchor runs once in {ws.count} weeks\n")
     return 0
 
 
