@@ -92,7 +92,7 @@ def test_every_slice_fits_and_none_is_empty_whatever_the_budgets():
 def test_an_added_anchor_moves_no_anchor_before_it_in_id_order_and_few_after_it(shipped):
     """Stable when an anchor is added: slices are cut in id order, each anchor to its hashed slice
     or the next with room, so the anchors before the new one keep their slices exactly, and the
-    ones after it move only when it filled their slice (first-fit by id moved 8.5 of 102 at the
+    ones after it move only when it filled their slice (first fit by id moved 8 of 102 at the
     median; the hash moves 0)."""
     pl = _gtx_weekly(shipped)
     costs = [(r.anchor_id, r.worst_s) for r in pl.rows]
