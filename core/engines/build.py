@@ -6,8 +6,11 @@ A build compiles the three tools every build has (llamacpp.TOOLS); an extra tool
 llama-batched-bench, llama-server, llama-imatrix) is compiled only when something asks for it —
 ``build_llamacpp(tools=...)``, or ``require_tool`` the moment an engine module is about to run
 it — into the same configured tree (same source and flags, recorded in build_info.json), so a
-selection without a speculative or imatrix anchor never waits for llama-server. A tree that
-cannot be extended is refused with what to delete — never used as if it had the tool.
+selection without a speculative or imatrix anchor never waits for llama-server
+(lawbench.core.engines.tools). It is compiled there only when every file of that tree is the one
+the build's signed manifest names (build_trust.tree_problem); otherwise the build is set aside and
+made again from the source archive, with the tool. A tree that cannot be extended is refused with
+what to delete — never used as if it had the tool.
 """
 from __future__ import annotations
 
@@ -234,6 +237,8 @@ def build_llamacpp(version: str = "11434.0.0", backend: str = "cpu",
         raise LawbenchError(f"llama.cpp backend {backend!r} is not one of {', '.join(BACKENDS)}")
     if source is None:
         build_number_of(version)
+    from lawbench.core.engines.tools import add_targets, extra_targets, missing_targets
+
     extra = wanted_tools(tools)
     root = Path(cache_dir).expanduser() if cache_dir else cache_root() / "llama.cpp"
     key_dir = root / build_key(source.key if source else version, backend, cuda_arch)
@@ -253,9 +258,15 @@ def build_llamacpp(version: str = "11434.0.0", backend: str = "cpu",
                 pass  # set aside: built again below, from the source archive
             elif info_file.is_file():  # another job built it (or part of it) while we waited
                 missing = missing_targets(key_dir, extra)
-                if missing:  # a tool this build was made without: compile only what it lacks
-                    _add_targets(key_dir, missing, compilers, jobs, progress)
-                return locate_llamacpp(key_dir / "build")
+                if not missing:
+                    return locate_llamacpp(key_dir / "build")
+                had = extra_targets(key_dir)  # read while build_info.json is the verified one
+                # a tool this build was made without: compiled into its tree only when every file
+                # of that tree is the one its manifest names; else the whole build is made again
+                if build_trust.tree_trusted(key_dir):
+                    add_targets(key_dir, missing, compilers, jobs, progress)
+                    return locate_llamacpp(key_dir / "build")
+                extra = tuple(dict.fromkeys([*had, *extra]))
             return _build_locked(version, backend, cuda_arch, commit, jobs, root, key_dir,
                                  compilers, progress, source, extra)
     except Timeout:
@@ -342,59 +353,3 @@ def build_targets(src: Path, extra: Sequence[str] = ()) -> list[str]:
     those of the asked-for ``extra`` tools this tree holds (an older tree without batched-bench
     builds without it; the engine module that runs it then says so)."""
     return [*TOOLS, *(t for t in extra if (src / EXTRA_TOOLS[t][0]).is_dir())]
-
-
-def missing_targets(key_dir: Path, extra: Sequence[str] = ()) -> list[str]:
-    """The targets a finished build in ``key_dir`` lacks, or has without its record saying how
-    they were built, among the three and the asked-for ``extra`` tools its source has."""
-    try:
-        record = json.loads((key_dir / "build_info.json").read_text())
-        configure = record.get("configure", [])
-        src = Path(configure[configure.index("-S") + 1])
-    except (OSError, ValueError, IndexError):
-        return []  # not a build this module recorded: locate_llamacpp judges it
-    bin_dir, recorded = key_dir / "build" / "bin", set(record.get("targets", TOOLS))
-    return [t for t in build_targets(src, extra) if t not in recorded or not (bin_dir / t).is_file()]
-
-
-def _add_targets(key_dir: Path, missing: list[str], tools: dict[str, str], jobs: Optional[int],
-                 progress: Optional[Callable[[str], None]]) -> None:
-    """Compile targets an older finished build lacks, in its own configured tree: same source,
-    same flags, so the build key still says what the binaries are. A tree that cannot be
-    reused (no CMake cache) is refused with what to delete, never half-rebuilt."""
-    build, info_file = key_dir / "build", key_dir / "build_info.json"
-    if not (build / "CMakeCache.txt").is_file():
-        raise EngineError(f"the llama.cpp build in {build} lacks {', '.join(missing)} and has no CMake "
-                          f"cache to add them to; delete {key_dir} and lawbench rebuilds it")
-    record = json.loads(info_file.read_text())
-    configure = record.get("configure", [])
-    flags = [f for t in missing for f in EXTRA_TOOLS.get(t, ("", ()))[1] if f not in configure]
-    steps = []
-    if flags:  # an option the tree was configured without: cmake keeps its cache, adds the option
-        steps.append([tools["cmake"], "-S", configure[configure.index("-S") + 1], "-B", str(build), *flags])
-    steps.append([tools["cmake"], "--build", str(build), "--config", "Release",
-                  "-j", str(jobs or os.cpu_count() or 1), "--target", *missing])
-    stage = f"adding {', '.join(missing)} to the llama.cpp build in {key_dir.name}"
-    _say(progress, stage)
-    started = time.monotonic()
-    log_path = key_dir / "build.log"
-    deadline = time.monotonic() + build_timeout()
-    with open(log_path, "a") as log:
-        for cmd in steps:
-            rc, tail, timed_out = _run_logged(cmd, log, progress, stage, deadline)
-            if rc != 0 or timed_out:
-                break
-    bin_dir = build / "bin"
-    missing_now = [t for t in missing if not (bin_dir / t).is_file()]
-    if timed_out or rc != 0 or missing_now:
-        last = "\n".join(f"    {line}" for line in list(tail)[-15:])
-        why = "ran past its timeout" if timed_out else f"exit {rc}" if rc else f"{', '.join(missing_now)} still missing"
-        raise EngineError(f"{stage} failed ({why}); full log: {log_path}\n{last}", log="\n".join(tail))
-    _say(progress, f"added {', '.join(missing)} to the llama.cpp build in {time.monotonic() - started:.0f} s")
-    record["targets"] = sorted(set(record.get("targets", TOOLS)) | set(missing))
-    record.setdefault("added_targets", []).extend(missing)
-    record["configure"] = [a for a in configure if a.split("=")[0] not in {f.split("=")[0] for f in flags}] + flags
-    tmp = key_dir / "build_info.json.tmp"
-    tmp.write_text(json.dumps(record, indent=2))
-    os.replace(tmp, info_file)
-    build_trust.record_added(key_dir)  # the new tools join the manifest, or the next run sets the build aside

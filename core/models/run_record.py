@@ -102,6 +102,17 @@ class WeeklySlice(BaseModel):
     chosen: bool = False  # `lawbench run --slice K`: a re-run, not this week's by the calendar
 
 
+class CacheRepair(BaseModel):
+    """One cache entry this run found changed and made again (lawbench.core.store.repairs)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    what: Literal["llama.cpp build", "source archive", "synthetic model", "model", "model stamp"]
+    path: str
+    why: str
+    set_aside: Optional[str] = None  # where the failed entry was kept for a person to look at
+
+
 class RunRecord(BaseModel):
     """One run: where, with what, and every anchor's result."""
 
@@ -139,6 +150,8 @@ class RunRecord(BaseModel):
     # `--gate baseline`: the night judged against its runner's last accepted state (core/history/gate.py);
     # None for an absolute run. Only the exit code follows it: every verdict above stays as measured.
     gate: Optional[GateVerdict] = None
+    # Cache entries (builds, archives, models, stamps) that failed their check and were made again
+    cache_repairs: list[CacheRepair] = Field(default_factory=list)
 
     @field_validator("run_id", "profile")
     @classmethod

