@@ -176,3 +176,13 @@ def pip_setting(request, tmp_path, monkeypatch) -> str:
         return rf"\S+://\S+.*{re.escape(index.as_uri())}.* \(pip's configuration: pip config list\)"
     monkeypatch.setenv(request.param, PYPI)
     return re.escape(f"{PYPI} (${request.param})")
+
+
+@pytest.fixture(autouse=True)
+def _no_cache_repairs_from_another_test():
+    """Cache repairs are noted per process (lawbench.core.store.repairs) and taken by the next Run
+    to finish: one test's planted cache must not show up in another test's record."""
+    from lawbench.core.store import repairs
+
+    repairs.take()
+    yield
