@@ -143,7 +143,7 @@ def test_gemma_is_concatenated_from_four_packages(real_cache, tmp_path):
     assert real.sha256_of(fresh) == entry.sha256
 
 
-def test_corrupted_copy_is_refused_even_after_a_stamp(tmp_path, smol_file):
+def test_a_corrupted_copy_is_refused_even_after_a_stamp_and_fetched_again(tmp_path, smol_file):
     store = ModelStore(cache_dir=tmp_path)
     target = place(store, SMOL, smol_file)
     assert store.path(SMOL, fetch=False) == target  # verified, stamp written
@@ -153,20 +153,24 @@ def test_corrupted_copy_is_refused_even_after_a_stamp(tmp_path, smol_file):
         byte = f.read(1)
         f.seek(st.st_size // 2)
         f.write(bytes([byte[0] ^ 0xFF]))
-    os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))  # as a later write would
+    os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))  # its mtime put back: the stamp must not vouch
     with pytest.raises(ModelStoreError) as exc:
-        store.path(SMOL)
+        store.path(SMOL, fetch=False)
     msg = str(exc.value)
     entry = store.entry(SMOL)
     assert "checksum mismatch" in msg and SMOL in msg and str(target) in msg
     assert f"expected sha256 {entry.sha256}, got {real.sha256_of(target)}" in msg
+    # allowed to fetch (a run): the changed copy is set aside and the model fetched again
+    assert store.path(SMOL) == target and real.sha256_of(target) == entry.sha256
+    (aside,) = target.parent.glob(f"{target.name}.untrusted-*[0-9]")
+    assert real.sha256_of(aside) != entry.sha256
 
 
 def test_truncated_copy_is_detected(tmp_path, smol_file):
     store = ModelStore(cache_dir=tmp_path)
     target = place(store, SMOL, smol_file, nbytes=10 * 1024 * 1024)
     with pytest.raises(ModelStoreError, match=rf"{SMOL}.*is truncated: 10485760 bytes, expected 98362432"):
-        store.path(SMOL)
+        store.path(SMOL, fetch=False)
 
 
 def test_wrong_catalogue_checksum_leaves_nothing_in_the_cache(tmp_path):
