@@ -326,6 +326,28 @@ def test_a_ref_outside_the_default_branch_runs_unkeyed_on_a_throwaway_cache_and_
 
 
 @pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+def test_a_self_hosted_job_without_the_key_never_writes_the_runner_s_cache(path):
+    """The nightly's cache is trusted through manifests signed with LAWBENCH_CACHE_KEY: a job on a
+    runner that does not hold the key (engine-ab, the unfiled nightly) uses a cache of its own in
+    runner.temp, deletes it after, and queues in its box's one concurrency group (issue 32 item 2)."""
+    for name, job in _load(path)["jobs"].items():
+        text = json.dumps(job)
+        if "self-hosted" not in text and "matrix.runs-on" not in text:
+            continue
+        if "environment" in job and "secrets.LAWBENCH_CACHE_KEY" in text:
+            continue  # the keyed nightly: the cache it signs is the runner's
+        runs = [s for s in _steps(job) if "nox" in s.get("run", "") and "venv" not in s.get("run", "")]
+        for step in runs:
+            assert step["env"]["LAWBENCH_CACHE"].startswith("${{ runner.temp }}/"), (name, step.get("name"))
+            assert "LAWBENCH_CACHE_KEY" not in step["env"], name
+            cache = step["env"]["LAWBENCH_CACHE"]
+            assert any("rm -rf" in s.get("run", "") and s.get("if") == "always()"
+                       and s.get("env", {}).get("CACHE") == cache for s in _steps(job)), name
+        if runs:
+            assert job["concurrency"]["group"] == "lawbench-box-${{ matrix.box }}", name
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
 def test_no_token_is_put_on_a_command_line(path):
     """`git -c http.extraheader=<token>` shows the token in the process list of a shared box; the
     header goes through GIT_CONFIG_* in the environment instead."""
