@@ -111,7 +111,8 @@ def test_a_changed_file_of_the_build_tree_is_never_compiled_from(built):
     require_tool(llama, "llama-batched-bench", progress=lambda line: None)
     (found,) = repairs.take()
     assert found["why"] == "the source and build tree differs from its manifest: build/CMakeCache.txt (changed)"
-    assert "-DPLANTED" not in cache.read_text() and "-DPLANTED" in (_aside(root, key_dir) / "build" / "CMakeCache.txt").read_text()
+    assert "-DPLANTED" not in cache.read_text()
+    assert "-DPLANTED" in (_aside(root, key_dir) / "build" / "CMakeCache.txt").read_text()
 
 
 @needs_cmake
@@ -132,7 +133,8 @@ def test_a_changed_build_info_is_set_aside_and_rebuilt(built, capsys):
     info = json.loads((key_dir / "build_info.json").read_text())
     (key_dir / "build_info.json").write_text(json.dumps({**info, "commit": "not-the-build"}))
     again = build_llamacpp(VERSION, cache_dir=root, jobs=2)
-    assert again.bin_dir == llama.bin_dir and json.loads((key_dir / "build_info.json").read_text())["commit"] != "not-the-build"
+    assert again.bin_dir == llama.bin_dir
+    assert json.loads((key_dir / "build_info.json").read_text())["commit"] != "not-the-build"
     (found,) = repairs.take()
     assert found["why"] == "its build_info.json is not the one its manifest names"
     assert found["set_aside"] == str(_aside(root, key_dir))
@@ -180,7 +182,8 @@ def test_a_swapped_synthetic_model_and_a_forged_stamp_are_made_again(tmp_path, k
     assert _sha(build_synthetic(TINY, cache_dir=tmp_path)) == genuine
     swapped, forged = repairs.take()
     assert (swapped["what"], forged["what"]) == ("synthetic model", "synthetic model")
-    assert swapped["why"].startswith("it hashes to sha256:") and forged["why"] == "its stamp is not signed with $LAWBENCH_CACHE_KEY"
+    assert swapped["why"].startswith("it hashes to sha256:")
+    assert forged["why"] == "its stamp is not signed with $LAWBENCH_CACHE_KEY"
 
 
 @pytest.fixture
@@ -274,7 +277,7 @@ def test_the_run_record_lists_what_the_cache_made_again(tmp_path, monkeypatch, k
     made.write_bytes(made.read_bytes()[:-8] + b"planted!")
     profile = SimpleNamespace(id="cpu")
     ctx = SimpleNamespace(policy=SimpleNamespace(profile=profile, strict=False, on_own_runner=True), llama_dir=None,
-                          registry=get_registry(), detected="cpu", cadence="nightly", gate=None,
+                          registry=get_registry(), detected="cpu", cadence="nightly", gate=None, weekly_slice=None,
                           machine=SimpleNamespace(model_dump=lambda mode: {}))
     run = Run(ctx, out=tmp_path / "out", history=False)
     try:

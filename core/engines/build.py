@@ -16,21 +16,17 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
-import signal
-import subprocess
 import tarfile
 import tempfile
-import threading
 import time
-from collections import deque
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from filelock import FileLock, Timeout
 
 from lawbench.core.engines import build_trust
+from lawbench.core.engines.build_steps import _run_logged, _say  # noqa: F401  (_run_logged: tests)
 from lawbench.core.engines.cuda import check_toolkit
 from lawbench.core.engines.llamacpp import (BACKENDS, TOOLS, LlamaCpp, Source, amx_left_out, build_key,
                                             build_number_of, cpu_flags_hash, locate_llamacpp)
@@ -55,13 +51,6 @@ EXTRA_TOOLS: dict[str, tuple[str, tuple[str, ...]]] = {
                                       "-DLLAMA_BUILD_UI=OFF")),
 }
 
-_PERCENT = re.compile(r"^\[\s*(\d{1,3})%\]")  # make: "[ 37%] Building CXX object ..."
-_NINJA = re.compile(r"^\[(\d+)/(\d+)\]")  # ninja: "[12/180] Building CXX object ..."
-
-
-def _say(progress: Optional[Callable[[str], None]], line: str) -> None:
-    if progress is not None:
-        progress(line)
 
 
 def _fetch_sdist(version: str, downloads: Path) -> Path:
@@ -148,61 +137,6 @@ def cmake_configure_args(src: Path, build: Path, version: str, backend: str, cud
     return args
 
 
-def _run_logged(cmd: list[str], log, progress, stage: str, deadline: Optional[float] = None,
-                env=None) -> tuple[int, deque, bool]:
-    """Run a build step, append its output to the log, report percent changes; keep a tail.
-    The step's process group is killed at ``deadline`` (time.monotonic()); the third value says so."""
-    log.write(f"$ {' '.join(cmd)}\n")
-    log.flush()
-    tail: deque = deque(maxlen=40)
-    last = -1
-    # Its own process group, ended on an interrupt: a compiler left running would load the box
-    # after lawbench has released its lock.
-    from lawbench.core.procgroup import end_group, group_ended, popen_group
-
-    proc = popen_group(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                       errors="replace", env=env)  # ended by the supervisor if lawbench dies
-    assert proc.stdout is not None
-    expired = threading.Event()
-
-    def expire() -> None:
-        expired.set()
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)  # the whole group: its output pipe closes, the loop ends
-        except (ProcessLookupError, PermissionError):
-            pass
-
-    timer = None
-    if deadline is not None:
-        timer = threading.Timer(max(0.0, deadline - time.monotonic()), expire)
-        timer.daemon = True
-        timer.start()
-    try:
-        for line in proc.stdout:
-            log.write(line)
-            log.flush()  # so `tail -f build.log` follows a long build
-            tail.append(line.rstrip("\n"))
-            m = _PERCENT.match(line)
-            n = _NINJA.match(line)
-            pct = int(m.group(1)) if m else (100 * int(n.group(1)) // max(1, int(n.group(2))) if n else -1)
-            if pct > last:  # make restarts its counter per target; report only forward progress
-                last = pct
-                _say(progress, f"{stage}: {pct}%")
-    except BaseException:
-        end_group(proc)
-        group_ended(proc)
-        raise
-    finally:
-        if timer is not None:
-            timer.cancel()
-    if expired.is_set():
-        end_group(proc)  # waits until the whole group is gone, not only cmake
-    proc.wait()
-    group_ended(proc)
-    log.flush()
-    return proc.returncode, tail, expired.is_set()
-
-
 def build_timeout() -> float:
     """Seconds configure and compile may take together: ``$LAWBENCH_BUILD_TIMEOUT_S`` or 7200."""
     from lawbench.core.store.pypi import env_seconds
@@ -237,8 +171,6 @@ def build_llamacpp(version: str = "11434.0.0", backend: str = "cpu",
         raise LawbenchError(f"llama.cpp backend {backend!r} is not one of {', '.join(BACKENDS)}")
     if source is None:
         build_number_of(version)
-    from lawbench.core.engines.tools import add_targets, extra_targets, missing_targets
-
     extra = wanted_tools(tools)
     root = Path(cache_dir).expanduser() if cache_dir else cache_root() / "llama.cpp"
     key_dir = root / build_key(source.key if source else version, backend, cuda_arch)
@@ -353,3 +285,68 @@ def build_targets(src: Path, extra: Sequence[str] = ()) -> list[str]:
     those of the asked-for ``extra`` tools this tree holds (an older tree without batched-bench
     builds without it; the engine module that runs it then says so)."""
     return [*TOOLS, *(t for t in extra if (src / EXTRA_TOOLS[t][0]).is_dir())]
+
+
+def missing_targets(key_dir: Path, extra: Sequence[str] = ()) -> list[str]:
+    """The targets a finished build in ``key_dir`` lacks, or has without its record saying how
+    they were built, among the three and the asked-for ``extra`` tools its source has."""
+    try:
+        record = json.loads((key_dir / "build_info.json").read_text())
+        configure = record.get("configure", [])
+        src = Path(configure[configure.index("-S") + 1])
+    except (OSError, ValueError, IndexError):
+        return []  # not a build this module recorded: locate_llamacpp judges it
+    bin_dir, recorded = key_dir / "build" / "bin", set(record.get("targets", TOOLS))
+    return [t for t in build_targets(src, extra) if t not in recorded or not (bin_dir / t).is_file()]
+
+
+def add_targets(key_dir: Path, missing: list[str], tools: dict[str, str], jobs: Optional[int],
+                 progress: Optional[Callable[[str], None]]) -> None:
+    """Compile targets an older finished build lacks, in its own configured tree: same source,
+    same flags, so the build key still says what the binaries are. A tree that cannot be
+    reused (no CMake cache) is refused with what to delete, never half-rebuilt."""
+    build, info_file = key_dir / "build", key_dir / "build_info.json"
+    if not (build / "CMakeCache.txt").is_file():
+        raise EngineError(f"the llama.cpp build in {build} lacks {', '.join(missing)} and has no CMake "
+                          f"cache to add them to; delete {key_dir} and lawbench rebuilds it")
+    record = json.loads(info_file.read_text())
+    configure = record.get("configure", [])
+    flags = [f for t in missing for f in EXTRA_TOOLS.get(t, ("", ()))[1] if f not in configure]
+    steps = []
+    if flags:  # an option the tree was configured without: cmake keeps its cache, adds the option
+        steps.append([tools["cmake"], "-S", configure[configure.index("-S") + 1], "-B", str(build), *flags])
+    steps.append([tools["cmake"], "--build", str(build), "--config", "Release",
+                  "-j", str(jobs or os.cpu_count() or 1), "--target", *missing])
+    stage = f"adding {', '.join(missing)} to the llama.cpp build in {key_dir.name}"
+    _say(progress, stage)
+    started = time.monotonic()
+    log_path = key_dir / "build.log"
+    deadline = time.monotonic() + build_timeout()
+    with open(log_path, "a") as log:
+        for cmd in steps:
+            rc, tail, timed_out = _run_logged(cmd, log, progress, stage, deadline)
+            if rc != 0 or timed_out:
+                break
+    bin_dir = build / "bin"
+    missing_now = [t for t in missing if not (bin_dir / t).is_file()]
+    if timed_out or rc != 0 or missing_now:
+        last = "\n".join(f"    {line}" for line in list(tail)[-15:])
+        why = "ran past its timeout" if timed_out else f"exit {rc}" if rc else f"{', '.join(missing_now)} still missing"
+        raise EngineError(f"{stage} failed ({why}); full log: {log_path}\n{last}", log="\n".join(tail))
+    _say(progress, f"added {', '.join(missing)} to the llama.cpp build in {time.monotonic() - started:.0f} s")
+    record["targets"] = sorted(set(record.get("targets", TOOLS)) | set(missing))
+    record.setdefault("added_targets", []).extend(missing)
+    record["configure"] = [a for a in configure if a.split("=")[0] not in {f.split("=")[0] for f in flags}] + flags
+    tmp = key_dir / "build_info.json.tmp"
+    tmp.write_text(json.dumps(record, indent=2))
+    os.replace(tmp, info_file)
+    build_trust.record_added(key_dir)  # the new tools join the manifest, or the next run sets the build aside
+
+
+def extra_targets(key_dir: Path) -> list[str]:
+    """The extra tools a finished build recorded (so a build made again keeps them)."""
+    try:
+        targets = json.loads((key_dir / "build_info.json").read_text()).get("targets", [])
+    except (OSError, ValueError, AttributeError):
+        return []
+    return [t for t in targets if isinstance(t, str) and t in EXTRA_TOOLS]
