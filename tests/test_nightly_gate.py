@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -115,6 +115,17 @@ PREDICTIONS = "expert-ceiling"
 BOTH = f"{CENSUS} or l15.syn-100m-q4_0 or {PREDICTIONS}"
 
 
+def _skip_where_l15_is_out_of_scope(record: dict) -> None:
+    """The story needs L-15 measured on syn-100m-q4_0. On a CPU whose last-level cache holds that
+    model's weights (a 480 MiB L3 here, 2026-12-05) Law 4's scope rule makes it a SKIP, as it
+    should: the planted slowdowns cannot show, so the story is skipped, naming the cache."""
+    [l15] = [r for r in record["results"] if r["anchor_id"] == RATIO]
+    scope = (l15.get("detail") or {}).get("out_of_scope")
+    if l15["verdict"] == "SKIP" and scope:
+        pytest.skip(f"{RATIO} is outside Law 4's scope on this CPU ({scope.get('rule')}: a last-level cache of "
+                    f"{scope.get('llc_bytes', 0) / 2**20:.0f} MiB holds its weights): {l15['reason']}")
+
+
 @pytest.fixture(scope="module")
 def story(llama, tmp_path_factory) -> Nights:  # noqa: F811
     """Five nights of the cpu box, run once for this module (each real L-15 night takes a minute or
@@ -132,10 +143,11 @@ def story(llama, tmp_path_factory) -> Nights:  # noqa: F811
     alike = {"slow": {"Q4_0": 0.6}}
     for planted, select in ({}, BOTH), (alike, BOTH), (slow, BOTH), ({"drop": ["repack"]}, CENSUS):
         nights.run(planted, select)
+        _skip_where_l15_is_out_of_scope(nights.done[1].record)
 
     # The third night's red, accepted by a person: the proposal, reviewed, is the acknowledged file.
     proposal = subprocess.run([str(BIN / "lawbench"), "baseline", "propose", str(nights.records[3]),
-                               "--who", "reviewer", "--until", "2099-01-01"], capture_output=True, text=True,
+                               "--who", "reviewer"], capture_output=True, text=True,
                               env=nights.env, timeout=120)
     assert proposal.returncode == 0, proposal.stderr
     reviewed = proposal.stdout.replace("TO REVIEW: ", "reviewed: syn-100m-q4_0 slowdown planted by the test; ")
@@ -168,7 +180,9 @@ def test_nights_through_the_gate(story):
 
     assert (fifth.rc, fifth.record["gate"]["verdict"], red(fifth.record)) == (0, "green", {}), fifth.record["gate"]
     assert verdicts(fifth.record)[RATIO] == "FAIL" and fifth.record["gate"]["acknowledged"] == [RATIO]
-    assert "acknowledged until 2099-01-01 (reviewer)" in fifth.summary  # the red is shown, with its date
+    # the red is shown, with its date (propose's default: 30 days ahead, within check's 90)
+    until = (datetime.now().date() + timedelta(days=30)).isoformat()  # propose reads the local date
+    assert f"acknowledged until {until} (reviewer)" in fifth.summary
 
     filed = sorted(p.stem for p in (story.tmp / "data" / "runs").rglob("*.json"))
     runs = sorted(story.done[n].record["run_id"] for n in range(1, 6))
