@@ -65,14 +65,15 @@ fi
 # a run.json the import gave no word on (neither: the step fails), and the artifacts' other files
 # (junit.xml, report.html, bundle.json …: passed over, never read as records), one line.
 python3 - "$work/tonight.json" "$work/filed.txt" "$work/refused.txt" "$work/neither.txt" "$work/passed.txt" \
-  "$tonight" <<'EOF'
+  "$tonight" "$work/summary-files.md" <<'EOF'
 import json, os, sys
+from lawbench.core.untrusted_text import markdown_code, terminal
 try:
     outcomes = json.load(open(sys.argv[1], encoding="utf-8"))
 except ValueError:
     outcomes = []
-def text(s):  # a file's name and reason as plain text: no tab, newline or escape reaches the log
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(s))
+def text(s):  # a file's name and reason as plain text (lawbench's one rule): no escape reaches the log,
+    return terminal(s).replace("\t", "\\t").replace("\n", "\\n")  # one line, tab-separated fields
 said = set()
 with open(sys.argv[2], "w", encoding="utf-8") as filed, open(sys.argv[3], "w", encoding="utf-8") as refused:
     for o in outcomes:
@@ -93,6 +94,13 @@ for folder, dirs, files in os.walk(sys.argv[6]) if os.path.isdir(sys.argv[6]) el
             passed.append(text(path))
 open(sys.argv[4], "w", encoding="utf-8").write("".join(f"{p}\n" for p in sorted(neither)))
 open(sys.argv[5], "w", encoding="utf-8").write("".join(f"{p}\n" for p in sorted(passed)))
+# the job page's lines: a stranger's file name as a code span (no image, link or HTML)
+with open(sys.argv[7], "w", encoding="utf-8") as md:
+    for o in outcomes:
+        if o.get("status") == "refused":
+            md.write(f"- **refused and quarantined:** {markdown_code(o['source'])}\n")
+    for p in sorted(neither):
+        md.write(f"- **neither filed nor refused:** {markdown_code(p)}\n")
 EOF
 records=() files=() refused=()
 interrupted=()
@@ -126,8 +134,7 @@ for run_id in "${records[@]}"; do
 done
 if [ -n "${GITHUB_STEP_SUMMARY:-}" ]; then
   { echo "### lawbench nightly: ${#records[@]} run record(s) filed (${#interrupted[@]} interrupted), ${#refused[@]} refused"; echo;
-    for r in "${refused[@]}"; do echo "- **refused and quarantined:** \`$r\`"; done;
-    for r in "${neither[@]}"; do echo "- **neither filed nor refused:** \`$r\`"; done; echo;
+    cat "$work/summary-files.md"; echo;
     if [ ${#files[@]} -gt 0 ]; then lawbench baseline show "${files[@]}"; fi; echo;
     echo '```'; lawbench history --db "$db" --limit 10; echo '```'; echo; echo "#### drift"; echo; echo '```';
     cat "$work/drift.txt"; echo '```'; } >> "$GITHUB_STEP_SUMMARY"

@@ -121,3 +121,5 @@ def test_collect_names_every_file_it_saw(tmp_path, nights):
     assert f"REFUSED {record}" in out and "never followed out of" in out, out
     assert "passed over" in out and str(record.parent / "junit.xml") in out, out
     assert not [p for p in _filed(tmp_path) if not p.name.endswith(".binding.json")], out
+    summary = (tmp_path / "summary.md").read_text(encoding="utf-8")
+    assert f"- **refused and quarantined:** `{record}`" in summary, summary
