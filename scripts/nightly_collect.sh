@@ -18,9 +18,11 @@
 # and named, and the rest are still filed, reported and pushed. A record of a night killed at its
 # timeout (interrupted: the runner script binds it on SIGTERM) is filed like any other and named
 # INTERRUPTED: the gate never takes it as a baseline, and the morning view says so. The history is
-# rebuilt from the whole branch every night (the import is idempotent), so the SQLite file is never a second source
-# of truth. Exit 0; 3 when a record was refused (after everything else was done); 1 when the
-# import itself failed.
+# rebuilt from the whole branch every night (the import is idempotent), so the SQLite file is never
+# a second source of truth. Every file under TONIGHT is named: filed, refused (why), or passed over
+# (not a run.json); a run.json the import gave no word on is named too, and fails the step. Exit 0;
+# 3 when a record was refused or neither filed nor refused (after everything else was done); 1 when
+# the import itself failed.
 set -euo pipefail
 if [ $# -lt 3 ] || [ $# -gt 4 ]; then echo "usage: $0 DATA TONIGHT SITE [QUARANTINE]" >&2; exit 2; fi
 data=$1 tonight=$2 site=$3
@@ -43,7 +45,8 @@ fi
 #    (a run.json anywhere but <artifact>/<profile>/run.json is refused too), refused ones quarantined.
 found=()
 if [ -d "$tonight" ]; then
-  mapfile -d '' -t found < <(find "$tonight" -name run.json -type f -print0 | sort -z)
+  # a link named run.json is seen too: the import refuses it by name (a folder is never followed out of)
+  mapfile -d '' -t found < <(find "$tonight" -name run.json \( -type f -o -type l \) -print0 | sort -z)
 else
   echo "nightly_collect: no folder $tonight: no runner job left an artifact tonight"
 fi
@@ -58,21 +61,46 @@ if [ ${#found[@]} -gt 0 ]; then
   set -e
   [ "$rc" -eq 0 ] || [ "$rc" -eq 2 ] || { failed=1; echo "nightly_collect: the import failed (exit $rc)" >&2; }
 fi
-# its outcomes, one line each: a record filed as a runner's (run id, file), a file refused (file, reason)
-python3 - "$work/tonight.json" "$work/filed.txt" "$work/refused.txt" <<'EOF'
-import json, sys
+# Every file it saw, named: a record filed as a runner's (run id, file), a file refused (file, reason),
+# a run.json the import gave no word on (neither: the step fails), and the artifacts' other files
+# (junit.xml, report.html, bundle.json …: passed over, never read as records), one line.
+python3 - "$work/tonight.json" "$work/filed.txt" "$work/refused.txt" "$work/neither.txt" "$work/passed.txt" \
+  "$tonight" "$work/summary-files.md" <<'EOF'
+import json, os, sys
+from lawbench.core.untrusted_text import markdown_code, terminal
 try:
     outcomes = json.load(open(sys.argv[1], encoding="utf-8"))
 except ValueError:
     outcomes = []
-def text(s):  # a file's name and reason as plain text: no tab, newline or escape reaches the log
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(s))
+def text(s):  # a file's name and reason as plain text (lawbench's one rule): no escape reaches the log,
+    return terminal(s).replace("\t", "\\t").replace("\n", "\\n")  # one line, tab-separated fields
+said = set()
 with open(sys.argv[2], "w", encoding="utf-8") as filed, open(sys.argv[3], "w", encoding="utf-8") as refused:
     for o in outcomes:
         if o.get("status") == "refused":
             refused.write(f"{text(o['source'])}\t{text(o['message'])}\n")
+            said.add(os.path.normpath(o["source"]))
         elif o.get("binding"):  # the import's own line of a bound runner's record (its filing has none)
             filed.write(f"{o['run_id']}\t{text(o['source'])}\t{text(o.get('interrupted') or '')}\n")
+            said.add(os.path.normpath(o["source"]))
+neither, passed = [], []
+for folder, dirs, files in os.walk(sys.argv[6]) if os.path.isdir(sys.argv[6]) else ():
+    for name in sorted(files + [d for d in dirs if os.path.islink(os.path.join(folder, d))]):
+        path = os.path.normpath(os.path.join(folder, name))
+        if name == "run.json":
+            if path not in said:
+                neither.append(text(path))
+        elif name != "binding.json" and not name.endswith(".fetch.json"):  # a record's own sidecars
+            passed.append(text(path))
+open(sys.argv[4], "w", encoding="utf-8").write("".join(f"{p}\n" for p in sorted(neither)))
+open(sys.argv[5], "w", encoding="utf-8").write("".join(f"{p}\n" for p in sorted(passed)))
+# the job page's lines: a stranger's file name as a code span (no image, link or HTML)
+with open(sys.argv[7], "w", encoding="utf-8") as md:
+    for o in outcomes:
+        if o.get("status") == "refused":
+            md.write(f"- **refused and quarantined:** {markdown_code(o['source'])}\n")
+    for p in sorted(neither):
+        md.write(f"- **neither filed nor refused:** {markdown_code(p)}\n")
 EOF
 records=() files=() refused=()
 interrupted=()
@@ -90,6 +118,13 @@ while IFS=$'\t' read -r record reason; do
   refused+=("$record")
   echo "nightly_collect: REFUSED $record (quarantined; the other records are still filed): $reason"
 done < "$work/refused.txt"
+mapfile -t neither < "$work/neither.txt"
+for record in "${neither[@]}"; do
+  echo "nightly_collect: NEITHER filed nor refused: $record (the import gave no word on it)" >&2
+done
+mapfile -t passed < "$work/passed.txt"
+[ ${#passed[@]} -eq 0 ] ||
+  echo "nightly_collect: passed over (not a run.json, never read as a record): ${passed[*]}"
 
 # 3. Drift (a warning, never a failure) and the report: the history page and one page per run.
 lawbench history drift --db "$db" | tee "$work/drift.txt"
@@ -99,12 +134,16 @@ for run_id in "${records[@]}"; do
 done
 if [ -n "${GITHUB_STEP_SUMMARY:-}" ]; then
   { echo "### lawbench nightly: ${#records[@]} run record(s) filed (${#interrupted[@]} interrupted), ${#refused[@]} refused"; echo;
-    for r in "${refused[@]}"; do echo "- **refused and quarantined:** \`$r\`"; done; echo;
+    cat "$work/summary-files.md"; echo;
     if [ ${#files[@]} -gt 0 ]; then lawbench baseline show "${files[@]}"; fi; echo;
     echo '```'; lawbench history --db "$db" --limit 10; echo '```'; echo; echo "#### drift"; echo; echo '```';
     cat "$work/drift.txt"; echo '```'; } >> "$GITHUB_STEP_SUMMARY"
 fi
 if [ "$failed" -ne 0 ]; then exit 1; fi
+if [ ${#neither[@]} -gt 0 ]; then
+  echo "nightly_collect: ${#neither[@]} run.json file(s) neither filed nor refused: ${neither[*]}" >&2
+  exit 3
+fi
 if [ ${#refused[@]} -gt 0 ]; then
   echo "nightly_collect: ${#refused[@]} record(s) refused: ${refused[*]}" >&2
   exit 3

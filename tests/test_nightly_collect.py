@@ -102,3 +102,24 @@ def test_a_retried_collect_files_nothing_twice_and_a_bad_record_stops_it(tmp_pat
     assert f"REFUSED {broken / 'run.json'}" in done.stdout
     assert "Traceback" not in done.stdout + done.stderr
     assert {p: p.read_bytes() for p in _filed(tmp_path)} == before  # nothing filed from a bad night
+
+
+def test_collect_names_every_file_it_saw(tmp_path, nights):
+    """Issue 32 item 4: a runner's run.json that is a link (to a genuine record elsewhere) was
+    skipped by the step's search, so the import never ran and the step exited 0 naming it neither
+    filed nor refused. Now every file under tonight is named: refused (why), or passed over."""
+    tonight = tmp_path / "tonight"
+    shutil.copytree(nights["n2"], tonight)
+    record = next(tonight.rglob("run.json"))
+    elsewhere = tmp_path / "elsewhere.json"
+    shutil.move(record, elsewhere)
+    record.symlink_to(elsewhere)
+    (record.parent / "junit.xml").write_text("<testsuites/>")
+    done = _collect(tmp_path, tonight, "site")
+    out = done.stdout + done.stderr
+    assert done.returncode == 3 and "Traceback" not in out, out
+    assert f"REFUSED {record}" in out and "never followed out of" in out, out
+    assert "passed over" in out and str(record.parent / "junit.xml") in out, out
+    assert not [p for p in _filed(tmp_path) if not p.name.endswith(".binding.json")], out
+    summary = (tmp_path / "summary.md").read_text(encoding="utf-8")
+    assert f"- **refused and quarantined:** `{record}`" in summary, summary

@@ -39,18 +39,19 @@ def cmd_show(args: argparse.Namespace) -> int:
     """Markdown, one section per record (the collect step's summary leads with it)."""
     from lawbench.core.record.gate_view import gate_markdown
     from lawbench.core.record.reports import headline, read_json
+    from lawbench.core.untrusted_text import markdown
 
     for path in args.records:
         record = read_json(path)
         if record.interrupted:  # killed at its timeout: no gate judged it, and none ever stands on it
-            print(f"### ⏹ {record.profile}: interrupted by {record.interrupted}: filed, never a baseline "
-                  f"(the gate did not judge it); {headline(record)}\n")
+            print(f"### ⏹ {markdown(f'{record.profile}: interrupted by {record.interrupted}: filed, never a baseline')} "
+                  f"(the gate did not judge it); {markdown(headline(record))}\n")
             continue
         view = gate_markdown(record)
-        print(view if view else f"### {record.profile}: absolute run, {headline(record)}\n")
+        print(view if view else f"### {markdown(f'{record.profile}: absolute run, {headline(record)}')}\n")
         ws = record.weekly_slice
         if ws is not None and ws.count > 1:  # which part of a rotating weekly this was (docs/RUNNERS.md)
-            print(f"weekly slice {ws.index} of 0-{ws.count - 1} ({'re-run with --slice' if ws.chosen else ws.week}): "
+            print(f"weekly slice {ws.index} of 0-{ws.count - 1} ({'re-run with --slice' if ws.chosen else markdown(ws.week, 40)}): "
                   f"every weekly anchor runs once in {ws.count} weeks\n")
     return 0
 

@@ -17,7 +17,10 @@ EXIT_OK, EXIT_BAD, EXIT_USAGE = 0, 1, 2
 
 
 def _err(msg: str) -> None:
-    print(f"lawbench: error: {msg}", file=sys.stderr)
+    try:
+        print(f"lawbench: error: {msg}", file=sys.stderr)
+    except OSError:  # stderr is gone (a vanished terminal): the exit code still says it
+        pass
 
 
 # --------------------------------------------------------------------------- check / schema / laws

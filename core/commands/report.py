@@ -75,6 +75,7 @@ def _record_or_bundle(path: str, read_json: Any) -> Any:
 
     from lawbench.core.record.contribute import is_bundle, read_bundle
     from lawbench.core.errors import DataError
+    from lawbench.core.history.imports import census_rule
     from lawbench.core.record.checks import MAX_RECORD_BYTES, check_record, check_shape
 
     file = Path(path)
@@ -91,5 +92,5 @@ def _record_or_bundle(path: str, read_json: Any) -> Any:
         return read_json(path)  # its own one-line error names what is wrong with the file
     bundle = is_bundle(data)
     record = read_bundle(raw, path).record if bundle else read_json(path)
-    check_record(record, path, prefix="record." if bundle else "")
+    check_record(record, path, prefix="record." if bundle else "", census_rules=census_rule)
     return record

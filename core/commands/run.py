@@ -62,14 +62,15 @@ def add_run_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 def cmd_run(args: argparse.Namespace, report_problems: Callable[[Any], None] = lambda registry: None) -> int:
-    from lawbench.core.commands.streams import SteadyStdout
+    from lawbench.core.commands.streams import SteadyStream
 
-    real_stdout = sys.stdout
-    sys.stdout = SteadyStdout(real_stdout)  # `| head -1` must not end the run without a record
+    # `| head -1`, or a terminal that vanished, must not end the run without a record
+    real_stdout, real_stderr = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = SteadyStream(real_stdout, "stdout"), SteadyStream(real_stderr, "stderr")
     try:
         return _run(args, report_problems)
     finally:
-        sys.stdout = real_stdout
+        sys.stdout, sys.stderr = real_stdout, real_stderr
 
 
 def _run(args: argparse.Namespace, report_problems: Callable[[Any], None]) -> int:

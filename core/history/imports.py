@@ -11,6 +11,7 @@ refused, so it can never speak for a runner.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import dataclass
@@ -18,7 +19,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal, Optional, Sequence
 
+from lawbench.core.claims.loading import load_all
 from lawbench.core.history import binding as history_binding
+from lawbench.core.laws.registry import get_registry
+from lawbench.core.models.anchor import CensusSpec
 from lawbench.core.record.contribute import is_bundle, read_bundle
 from lawbench.core.errors import DataError
 from lawbench.core.history.store import Binding, History, Provenance, engine_key
@@ -51,6 +55,20 @@ def expand(paths: Sequence[str]) -> list[Path]:
         files.extend(sorted(p for p in path.rglob("*.json") if (p.is_file() or p.is_symlink())
                             and not history_binding.not_a_record(p)) if path.is_dir() else [path])
     return files
+
+
+@functools.cache
+def _census_rules() -> dict[str, CensusSpec]:
+    """Every census anchor's rule, from this lawbench's anchors (read once, on the first census
+    result a record holds): what a stranger's census verdict is re-derived by."""
+    registry = get_registry()
+    anchors = load_all(registry, lenient=registry.laws.keys())
+    return {la.anchor.id: la.anchor.census for la in anchors.anchors if la.anchor.census is not None}
+
+
+def census_rule(anchor_id: str) -> Optional[CensusSpec]:
+    """The census rule of ``anchor_id`` (None: no census anchor of that id here)."""
+    return _census_rules().get(anchor_id)
 
 
 def _link_refused(path: Path) -> ImportOutcome:
@@ -134,7 +152,7 @@ def read_candidate(path: Path, contribution: bool = False, require_binding: bool
                 raise DataError(source, "is a contribution bundle: only a runner's bound night may count in a baseline")
             bundle = read_bundle(raw, source)
             record = bundle.record
-            check_record(record, source, prefix="record.")
+            check_record(record, source, prefix="record.", census_rules=census_rule)
             provenance = Provenance(kind="contribution", source=source, sha256=sha,
                                     imported_at=utc_now(), contributor=bundle.contributor,
                                     bundle_created=bundle.created,
@@ -151,7 +169,7 @@ def read_candidate(path: Path, contribution: bool = False, require_binding: bool
                 raise DataError(source, f"run {record.run_id} is unfinished (finished is null): "
                                 "a run still in progress, or one that died before writing its "
                                 "end; import the record its run finished", field="finished")
-            check_record(record, source)
+            check_record(record, source, census_rules=census_rule)
             binding = None if contribution else history_binding.find(path, record, sha, require_binding)
             if bound_only and binding is None:
                 raise DataError(source, f"run {record.run_id} has no binding that verifies beside it "

@@ -14,6 +14,7 @@ from typing import Any, Iterator, Optional
 
 from lawbench.core.errors import UsageError
 from lawbench.core.record.reports import VERDICT_STYLE
+from lawbench.core.untrusted_text import plot_label
 
 INSTALL_HINT = "the HTML report needs matplotlib: install it with `pip install 'lawbench[plots]'`"
 
@@ -35,10 +36,9 @@ def verdict_colour(verdict: str) -> str:
     return _COLOUR.get(style.split()[-1] if style else "", "#57606a")
 
 
-def plain(text: object) -> str:
-    """Text from a data file, shown literally: a `$` would otherwise start matplotlib's mathtext
-    (log-axis tick labels need mathtext, so it stays on for everything else)."""
-    return str(text).replace("$", r"\$")
+# Text from a data file or a record, shown literally and cut (lawbench.core.untrusted_text): a `$`
+# would otherwise start matplotlib's mathtext (log-axis tick labels need mathtext, so it stays on).
+plain = plot_label
 
 
 def plots_available() -> bool:

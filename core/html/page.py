@@ -10,6 +10,7 @@ from typing import Iterable, Sequence, Union
 
 from lawbench.core.html.figures import verdict_colour
 from lawbench.core.models import Verdict
+from lawbench.core.untrusted_text import terminal
 
 
 class Markup(str):
@@ -20,9 +21,11 @@ Content = Union[str, Markup]
 
 
 def esc(text: object) -> Markup:
+    """Text as HTML shows it literally, by lawbench.core.untrusted_text's rule first: cut (a record's
+    100 KB string would otherwise fill the page), control characters written out (``\\x1b``)."""
     if isinstance(text, Markup):
         return text
-    return Markup(html.escape("" if text is None else str(text), quote=True))
+    return Markup(html.escape(terminal("" if text is None else text), quote=True))
 
 
 def tag(name: str, content: Content = "", **attrs: object) -> Markup:

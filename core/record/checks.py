@@ -12,13 +12,19 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Iterable, Optional
+from typing import Callable, Iterable, Optional
 
 from lawbench.core.errors import DataError
 from lawbench.core.models import Result, Verdict
+from lawbench.core.models.anchor import CensusSpec
 from lawbench.core.models.gate import GateNews
 from lawbench.core.record.reports import RunRecord, interrupt_exit_code, is_retired
+from lawbench.core.run.evaluate import census_problems
 from lawbench.core.stats.verdicts import classify
+
+# The census rule of an anchor id as this lawbench's anchors state it (None: not a census anchor
+# here); core.history.imports loads it from the anchors' TOML, once, when a record holds a census.
+CensusRules = Callable[[str], Optional[CensusSpec]]
 
 # A real run.json is a few kB per anchor (samples and a 4 kB log tail each): 64 MiB is two orders
 # above the largest night, and far below what would take the importer's memory (1e6 results: 4.6 GB).
@@ -57,10 +63,13 @@ def check_shape(raw: bytes, source: str) -> None:
                                 "about 8, so this is not one")
 
 
-def check_record(record: RunRecord, source: str, prefix: str = "") -> None:
+def check_record(record: RunRecord, source: str, prefix: str = "",
+                 census_rules: Optional[CensusRules] = None) -> None:
     """Every figure bounded, every verdict, the counts and the exit code as the results imply.
 
     :param prefix: "record." for the record inside a bundle, so the field names its path.
+    :param census_rules: the anchors' census rules; a census verdict is re-derived from the
+        result's counts by the rule the run applies (core.run.evaluate.census_problems).
     :raises DataError: the first mismatch, naming the anchor and the field.
     """
     if len(record.results) > MAX_RESULTS:
@@ -70,6 +79,9 @@ def check_record(record: RunRecord, source: str, prefix: str = "") -> None:
         where = f"{prefix}results.{i}"
         try:
             _check_result(r)
+            _check_skip(r, record)
+            if r.kind == "census" and census_rules is not None:
+                _check_census(r, census_rules)
         except _Bad as bad:
             raise DataError(source, bad.message, anchor=r.anchor_id, field=f"{where}.{bad.field}") from None
     ids = [r.anchor_id for r in record.results]
@@ -201,3 +213,62 @@ def _check_verdict(r: Result) -> None:
     should = truth.value if truth is not None else "VOID"
     raise _Bad("verdict", f"verdict {said.value} but its interval {list(r.interval)} lies {where} the band "
                f"{list(r.band)}, which makes it {should}: verdicts are recomputed, never taken as given")
+
+
+# What a run writes in place of a skip it turned FAIL (core.run.evaluate._skip): never a SKIP's reason.
+_TURNED_FAIL = ("skipped under --strict: ", "a skip on the anchor's own runner is a failure: ")
+
+
+def _check_skip(r: Result, record: RunRecord) -> None:
+    """A SKIP is an anchor that was not measured here, with the reason why (core.run.evaluate):
+    it carries a reason and no reading. A FAIL relabelled SKIP still holds its interval, its
+    samples or its counts, or a reason the run writes only for a FAIL — each refused here."""
+    if r.verdict is not Verdict.SKIP:
+        return
+    if not r.reason.strip():
+        raise _Bad("reason", "verdict SKIP without a reason: a skip always says why the anchor was not "
+                   "measured here, and a verdict is re-derived, never taken as given")
+    if r.strict_skip or r.open_finding or r.finding_closed:
+        field = "strict_skip" if r.strict_skip else "open_finding" if r.open_finding else "finding_closed"
+        raise _Bad(field, f"verdict SKIP with {field} set: a run writes {field} only on a FAIL "
+                   "(a skip under --strict or on the anchor's own runner fails), so this was not a SKIP")
+    if r.reason.startswith(_TURNED_FAIL):
+        raise _Bad("verdict", f"verdict SKIP but its reason ({r.reason[:60]!r}...) is the one a run writes "
+                   "when a skip is a failure: this result was a FAIL")
+    measured = [name for name, value in (("measured", r.measured), ("interval", r.interval),
+                                         ("predicted", r.predicted), ("sampling", r.sampling))
+                if value is not None]
+    if r.measurement is not None and r.measurement.samples:
+        measured.append("measurement.samples")
+    if r.rates:
+        measured.append("rates")
+    if measured and not is_retired(r):
+        raise _Bad("verdict", f"verdict SKIP but it holds a reading ({', '.join(measured)}): an anchor that "
+                   "was measured or predicted is judged PASS, FAIL or VOID, so this was not a SKIP")
+
+
+def _check_census(r: Result, rules: CensusRules) -> None:
+    """A census PASS holds only when its counts break nothing the anchor's rule asks, and a FAIL
+    only when they break something (or it is a closed finding, or a skip that failed)."""
+    if r.verdict not in (Verdict.PASS, Verdict.FAIL) or r.strict_skip or r.finding_closed:
+        return
+    spec = rules(r.anchor_id)
+    if spec is None:  # an anchor this lawbench does not hold (a plugin not installed here)
+        return
+    problems = census_problems(spec, census_counts(r))
+    if r.verdict is Verdict.PASS and problems:
+        raise _Bad("verdict", f"census verdict PASS but its counts break the anchor's rule ({'; '.join(problems[:3])}): "
+                   "a census verdict is re-derived from its counts, never taken as given")
+    if r.verdict is Verdict.FAIL and not problems:
+        raise _Bad("verdict", "census verdict FAIL but its counts meet every expectation of the anchor's rule: "
+                   "a census verdict is re-derived from its counts, never taken as given")
+
+
+def census_counts(r: Result) -> dict[str, int]:
+    """The label counts a census result was judged on (written by core.run.evaluate._census_result).
+    The one reader in core/record until the counts are a typed field of Result (issue 33)."""
+    counts = r.detail.get("counts")
+    if not isinstance(counts, dict):
+        return {}
+    return {k: int(v) for k, v in counts.items() if isinstance(k, str) and isinstance(v, (int, float))
+            and not isinstance(v, bool) and math.isfinite(v)}

@@ -5,11 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from lawbench.core.untrusted_text import markdown as md, markdown_code as code, terminal
+
 RATE_NEWS = ("slower", "faster")  # a runner's rate series (issue 31): shown first among their kind
-
-
-def _cell(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\r", "").replace("\n", "<br>")
 
 
 def gate_headline(record: Any) -> str:
@@ -24,40 +22,44 @@ def gate_headline(record: Any) -> str:
     return f"gate {g.verdict.upper()} on {g.profile}: {what}{ack} (against {against})"
 
 
+# Every field below may be a stranger's (a record from elsewhere, a baseline off the data branch):
+# each goes through lawbench.core.untrusted_text — md() for prose, code() in code spans, terminal().
+
+
 def gate_markdown(record: Any) -> str:
     """The morning view in Markdown; "" for an absolute run with every anchor reached."""
     g = record.gate
     lines: list[str] = []
     if g is not None:
-        lines += [f"### {'🔴' if g.verdict == 'red' else '🟢'} {gate_headline(record)}", "",
-                  f"machine `{g.fingerprint}` · engine `{g.engine}` · drift α = {g.alpha:g} per series and night", ""]
+        lines += [f"### {'🔴' if g.verdict == 'red' else '🟢'} {md(gate_headline(record))}", "",
+                  f"machine {code(g.fingerprint)} · engine {code(g.engine)} · drift α = {g.alpha:g} per series and night", ""]
         if g.new_baseline:
-            lines += [f"**New baseline:** {g.new_baseline}", ""]
+            lines += [f"**New baseline:** {md(g.new_baseline)}", ""]
         shown = [n for n in g.news if n.kind != "not-run"]
         if shown:
             lines += ["| gate | anchor | news | before | tonight | why |", "|---|---|---|---|---|---|"]
             for n in sorted(shown, key=lambda n: (not n.red, n.acknowledged_until is None, n.kind not in RATE_NEWS, n.anchor_id)):
                 state = "red" if n.red else (f"acknowledged until {n.acknowledged_until} ({n.acknowledged_by})"
                                              if n.acknowledged_until else "note")
-                lines.append("| " + " | ".join(_cell(c) for c in (state, f"`{n.anchor_id}`", n.kind, n.before or "-",
-                                                                   n.after or "-", n.why)) + " |")
+                lines.append("| " + " | ".join([md(state), code(n.anchor_id), *map(md, (n.kind, n.before or "-",
+                                                                                          n.after or "-", n.why))]) + " |")
             lines.append("")
         if g.rates_unanalysed:
             lines.append(f"- rate series the one-night test cannot analyse yet ({len(g.rates_unanalysed)}): "
-                         + "; ".join(g.rates_unanalysed[:6]) + (" …" if len(g.rates_unanalysed) > 6 else ""))
+                         + "; ".join(map(md, g.rates_unanalysed[:6])) + (" …" if len(g.rates_unanalysed) > 6 else ""))
         for e in g.expired:
-            lines.append(f"- acknowledgement expired: {e} (no longer applied: that anchor is red until the entry "
+            lines.append(f"- acknowledgement expired: {md(e)} (no longer applied: that anchor is red until the entry "
                          "is renewed after review or removed; `lawbench check` warns, never stops a run)")
         if g.weekly:
             lines.append(f"- queued for the weekly run: {len(g.weekly)} anchor(s): "
-                         + ", ".join(f"`{a}`" for a in g.weekly[:12]) + (" …" if len(g.weekly) > 12 else ""))
+                         + ", ".join(map(code, g.weekly[:12])) + (" …" if len(g.weekly) > 12 else ""))
         not_run = [n.anchor_id for n in g.news if n.kind == "not-run"]
         if not_run:
             lines.append(f"- in the last accepted night but not selected tonight: {len(not_run)}: "
-                         + ", ".join(f"`{a}`" for a in not_run[:12]) + (" …" if len(not_run) > 12 else ""))
+                         + ", ".join(map(code, not_run[:12])) + (" …" if len(not_run) > 12 else ""))
     if record.not_reached:
         lines.append(f"- **not reached before the deadline ({len(record.not_reached)}):** "
-                     + ", ".join(f"`{a}`" for a in record.not_reached))
+                     + ", ".join(map(code, record.not_reached)))
     return "\n".join(lines).rstrip() + "\n" if lines else ""
 
 
@@ -81,4 +83,4 @@ def gate_text(record: Any) -> list[str]:
             out.append(f"  queued for the weekly run: {len(g.weekly)} anchor(s)")
     if record.not_reached:
         out.append(f"not reached before the deadline: {', '.join(record.not_reached)}")
-    return out
+    return [terminal(line) for line in out]

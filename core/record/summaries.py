@@ -9,6 +9,7 @@ from typing import Any, Optional
 
 from lawbench.core.console import console as _console
 from lawbench.core.errors import DataError
+from lawbench.core.untrusted_text import markdown as md, markdown_code as code
 from lawbench.core.record.reports import (VERDICT_STYLE, RunRecord, fmt_band, fmt_measured, fmt_num, fmt_quantity,
                                    headline, retired_note, is_retired)
 
@@ -16,36 +17,32 @@ from lawbench.core.record.reports import (VERDICT_STYLE, RunRecord, fmt_band, fm
 # --------------------------------------------------------------------------- Markdown
 
 
-def _cell(text: str) -> str:
-    # A pipe or a newline inside a cell would break the GitHub table.
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\r", "").replace("\n", "<br>")
-
-
 def markdown_summary(record: RunRecord) -> str:
-    """A GitHub-flavoured summary: headline, one table row per live anchor, then history."""
+    """A GitHub-flavoured summary: headline, one table row per live anchor, then history. Every
+    string of the record goes through lawbench.core.untrusted_text (it may be a stranger's)."""
     live = [r for r in record.results if not is_retired(r)]
     past = [r for r in record.results if is_retired(r)]
     from lawbench.core.record.gate_view import gate_markdown
 
-    lines = [*filter(None, [gate_markdown(record)]), f"### {headline(record)}", "",
-             f"run `{record.run_id}` · lawbench {record.lawbench_version}"
-             f"{f' @ `{record.git_commit[:12]}`' if record.git_commit else ''}"
+    lines = [*filter(None, [gate_markdown(record)]), f"### {md(headline(record))}", "",
+             f"run {code(record.run_id)} · lawbench {md(record.lawbench_version)}"
+             f"{f' @ {code(record.git_commit[:12])}' if record.git_commit else ''}"
              f" · started {record.started}" + (" · strict" if record.strict else ""), ""]
     header = ["verdict", "anchor", "quantity", "published", "predicted", "measured [CI]", "band",
               "reason"]
     lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for r in live:
-        row = [r.verdict.value, f"`{r.anchor_id}`", fmt_quantity(r), fmt_num(r.published),
-               fmt_num(r.predicted), fmt_measured(r), fmt_band(r), r.reason or ""]
-        lines.append("| " + " | ".join(_cell(c) for c in row) + " |")
+        row = [md(r.verdict.value), code(r.anchor_id), *map(md, (fmt_quantity(r), fmt_num(r.published),
+               fmt_num(r.predicted), fmt_measured(r), fmt_band(r), r.reason or ""))]
+        lines.append("| " + " | ".join(row) + " |")
     if not live:
         lines.append("| - | (no anchors ran) | | | | | | |")
     if past:
         lines += ["", "#### History (superseded / refuted anchors, not scored)", ""]
         for r in past:
-            lines.append(f"- `{r.anchor_id}` ({retired_note(r)}): published "
-                         f"{fmt_num(r.published)} {r.unit}".rstrip()
-                         + (f", measured {fmt_measured(r)}" if r.measured is not None else ""))
+            lines.append(f"- {code(r.anchor_id)} ({md(retired_note(r))}): published "
+                         f"{fmt_num(r.published)} {md(r.unit)}".rstrip()
+                         + (f", measured {md(fmt_measured(r))}" if r.measured is not None else ""))
     return "\n".join(lines) + "\n"
 
 

@@ -1,6 +1,6 @@
 """SIGINT, SIGTERM and SIGHUP stop any lawbench command the same way. SIGHUP is what a closed
 terminal or a dropped ssh session sends: by default it killed the run with no record and left the
-engine running.
+engine running. A SIGHUP ignored when lawbench starts (`nohup`) stays ignored.
 
 The handlers are installed once per process, here: `lawbench`'s main installs them for every
 command, and a Run (lawbench.core.run) takes the same ones over (it installs them itself only when
@@ -27,6 +27,10 @@ class StopSignals:
 
     def _install(self) -> None:
         for sig in self.SIGNALS:
+            # `nohup lawbench run`, `trap '' HUP`: a hangup its caller chose to ignore stays ignored,
+            # and the run goes on when the terminal vanishes (its streams: core.commands.streams)
+            if sig == signal.SIGHUP and signal.getsignal(sig) == signal.SIG_IGN:
+                continue
             try:
                 self._saved[sig] = signal.signal(sig, self._handle)
             except ValueError:  # not the main thread: Python's own SIGINT handling stays
