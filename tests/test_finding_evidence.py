@@ -151,7 +151,7 @@ PENDING_WHEN_EVIDENCE_BECAME_REQUIRED = {
 
 
 def test_every_shipped_finding_has_its_evidence_or_is_a_listed_old_one():
-    from lawbench.core.claims.findings import finding_problems, load_pending
+    from lawbench.core.run.findings import finding_problems, load_pending
     from lawbench.core.claims.loading import load_all
     from lawbench.core.hardware.profiles import plugin_profiles
     from lawbench.core.laws.registry import get_registry

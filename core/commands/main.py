@@ -43,7 +43,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     summary = (f"{len(reg.laws)} laws, {len(profiles)} profiles, {len(anchors.anchors)} anchors "
                f"({active} active), {len(cat.model)} real + {len(cat.synthetic)} synthetic models; "
                f"{coverage.summary()}; {len(stakes)} locked stake(s)")
-    from lawbench.core.claims.findings import finding_problems
+    from lawbench.core.run.findings import finding_problems
     from lawbench.core.commands.gate import acknowledged_problems
     from lawbench.core.run.plan import window_problems
 

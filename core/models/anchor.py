@@ -179,7 +179,7 @@ class Anchor(Strict):
     # is reported and recorded but does not fail the build; a PASS does (the finding has closed).
     finding: Optional[str] = None
     # A measured anchor's finding names its evidence: a committed run record under results/ whose
-    # verdict for this anchor is a measured FAIL (`lawbench check` reads it: core/claims/findings.py).
+    # verdict for this anchor is a measured FAIL (`lawbench check` reads it: core/run/findings.py).
     # A prediction's evidence is the law's own number, which check computes.
     finding_evidence: Optional[str] = None
     # Where the band comes from (docs/bands.md): a "published" ± or interval, the source's
