@@ -55,8 +55,11 @@ def load_pending(path: Any = None) -> dict[str, PendingFinding]:
 def evidence_file(evidence: str, anchor_file: str) -> Optional[Path]:
     """``results/…`` as committed beside the anchor: in the repository holding the anchor file (a
     checkout, an editable install), else in the current folder's (a checkout whose lawbench is
-    installed). None when neither holds it."""
-    starts = [Path(anchor_file).resolve().parent, Path.cwd().resolve()]
+    installed), else in lawbench's own (a plugin installed beside an editable lawbench, as its
+    example Law 2 is). None when none holds it."""
+    from importlib.resources import files
+
+    starts = [Path(anchor_file).resolve().parent, Path.cwd().resolve(), Path(str(files("lawbench.anchors"))).resolve()]
     for start in starts:
         for folder in (start, *start.parents):
             if (folder / evidence).is_file():
