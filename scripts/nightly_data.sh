@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# A runner job's read-only copy of the data branch `lawbench-history` (what each profile is judged
-# against), and what the fetch proved, for scripts/nightly_runner.sh to pass on.
+# A copy of the data branch `lawbench-history`, and what the fetch proved: a runner job's read-only
+# copy (what each profile is judged against; scripts/nightly_runner.sh passes the proof on), and
+# the collect job's checkout that it files tonight's records into (it stops on a failed fetch,
+# rather than starting the branch afresh and rebuilding the history from tonight alone).
 #
 #   scripts/nightly_data.sh REPO DATA        (GH_TOKEN in the environment: contents: read)
 #
@@ -9,8 +11,9 @@
 #
 # Beside DATA goes DATA.fetch, one line, written by this script after the fetch, outside the
 # checkout so nothing on the branch can supply it:
-#   fetched <commit>   the branch was fetched and checked out
+#   fetched <commit>   the branch was fetched and checked out (as local branch lawbench-history)
 #   no-branch          the remote answered and has no lawbench-history branch: nothing filed yet
+#                      (DATA is an empty orphan branch lawbench-history)
 #   failed <why>       the remote could not be asked or the branch could not be fetched
 # Only the first two prove anything: a profile with no runs/<profile>/ after them has its first
 # night (`lawbench run --first-night`); after a failure its baseline cannot be read, and the gate
@@ -35,6 +38,7 @@ said() { echo "$1" > "$state"; echo "nightly_data: $1"; }
 err=$(git ls-remote --exit-code origin refs/heads/lawbench-history 2>&1 >/dev/null)
 rc=$?
 if [ $rc -eq 2 ]; then
+  git checkout -q --orphan lawbench-history  # the collect job's first commit starts the branch here
   said "no-branch"
   exit 0
 fi
@@ -42,7 +46,7 @@ if [ $rc -ne 0 ]; then
   said "failed cannot ask $remote for lawbench-history (git ls-remote exit $rc: $(echo "$err" | tr -s '\n' ' ' | cut -c1-200))"
   exit 0
 fi
-if ! err=$(git fetch -q --depth=1 origin lawbench-history 2>&1) || ! git checkout -q FETCH_HEAD 2>/dev/null; then
+if ! err=$(git fetch -q --depth=1 origin lawbench-history 2>&1) || ! git checkout -q -b lawbench-history FETCH_HEAD 2>/dev/null; then
   said "failed cannot fetch lawbench-history from $remote ($(echo "$err" | tr -s '\n' ' ' | cut -c1-200))"
   exit 0
 fi

@@ -223,3 +223,36 @@ def test_both_runner_jobs_fetch_the_data_branch_through_the_script_that_says_wha
         [verify] = [i for i, r in enumerate(runs) if "scripts/nightly_runner.sh" in r]
         assert fetch < verify and runs[fetch].strip() == 'bash scripts/nightly_data.sh "$REPO" data'
         assert ' "$PLAN" data ' in runs[verify]
+
+
+def _collect_data_step(tmp_path: Path, remote: str) -> subprocess.CompletedProcess:
+    """collect.yml's data-branch step, its own text, run as the workflow runs it."""
+    import yaml
+
+    collect = yaml.safe_load((ROOT / ".github" / "workflows" / "collect.yml").read_text())
+    [step] = [s for s in collect["jobs"]["collect"]["steps"] if "nightly_data.sh" in s.get("run", "")]
+    shutil.rmtree(tmp_path / "data", ignore_errors=True)
+    if not (tmp_path / "scripts").exists():
+        (tmp_path / "scripts").symlink_to(ROOT / "scripts")
+    return subprocess.run(["bash", "-e", "-c", step["run"]], cwd=tmp_path, env=dict(_env(tmp_path), REPO=remote),
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_the_collect_job_stops_on_a_failed_fetch_instead_of_starting_the_branch_afresh(tmp_path):
+    """collect.yml took any fetch error for "no branch yet" too: it started an orphan branch and
+    rebuilt the history and the report from tonight's records alone. Now it stops, red."""
+    done = _collect_data_step(tmp_path, str(tmp_path / "no-such-remote.git"))
+    assert done.returncode == 1 and "::error::the data branch could not be fetched: failed" in done.stdout
+    origin = tmp_path / "origin.git"
+    _git(tmp_path, "init", "-q", "--bare", str(origin))
+    done = _collect_data_step(tmp_path, str(origin))  # nothing filed yet: the branch starts here
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert _git(tmp_path / "data", "symbolic-ref", "HEAD").strip() == "refs/heads/lawbench-history"
+    (tmp_path / "data" / "runs").mkdir()
+    (tmp_path / "data" / "runs" / "a.json").write_text("{}")
+    _git(tmp_path / "data", "add", "runs")
+    _git(tmp_path / "data", "commit", "-q", "-m", "night 1")
+    _git(tmp_path / "data", "push", "-q", "origin", "lawbench-history")
+    done = _collect_data_step(tmp_path, str(origin))  # the next hour: the branch, checked out to file into
+    assert done.returncode == 0 and (tmp_path / "data" / "runs" / "a.json").is_file(), done.stdout + done.stderr
+    assert _git(tmp_path / "data", "symbolic-ref", "HEAD").strip() == "refs/heads/lawbench-history"
