@@ -256,3 +256,22 @@ def test_the_collect_job_stops_on_a_failed_fetch_instead_of_starting_the_branch_
     done = _collect_data_step(tmp_path, str(origin))  # the next hour: the branch, checked out to file into
     assert done.returncode == 0 and (tmp_path / "data" / "runs" / "a.json").is_file(), done.stdout + done.stderr
     assert _git(tmp_path / "data", "symbolic-ref", "HEAD").strip() == "refs/heads/lawbench-history"
+
+
+def test_a_gate_that_fails_is_cannot_judge_and_its_record_still_validates():
+    """The gate's own failure (here: a history that cannot be queried) is a blind night too: red,
+    said, and a record the checks accept; nobody can acknowledge it away."""
+    from pydantic import ValidationError
+
+    from lawbench.core.history.gate_inputs import GateSetup
+    from lawbench.core.models.gate import Acknowledgement
+    from lawbench.core.record.checks import check_record
+    from lawbench.core.record.reports import RunRecord
+
+    rec = RunRecord.new("cpu", profile_matches=True, strict=True, started="2026-12-05T02:17:00+00:00")
+    rec.finish([], gate=GateSetup(history=object(), acks=None).judge)
+    assert (rec.gate.verdict, rec.gate.baseline_state, rec.exit_code) == ("red", "cannot-judge", 1)
+    assert rec.gate.news[0].why.startswith("cannot judge: the gate failed: AttributeError")
+    check_record(rec, "in memory")
+    with pytest.raises(ValidationError, match="'cannot-judge' cannot be acknowledged"):
+        Acknowledgement(anchor="a", kind="cannot-judge", why="w", claim="c", accepted_by="x", until="2099-01-01")

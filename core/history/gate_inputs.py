@@ -101,7 +101,8 @@ class GateSetup:
             why = " ".join(f"{type(exc).__name__}: {exc}".split())
             return GateVerdict(verdict="red", profile=record.profile, fingerprint=machine_fingerprint(record.machine),
                                engine=_ek(record.engine), alpha=DRIFT_ALPHA, baseline_state="cannot-judge",
-                               news=[GateNews(anchor_id="(gate)", kind="error", why=f"the gate could not judge: {why}")])
+                               news=[GateNews(anchor_id="(gate)", kind="cannot-judge",
+                                              why=f"cannot judge: the gate failed: {why}")])
         if self.blind is not None:  # every anchor is shown as new, and the night is red for what was not seen
             blind = GateNews(anchor_id="(gate)", kind="cannot-judge", why=f"cannot judge: {self.blind}")
             return verdict.model_copy(update={"verdict": "red", "baseline_state": "cannot-judge", "new_baseline": None,
