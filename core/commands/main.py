@@ -49,7 +49,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     ack_warnings: list[str] = []  # a date only warns: it never stops a run (issue 30, item 1)
     rotations: list[str] = []  # a weekly larger than its window rotates in slices (issue 30, item 8)
-    problems = [*problems, *window_problems(profiles, anchors, notes=rotations), *finding_problems(anchors, reg, profiles),
+    problems = [*problems, *window_problems(profiles, anchors, notes=rotations),
+                *finding_problems(anchors, reg, profiles),
                 *acknowledged_problems(anchors, profiles, warnings=ack_warnings)]
     for warning in ack_warnings:
         print(f"lawbench: warning: {warning}", file=sys.stderr)
