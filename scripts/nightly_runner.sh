@@ -5,8 +5,11 @@
 #   scripts/nightly_runner.sh PLAN DATA OUT [RUN ARGS…]
 #
 # PLAN  "profile:cadence:deadline-minutes …": the job's `plan` from `lawbench profiles runners`
-# DATA  a read-only checkout of the data branch `lawbench-history` (empty on the first night);
-#       runs/<profile>/ is what each profile is judged against (`--gate baseline`)
+# DATA  a read-only checkout of the data branch `lawbench-history` (scripts/nightly_data.sh);
+#       runs/<profile>/ is what each profile is judged against (`--gate baseline`). DATA.fetch
+#       says what the fetch proved: only after "fetched" or "no-branch" is a profile without
+#       runs/<profile>/ on its first night (`--first-night`); otherwise (a failed fetch, no
+#       DATA.fetch) its baseline cannot be read and the gate says "cannot judge" (red)
 # OUT   each profile's outputs go to OUT/<profile>/: run.json, junit.xml, report.html, bundle.json
 # RUN ARGS  passed to every `lawbench run` (tests use -k and --llama-dir)
 #
@@ -27,11 +30,16 @@
 # collect files it — as interrupted, which the gate never takes as a baseline. No later profile runs.
 set -uo pipefail
 if [ $# -lt 3 ]; then echo "usage: $0 PLAN DATA OUT [RUN ARGS…]" >&2; exit 2; fi
-plan=$1 data=$2 out=$3
+plan=$1 data=${2%/} out=$3
 shift 3
 nox=${NOX:-nox}
 worst=0
 stopped=""
+fetch=$(head -n1 "$data.fetch" 2>/dev/null | cut -c1-300)
+case ${fetch%% *} in
+  fetched|no-branch) proven=yes ;;
+  *) proven=""; echo "nightly_runner: the data branch was not fetched (${fetch:-no $data.fetch}): a profile without runs there cannot be judged tonight" >&2 ;;
+esac
 trap 'stopped=SIGTERM' TERM
 trap 'stopped=SIGINT' INT
 bind() {
@@ -57,13 +65,14 @@ for entry in $plan; do
     continue
   fi
   base="$data/runs/$profile"
-  if [ ! -d "$base" ]; then
-    base=$(mktemp -d)  # no history of this profile yet: tonight starts its baseline
-    echo "nightly_runner: $profile has no run records on the data branch yet: tonight starts its baseline"
+  first=()
+  if [ ! -e "$base" ] && [ -n "$proven" ]; then
+    first=(--first-night)  # the fetch proved it: no run of this profile was ever filed
+    echo "nightly_runner: $profile has no runs/$profile/ on the data branch ($fetch): its first night"
   fi
   echo "::group::$profile ($cadence, deadline $deadline min)"
   "$nox" -s anchors -- --profile "$profile" --strict --cadence "$cadence" --gate baseline --baseline "$base" \
-    --deadline "$deadline" --out "$out/$profile" --contribute "$out/$profile/bundle.json" "$@"
+    ${first[@]+"${first[@]}"} --deadline "$deadline" --out "$out/$profile" --contribute "$out/$profile/bundle.json" "$@"
   rc=$?
   bind "$out/$profile" "$profile"
   echo "::endgroup::"

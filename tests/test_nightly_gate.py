@@ -41,6 +41,8 @@ class Nights:
     def __init__(self, tmp: Path, llama_bin: Path):
         self.tmp = tmp
         (tmp / "scripts").symlink_to(ROOT / "scripts")  # the steps run in the checkout's root
+        # scripts/nightly_data.sh's word for data/, which the collect step below fills night by night
+        (tmp / "data.fetch").write_text("fetched (the collect step's own folder in this test)\n")
         self.wrapper = make_wrapper(tmp / "llama", llama_bin)
         nox = tmp / "nox"
         nox.write_text("#!/bin/bash\n# stand-in for `nox -s anchors -- ARGS`: the session's own two commands\n"

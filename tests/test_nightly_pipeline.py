@@ -49,6 +49,7 @@ def test_a_box_runs_its_profiles_one_after_the_other_and_one_failure_stops_nothi
     nox.write_text("#!/bin/bash\n" f'"{BIN}/lawbench" check && exec "{BIN}/lawbench" run "${{@:4}}"\n')
     nox.chmod(0o755)
     env = dict(_env(tmp_path), NOX=str(nox), LAWBENCH_GPU_DETECT="none")
+    (tmp_path / "data.fetch").write_text("no-branch\n")  # scripts/nightly_data.sh's word: nothing filed yet
     done = subprocess.run(["bash", "scripts/nightly_runner.sh", "cpu-ddr4:nightly:60 gtx1060:nightly:150 bad:entry",
                            "data", "out", "-k", "law4.l33"], cwd=tmp_path, env=env, capture_output=True, text=True,
                           timeout=900)
@@ -160,6 +161,7 @@ def test_a_night_files_the_bound_records_and_quarantines_a_forged_contribution_a
     job = tmp_path / "job"
     job.mkdir()
     (job / "scripts").symlink_to(ROOT / "scripts")
+    (job / "data.fetch").write_text("no-branch\n")  # scripts/nightly_data.sh's word: nothing filed yet
     done = subprocess.run(["bash", "scripts/nightly_runner.sh", "cpu:quick:30", "data", "lawbench-out", "-k",
                            "prediction"], cwd=job, env=runner_env, capture_output=True, text=True, timeout=900)
     out = job / "lawbench-out"

@@ -99,9 +99,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def _proposals(record: Any) -> list[tuple[str, str, str, Any, Any]]:
     """(anchor id, why, news kind, value, counts) for every red the record's night would need
     accepted: an acknowledgement names what was seen, not only the anchor."""
+    from lawbench.core.models.gate import UNACKNOWLEDGEABLE
+
     if record.gate is not None:
         return [(n.anchor_id, f"{n.kind}: {n.why}", n.kind, n.measured, n.counts) for n in record.gate.news
-                if n.red and n.anchor_id != "(gate)" and n.kind != "acknowledgement-expired"]
+                if n.red and n.anchor_id != "(gate)" and n.kind not in UNACKNOWLEDGEABLE]
     return [(r.anchor_id, f"{r.verdict.value}: {r.reason}", "error" if r.verdict.value == "ERROR" else "turned",
              r.measured, None) for r in record.results if r.blocking]
 

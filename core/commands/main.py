@@ -46,12 +46,14 @@ def cmd_check(args: argparse.Namespace) -> int:
     summary = (f"{len(reg.laws)} laws, {len(profiles)} profiles, {len(anchors.anchors)} anchors "
                f"({active} active), {len(cat.model)} real + {len(cat.synthetic)} synthetic models; "
                f"{coverage.summary()}; {len(stakes)} locked stake(s)")
+    from lawbench.core.run.findings import finding_problems
     from lawbench.core.commands.gate import acknowledged_problems
     from lawbench.core.run.plan import window_problems
 
     ack_warnings: list[str] = []  # a date only warns: it never stops a run (issue 30, item 1)
     rotations: list[str] = []  # a weekly larger than its window rotates in slices (issue 30, item 8)
     problems = [*problems, *window_problems(profiles, anchors, notes=rotations),
+                *finding_problems(anchors, reg, profiles),
                 *acknowledged_problems(anchors, profiles, warnings=ack_warnings)]
     for warning in ack_warnings:
         print(f"lawbench: warning: {warning}", file=sys.stderr)

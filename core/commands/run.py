@@ -47,7 +47,12 @@ def add_run_parser(sub: Any) -> argparse.ArgumentParser:
                           "in the record either way)")
     run.add_argument("--baseline", default=None, metavar="HISTORY",
                      help="with --gate baseline: the history to judge against (history.sqlite, or a folder of run "
-                          "records such as the data branch's runs/<profile>)")
+                          "records such as the data branch's runs/<profile>); one that is missing, unreadable, "
+                          "empty, entirely refused or another profile's makes the night red: cannot judge")
+    run.add_argument("--first-night", action="store_true",
+                     help="with --gate baseline: declare this profile's first night (no run of it exists yet: the "
+                          "nightly says so only when the data branch was fetched and holds no runs/<profile>/); "
+                          "a --baseline given with it must not exist")
     run.add_argument("--acknowledged", default=None, metavar="FILE",
                      help="with --gate baseline: the reviewed standing reds (default: "
                           "hardware_profiles/acknowledged/<profile>.toml)")
@@ -90,12 +95,13 @@ def _run(args: argparse.Namespace, report_problems: Callable[[Any], None]) -> in
     cadence = args.cadence or ("full" if args.k or args.law else None)
     ctx = RunContext(args.profile, laws=tuple(args.law or ()), strict=args.strict, llama_dir=args.llama_dir,
                      cadence=cadence, deadline_min=args.deadline, weekly_slice=args.weekly_slice)
-    if args.gate != "baseline" and (args.baseline or args.acknowledged):
+    if args.gate != "baseline" and (args.baseline or args.acknowledged or args.first_night):
         from lawbench.core.errors import UsageError
-        raise UsageError("--baseline and --acknowledged judge a night against its history: give --gate baseline too")
+        raise UsageError("--baseline, --first-night and --acknowledged judge a night against its history: "
+                         "give --gate baseline too")
     if args.gate == "baseline":  # opened and validated before anything runs
-        from lawbench.core.history.gate import gate_setup
-        ctx.gate = gate_setup(ctx.policy.profile.id, args.baseline, args.acknowledged,
+        from lawbench.core.history.gate_inputs import gate_setup
+        ctx.gate = gate_setup(ctx.policy.profile.id, args.baseline, args.acknowledged, first_night=args.first_night,
                               weekly=ctx.weekly_anchors() if ctx.cadence in ("quick", "nightly") else [])
     report_problems(ctx.registry)  # found while the context was built (a plugin's bad profile)
     files = ctx.files()

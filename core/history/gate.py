@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import datetime as dt
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
@@ -343,66 +343,5 @@ def load_acknowledged(profile: str, path: Optional[str] = None) -> Optional[Ackn
     return ack
 
 
-def open_baseline(path: str) -> Any:
-    """A history to judge against: a history.sqlite file, or a folder of run records (the data
-    branch's runs/<profile>/), imported into a temporary history; a refused file is named on
-    stderr and left out, the others still count.
-
-    :raises UsageError: the path is neither.
-    """
-    import sys
-
-    from lawbench.core.errors import UsageError
-    from lawbench.core.history.store import History
-    from lawbench.core.history.imports import import_paths
-
-    p = Path(path)
-    if p.is_file():
-        return History(p, create=False)
-    if not p.is_dir():
-        raise UsageError(f"--baseline {path}: no such history file or folder of run records; give the "
-                         "history.sqlite or the data branch's runs/<profile> folder (an empty folder starts a baseline)")
-    tmp = Path(tempfile.mkdtemp(prefix="lawbench-baseline-"))
-    history = History(tmp / "history.sqlite")
-    for outcome in import_paths(history, [str(p)], bound_only=True):  # issue 32: no unbound night counts
-        if outcome.status == "refused":
-            print(f"lawbench: warning: baseline: {outcome.message} (left out)", file=sys.stderr)
-    return history
-
-
 def today() -> dt.date:
     return dt.datetime.now(dt.timezone.utc).date()
-
-
-@dataclass
-class GateSetup:
-    """What `lawbench run --gate baseline` judges with: the history and the acknowledgements,
-    both opened and validated before anything runs (a bad file is exit 2, never a lost night)."""
-
-    history: Any
-    acks: Optional[AcknowledgedFile]
-    weekly: list[str] = field(default_factory=list)  # what tonight's cadence left for the weekly run
-
-    def judge(self, record: Any) -> GateVerdict:
-        try:
-            return judge(record, self.history, self.acks, not_reached=tuple(record.not_reached)).model_copy(
-                update={"weekly": list(self.weekly)})
-        except Exception as exc:  # the record must still be written: a gate that cannot judge is red
-            from lawbench.core.history.run_keys import engine_key as _ek
-
-            why = " ".join(f"{type(exc).__name__}: {exc}".split())
-            return GateVerdict(verdict="red", profile=record.profile, fingerprint=machine_fingerprint(record.machine),
-                               engine=_ek(record.engine), alpha=DRIFT_ALPHA,
-                               news=[GateNews(anchor_id="(gate)", kind="error", why=f"the gate could not judge: {why}")])
-
-
-def gate_setup(profile: str, baseline: Optional[str], acknowledged: Optional[str],
-               weekly: Optional[list[str]] = None) -> GateSetup:
-    """`--gate baseline`'s inputs, refused in one line when missing or malformed (exit 2)."""
-    from lawbench.core.errors import UsageError
-
-    if not baseline:
-        raise UsageError("--gate baseline needs --baseline HISTORY: the history.sqlite or folder of run records "
-                         "to judge against (an empty folder starts the baseline)")
-    return GateSetup(history=open_baseline(baseline), acks=load_acknowledged(profile, acknowledged),
-                     weekly=list(weekly or []))

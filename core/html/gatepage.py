@@ -18,7 +18,8 @@ def gate_section(record: Any) -> Markup:
         colour = "#b00020" if g.verdict == "red" else "#1b7f3b"
         parts.append(tag("p", tag("strong", esc(gate_headline(record))), style=f"color:{colour}"))
         if g.new_baseline:
-            parts.append(tag("p", f"New baseline: {g.new_baseline}"))
+            head = "First night" if g.baseline_state == "first-night" else "New baseline"
+            parts.append(tag("p", f"{head}: {g.new_baseline}"))
         shown = sorted((n for n in g.news if n.kind != "not-run"),
                        key=lambda n: (not n.red, n.acknowledged_until is None, n.kind not in RATE_NEWS, n.anchor_id))
         if shown:

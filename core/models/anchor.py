@@ -178,6 +178,10 @@ class Anchor(Strict):
     # An open finding: the law does not reproduce this published number, and we say so. Its FAIL
     # is reported and recorded but does not fail the build; a PASS does (the finding has closed).
     finding: Optional[str] = None
+    # A measured anchor's finding names its evidence: a committed run record under results/ whose
+    # verdict for this anchor is a measured FAIL (`lawbench check` reads it: core/run/findings.py).
+    # A prediction's evidence is the law's own number, which check computes.
+    finding_evidence: Optional[str] = None
     # Where the band comes from (docs/bands.md): a "published" ± or interval, the source's
     # "reproduction" figure for such a number on that box, or the "law"'s accuracy.
     band_basis: Optional[Literal["published", "reproduction", "law"]] = None
@@ -209,6 +213,11 @@ class Anchor(Strict):
         if self.expect and (self.kind not in ("measurement", "agreement", "ratio") or self.finding):
             raise ValueError("expect: only a measured anchor (measurement, agreement, ratio) without a finding "
                              "can expect a VOID")
+        if self.finding_evidence is not None and not self.finding:
+            raise ValueError("finding_evidence: only an anchor with an open `finding` names its evidence")
+        if self.finding_evidence is not None and self.kind == "prediction":
+            raise ValueError("finding_evidence: a prediction's evidence is the law's own number, which "
+                             "`lawbench check` computes: remove finding_evidence")
         if self.kind in ("prediction", "measurement", "ratio") and self.value is None \
                 and (self.band is None or self.band.lo is None and self.band.hi is None):
             raise ValueError(f"value: a {self.kind} anchor needs a value (or a [lo, hi] band)")

@@ -13,14 +13,16 @@ from lawbench.core.models.base import Id, Strict
 # drift step, an open finding closed, a new anchor not green, an anchor the night did not reach.
 RED_NEWS = ("turned", "void-twice", "error", "lost-label", "drift", "finding-closed", "new-not-green",
             "not-reached", "acknowledgement-expired", "finding-moved", "finding-unmeasured", "finding-added",
-            "finding-removed", "slower")
+            "finding-removed", "slower", "cannot-judge")
+# Red news no entry can accept: a date ran out, or the night had nothing it could be judged against.
+UNACKNOWLEDGEABLE = ("acknowledgement-expired", "cannot-judge")
 # Said, never red: a first VOID after PASS (red if the next night is VOID too), a recovery, a rate
 # series that got faster (issue 31).
 NOTE_NEWS = ("void-once", "recovered", "not-run", "faster")
 # One tuple per meaning, the Literal built from them: a new kind is one word added to each.
 NewsKind = Literal["turned", "void-twice", "error", "lost-label", "drift", "finding-closed", "new-not-green",
                    "not-reached", "acknowledgement-expired", "finding-moved", "finding-unmeasured", "finding-added",
-                   "finding-removed", "slower", "void-once", "recovered", "not-run", "faster"]
+                   "finding-removed", "slower", "cannot-judge", "void-once", "recovered", "not-run", "faster"]
 
 
 class GateNews(Strict):
@@ -55,6 +57,11 @@ class GateVerdict(Strict):
     baseline_run_id: Optional[str] = None  # the newest accepted night it was judged against
     baseline_runs: int = 0  # accepted nights of the same profile, machine and engine build
     new_baseline: Optional[str] = None  # why tonight starts a new baseline (None: it continues one)
+    # What the night was judged against (issue 30, item 6): "judged" (its baseline was read),
+    # "first-night" (declared: the data branch, fetched, holds no runs of this profile) or
+    # "cannot-judge" (a baseline missing, unreadable, empty, entirely refused or another profile's:
+    # red, with a "cannot-judge" news saying why; never taken for a first night)
+    baseline_state: Literal["judged", "first-night", "cannot-judge"] = "judged"
     alpha: float  # the drift test's false-alarm level per series and night
     news: list[GateNews] = Field(default_factory=list)
     acknowledged: list[str] = Field(default_factory=list)  # anchors whose red news a person accepted
@@ -87,9 +94,9 @@ class Acknowledgement(Strict):
     @field_validator("kind")
     @classmethod
     def _red_kind(cls, v: str) -> str:
-        if v not in RED_NEWS or v == "acknowledgement-expired":
+        if v not in RED_NEWS or v in UNACKNOWLEDGEABLE:
             raise ValueError(f"{v!r} cannot be acknowledged; one of: "
-                             f"{', '.join(k for k in RED_NEWS if k != 'acknowledgement-expired')}")
+                             f"{', '.join(k for k in RED_NEWS if k not in UNACKNOWLEDGEABLE)}")
         return v
 
     @field_validator("why", "accepted_by")

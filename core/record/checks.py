@@ -124,6 +124,12 @@ def check_gate(record: RunRecord) -> None:
         why = f"its red news on {', '.join(red[:3])}" if red else "no red news"
         raise _Bad("verdict", f"gate verdict {gate.verdict} but {why} makes it {derived}: a gate's verdict "
                    "is re-derived from its news, never taken as given")
+    blind = any(n.kind == "cannot-judge" for n in gate.news)
+    if blind != (gate.baseline_state == "cannot-judge"):
+        raise _Bad("baseline_state", f"baseline_state {gate.baseline_state} but the gate has "
+                   f"{'a' if blind else 'no'} cannot-judge news: a blind night is red and says why, never green")
+    if gate.baseline_state == "first-night" and gate.baseline_runs:
+        raise _Bad("baseline_state", f"a first night judged against {gate.baseline_runs} accepted night(s)")
     told = {n.anchor_id for n in gate.news}
     for r in record.results:
         if is_retired(r) or (r.verdict is Verdict.SKIP and not r.blocking) or r.anchor_id in told:

@@ -15,6 +15,9 @@ def gate_headline(record: Any) -> str:
     if g is None:
         return ""
     red = g.red_news
+    if g.baseline_state == "cannot-judge":
+        blind = next((n.why for n in red if n.kind == "cannot-judge"), "cannot judge")
+        return f"gate {g.verdict.upper()} on {g.profile}: {blind}"
     against = (f"{g.baseline_runs} accepted night(s), newest {g.baseline_run_id[:12]}" if g.baseline_run_id
                else "no accepted night")
     what = f"{len(red)} red" if red else "nothing turned"
@@ -33,8 +36,14 @@ def gate_markdown(record: Any) -> str:
     if g is not None:
         lines += [f"### {'🔴' if g.verdict == 'red' else '🟢'} {md(gate_headline(record))}", "",
                   f"machine {code(g.fingerprint)} · engine {code(g.engine)} · drift α = {g.alpha:g} per series and night", ""]
+        if g.baseline_state == "cannot-judge":
+            lines += ["**Cannot judge:** nothing tonight measured was compared with an accepted night. Every "
+                      "absolute verdict is in the record (below, as new); this night is never accepted as a "
+                      "baseline. Make the baseline readable (the data branch's fetch, the runs/<profile>/ folder) "
+                      "and the next night is judged again.", ""]
         if g.new_baseline:
-            lines += [f"**New baseline:** {md(g.new_baseline)}", ""]
+            head = "First night" if g.baseline_state == "first-night" else "New baseline"
+            lines += [f"**{head}:** {md(g.new_baseline)}", ""]
         shown = [n for n in g.news if n.kind != "not-run"]
         if shown:
             lines += ["| gate | anchor | news | before | tonight | why |", "|---|---|---|---|---|---|"]

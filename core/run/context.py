@@ -51,7 +51,7 @@ class RunContext:
         self.rotation, self.weekly_slice = weekly_rotation(self.cadence, profile, self.profiles, self.anchor_set,
                                                           weekly_slice)
         self.llama_dir = llama_dir
-        self.gate = gate  # lawbench.core.history.gate.GateSetup for `--gate baseline`; None: absolute
+        self.gate = gate  # lawbench.core.history.gate_inputs.GateSetup for `--gate baseline`; None: absolute
         # --deadline: from now, the run stops taking anchors whose worst case no longer fits
         self.deadline = None if deadline_min is None else time.monotonic() + 60 * deadline_min
 
