@@ -87,3 +87,26 @@ def test_the_command_prints_its_table_and_refuses_too_short_a_history(tmp_path):
                           "--baseline", str(tmp_path / "h.sqlite"), "--sizes", "ten"],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 2 and "--sizes" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_a_developer_run_says_slower_since_the_last_run_from_the_local_history(tmp_path):
+    """The quick run's note, from a real history: the last comparable run is found by the gate's own
+    baseline_of, and a rate whose interval lies below the last run's is said slower (never failed)."""
+    from lawbench.core.history.gate import baseline_of
+    from lawbench.core.history.rates import since_last_run
+
+    def run(day, q4):
+        rates = [RateSample(series=Q4, engine="b1", values=[q4] * 3, measured=q4, interval=(q4 * 0.98, q4 * 1.02)),
+                 RateSample(series=Q8, engine="b1", values=[30.0] * 3, measured=30.0, interval=(29.4, 30.6))]
+        r = Result(anchor_id="x", law="x", kind="measurement", profile="p", verdict=Verdict.FAIL, rates=rates)
+        return RunRecord.new("p", profile_matches=True, strict=False, cadence="quick", machine=MACHINE,
+                             engine=ENGINE, started=f"2026-11-{day:02d}T09:00:00+00:00").finish([r])
+
+    with History(tmp_path / "h.sqlite") as h:
+        first = run(1, 50.0)
+        h.append(first)
+        second = run(2, 40.0)  # Q4_0 20 % slower, Q8_0 as it was
+        lines = since_last_run(second, baseline_of(second, h).nights[-1])
+    assert len(lines) == 1 and lines[0].startswith(f"slower since your last run ({first.run_id[:12]})")
+    assert "Q4_0" in lines[0] and "-20.0%" in lines[0]
+    assert since_last_run(run(3, 50.5), first) == []  # within both intervals: nothing said
