@@ -189,6 +189,8 @@ def build_parser(registry: Any = None) -> argparse.ArgumentParser:
     add_record_parser(sub)
     from lawbench.core.commands.gate import add_gate_parsers
     add_gate_parsers(sub)  # plan, baseline propose (the nightly gate: core/history/gate.py)
+    from lawbench.core.commands.gate_prove import add_gate_prove_parser
+    add_gate_prove_parser(sub)  # gate prove (core/history/prove.py)
     groups = {"census": add_census_parser(sub)}  # laws' "census <action>" commands join it below
     # Commands the laws bring (lawbench_commands): core names none of them.
     for name, command in sorted((registry.commands if registry is not None else {}).items()):

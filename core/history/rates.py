@@ -157,3 +157,20 @@ def rate_news(record: Any, accepted_records: Sequence[Any], alpha: float = ALPHA
                              after=f"{tonight[n.series].measured:.4g}", why=n.line(), size=n.size,
                              size_interval=n.interval))
     return news, unanalysed
+
+
+def since_last_run(record: Any, last: Any) -> list[str]:
+    """A developer's run against their previous run of the same set-up (issue 31: "slower since
+    your last run"), one line per series whose 95 % interval tonight lies wholly below (slower) or
+    above (faster) the last run's: said, never failed — the absolute gate stays the law's."""
+    now, before = night_readings(record), night_readings(last)
+    lines = []
+    for key, r in sorted(now.items()):
+        b = before.get(key)
+        if b is None or r.interval is None or b.interval is None or r.engine != b.engine or b.measured <= 0:
+            continue
+        if r.interval[1] < b.interval[0] or r.interval[0] > b.interval[1]:
+            word = "slower" if r.measured < b.measured else "faster"
+            lines.append(f"{word} since your last run ({last.run_id[:12]}): {key}: {r.measured:.4g} against "
+                         f"{b.measured:.4g} ({r.measured / b.measured - 1:+.1%})")
+    return lines

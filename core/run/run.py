@@ -163,6 +163,7 @@ class Run:
             if self.keep_history:
                 try:
                     with History(self.out / "history.sqlite") as history:
+                        self._said_since_last_run(record, history)
                         history.append(record)
                 except (LawbenchError, OSError, sqlite3.Error) as exc:
                     failed.append(f"cannot append run {record.run_id} to the history: {exc}")
@@ -179,6 +180,18 @@ class Run:
         for problem in failed:
             self.output_error(problem)
         self._run_finished_hooks(record)
+
+    def _said_since_last_run(self, record: RunRecord, history: Any) -> None:
+        """An absolute run (a developer's) says which rates moved since the previous run of the same
+        profile, machine and engine in its local history; the nightly gate judges rates itself."""
+        if record.gate is not None or self.mode != "run":
+            return
+        from lawbench.core.history.gate import baseline_of
+        from lawbench.core.history.rates import since_last_run
+
+        nights = baseline_of(record, history).nights
+        for line in since_last_run(record, nights[-1]) if nights else []:
+            print(f"lawbench: note: {line}", flush=True)
 
     def output_error(self, problem: str) -> None:
         """An output that could not be written: said on stderr with where the record is, and the
