@@ -13,14 +13,14 @@ from lawbench.core.models.base import Id, Strict
 # drift step, an open finding closed, a new anchor not green, an anchor the night did not reach.
 RED_NEWS = ("turned", "void-twice", "error", "lost-label", "drift", "finding-closed", "new-not-green",
             "not-reached", "acknowledgement-expired", "finding-moved", "finding-unmeasured", "finding-added",
-            "finding-removed", "slower")
+            "finding-removed", "slower", "upgrade-unmeasured")
 # Said, never red: a first VOID after PASS (red if the next night is VOID too), a recovery, a rate
 # series that got faster (issue 31).
 NOTE_NEWS = ("void-once", "recovered", "not-run", "faster")
 # One tuple per meaning, the Literal built from them: a new kind is one word added to each.
 NewsKind = Literal["turned", "void-twice", "error", "lost-label", "drift", "finding-closed", "new-not-green",
                    "not-reached", "acknowledgement-expired", "finding-moved", "finding-unmeasured", "finding-added",
-                   "finding-removed", "slower", "void-once", "recovered", "not-run", "faster"]
+                   "finding-removed", "slower", "upgrade-unmeasured", "void-once", "recovered", "not-run", "faster"]
 
 
 class GateNews(Strict):
