@@ -99,5 +99,30 @@ if [ "$(accepted)" -ge "$NIGHTS" ]; then
     rm -f "$WORK/trials/baseline-$i.sqlite"
   done
 fi
+# The in-night A/B's own rule on this machine ($LB_AB_TRIALS: factors): `lawbench ab` of the build
+# against itself behind the wrapper with the subject arm's format ($LB_AB_FORMAT) planted slower, gated
+# at 0.99 as an engine upgrade night gates (core/run/upgrade.py: up to 10 pairs, looks after 4, 7, 10).
+j=$(ls "$WORK" | grep -c '^ab-.*\.log$')
+set -- ${LB_AB_TRIALS:-}; shift "$j" 2>/dev/null || set --
+for f in "$@"; do
+  [ "$(date +%s)" -lt "$STOP_AT" ] || break
+  j=$((j + 1)); echo "{\"slow\": {\"${LB_AB_FORMAT:-Q4_0}\": $f}}" > "$W/planted.json"
+  t0=$(date +%s)
+  lawbench ab --profile "$PROFILE" -k "$SEL" --a "dir:$BIN" --b "dir:$W" --pairs 10 --gate-min-ratio 0.99 \
+    --confidence 0.99 --out "$WORK/ab-$j" > "$WORK/ab-$j.log" 2>&1
+  rc=$?
+  python3 -P - "ab-$j ${LB_AB_FORMAT:-Q4_0} x$f" "$rc" "$(( $(date +%s) - t0 ))" "$WORK/ab-$j/ab.json" <<'PY' | tee -a "$OUT/rates-summary.tsv"
+import json, sys
+label, rc, secs, path = sys.argv[1:5]
+try:
+    ab = json.load(open(path))
+except (OSError, ValueError) as exc:
+    print(f"{label}\trc={rc}\t{secs}s\tno record: {exc}"); sys.exit()
+for r in ab["results"]:
+    ci = r.get("interval") or [float("nan")] * 2
+    print("\t".join([label, f"rc={rc}", f"{secs}s", r["anchor_id"], r.get("test", ""), f"B/A {r.get('ratio') or float('nan'):.4f}",
+                     f"[{ci[0]:.4f}, {ci[1]:.4f}]", f"pairs={r.get('pairs')}", f"gate={r.get('gate')}"]))
+PY
+done
 echo "accepted nights: $(accepted); stopped at $(date -u +%H:%M:%S)"
-(cd "$WORK" && tar czf "$OUT/rates-bundle.tgz" --exclude=baseline.sqlite history trials)
+(cd "$WORK" && tar czf "$OUT/rates-bundle.tgz" --exclude=baseline.sqlite --exclude='*.gguf' history trials $(ls -d ab-* 2>/dev/null))
