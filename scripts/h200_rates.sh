@@ -49,12 +49,13 @@ from standin.planted_llama_bench import make_wrapper
 make_wrapper(Path(sys.argv[1]), Path(sys.argv[2]))
 PY
 
-# One night: planted.json, the run judged against BASELINE, one summary line from its record.
-night() {  # LABEL PLANTED-JSON BASELINE OUTDIR
+# One night: planted.json, the run judged against BASELINE (its record and history row go to OUTDIR),
+# one summary line from its record.
+night() {  # LABEL PLANTED-JSON BASELINE OUTDIR LOG
   echo "$2" > "$W/planted.json"
   local t0=$(date +%s)
   lawbench run --profile "$PROFILE" --strict -k "$SEL" --llama-dir "$W" --gate baseline \
-    --baseline "$3" --out "$4" > "$4.log" 2>&1
+    --baseline "$3" --out "$4" > "$5" 2>&1
   local rc=$?
   python3 -P - "$1" "$rc" "$(( $(date +%s) - t0 ))" "$4/run.json" <<'PY' | tee -a "$OUT/rates-summary.tsv"
 import json, sys
@@ -92,8 +93,8 @@ n=$(ls "$H" | grep -c '^night-.*\.log$')
 while [ "$(accepted)" -lt "$NIGHTS" ] && [ "$(date +%s)" -lt "$STOP_AT" ]; do
   n=$((n + 1)); base=$H/history.sqlite
   [ -f "$base" ] && cp "$base" "$WORK/baseline.sqlite" && base=$WORK/baseline.sqlite || { mkdir -p "$WORK/empty"; base=$WORK/empty; }
-  night "night-$n" '{}' "$base" "$H/night-$n"
-  cp "$H/night-$n/run.json" "$H/night-$n.json" 2>/dev/null
+  night "night-$n" '{}' "$base" "$H" "$H/night-$n.log"
+  cp "$H/run.json" "$H/night-$n.json" 2>/dev/null
 done
 if [ "$(accepted)" -ge "$NIGHTS" ]; then
   i=$(ls "$WORK/trials" | grep -c '\.log$')
@@ -101,7 +102,8 @@ if [ "$(accepted)" -ge "$NIGHTS" ]; then
   for f in "$@"; do
     [ "$(date +%s)" -lt "$STOP_AT" ] || break
     i=$((i + 1)); cp "$H/history.sqlite" "$WORK/trials/baseline-$i.sqlite"
-    night "trial-$i $FORMAT x$f" "{\"slow\": {\"$FORMAT\": $f}}" "$WORK/trials/baseline-$i.sqlite" "$WORK/trials/trial-$i"
+    night "trial-$i $FORMAT x$f" "{\"slow\": {\"$FORMAT\": $f}}" "$WORK/trials/baseline-$i.sqlite" \
+      "$WORK/trials/trial-$i" "$WORK/trials/trial-$i.log"
     rm -f "$WORK/trials/baseline-$i.sqlite"
   done
 fi
