@@ -7,7 +7,7 @@ import pytest
 
 from lawbench.core.history.gate import judge
 from lawbench.core.history.store import History
-from lawbench.core.history.upgrade import upgrade_news
+from lawbench.core.history.upgrade import news_id, upgrade_news
 from lawbench.core.models import Result, Verdict
 from lawbench.core.models.upgrade import EngineUpgrade, UpgradeSeries
 from lawbench.core.record.reports import RunRecord
@@ -57,14 +57,15 @@ def test_the_replaced_build_is_the_newest_accepted_nights_of_another_engine(tmp_
 def test_a_slower_format_is_red_named_with_its_size_and_shown_first(tmp_path):
     up = _upgrade(_series(Q2, "Q2_K", 0.60, 0.57, 0.63, "slower"), _series(Q4, "Q4_K_M", 1.0, 0.98, 1.02, "unresolved"))
     news, undecided = upgrade_news(type("R", (), {"engine_upgrade": up})())
-    assert [(n.kind, n.anchor_id) for n in news] == [("slower", f"upgrade: {Q2}")]
+    assert [(n.kind, n.anchor_id) for n in news] == [("slower", news_id(Q2))]
     assert news[0].red and news[0].size == pytest.approx(-0.40) and news[0].size_interval == pytest.approx((-0.43, -0.37))
     assert "Q2_K" in news[0].why and "b11401" in news[0].why
+    assert news_id(Q2) == "upgrade.syn-400m-q2_k.q2_k.tg16_threads_1.decode_tok_s"  # an id a person can acknowledge
     assert len(undecided) == 1 and Q4 in undecided[0]  # not decided: said, never red
     with History(tmp_path / "h.sqlite") as h:
         _night(h, 1, OLD)
         night = _night(h, 2, NEW, upgrade=up)
-    assert night.gate.verdict == "red" and night.gate.news[0].anchor_id == f"upgrade: {Q2}"
+    assert night.gate.verdict == "red" and night.gate.news[0].anchor_id == news_id(Q2)
     assert any(Q4 in line for line in night.gate.rates_unanalysed)
 
 

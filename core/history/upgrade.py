@@ -9,7 +9,17 @@ from __future__ import annotations
 
 from typing import Any
 
-UPGRADE_PREFIX = "upgrade: "  # a news item's anchor_id: "upgrade: <series key>"
+import re
+
+UPGRADE_PREFIX = "upgrade."  # a news item's anchor_id: "upgrade.<series key as an id>"
+
+
+def news_id(key: str) -> str:
+    """An id an acknowledgement can name (lower-case letters, digits, '.', '_', '-'), read from a
+    series key: "syn-25m-q4_0 | Q4_0 | tg16 threads=2 | decode tok/s" ->
+    "upgrade.syn-25m-q4_0.q4_0.tg16_threads_2.decode_tok_s"."""
+    parts = [re.sub(r"[^a-z0-9._-]+", "_", p.strip().lower()).strip("_") for p in key.split("|")]
+    return UPGRADE_PREFIX + ".".join(p or "-" for p in parts)
 
 
 def upgrade_news(record: Any) -> tuple[list[Any], list[str]]:
@@ -21,24 +31,24 @@ def upgrade_news(record: Any) -> tuple[list[Any], list[str]]:
         return [], []
     head = f"engine {up.tonight} replaces {up.replaced} (last accepted night {up.accepted_run_id[:12]})"
     if up.error:
-        return [GateNews(anchor_id=f"{UPGRADE_PREFIX}{up.replaced}", kind="upgrade-unmeasured",
+        return [GateNews(anchor_id=news_id(up.replaced), kind="upgrade-unmeasured",
                          why=f"{head}: the replaced build could not be paired: {up.error}")], []
     news, unresolved = [], []
     for s in up.series:
         if s.status != "measured" or s.ratio is None or s.interval is None:
-            news.append(GateNews(anchor_id=f"{UPGRADE_PREFIX}{s.series}", kind="upgrade-unmeasured",
+            news.append(GateNews(anchor_id=news_id(s.series), kind="upgrade-unmeasured",
                                  why=f"{head}: {s.series} ({s.anchor_id} arm {s.arm}) not paired: {s.status}: {s.reason}"))
             continue
         lo, hi = s.interval
         line = (f"{s.ratio - 1:+.1%} (interval {lo - 1:+.1%} … {hi - 1:+.1%}, {s.pairs} pairs, "
                 f"new {s.median_new:.4g} / old {s.median_old:.4g}) — {head}")
         if s.verdict in ("slower", "faster"):
-            news.append(GateNews(anchor_id=f"{UPGRADE_PREFIX}{s.series}", kind=s.verdict,
+            news.append(GateNews(anchor_id=news_id(s.series), kind=s.verdict,
                                  before=f"{s.median_old:.4g}", after=f"{s.median_new:.4g}",
-                                 why=f"{s.verdict} {s.format or s.series} under the new engine: {line}",
+                                 why=f"{s.verdict}: {s.series} under the new engine: {line}",
                                  size=s.ratio - 1, size_interval=(lo - 1, hi - 1)))
         elif s.verdict == "unresolved":
-            unresolved.append(f"cannot analyse {UPGRADE_PREFIX}{s.series}: within ±{up.tolerance:.0%} "
+            unresolved.append(f"cannot analyse upgrade of {s.series}: within ±{up.tolerance:.0%} "
                               f"not decided: {line}")
     order = {"slower": 0, "upgrade-unmeasured": 1, "faster": 2}
     return sorted(news, key=lambda n: (order[n.kind], n.size or 0.0)), unresolved

@@ -106,6 +106,9 @@ class Run:
         except BaseException:  # an error for people (the box is busy, …): no record, nothing held
             self.resources.close()
             raise
+        if interrupted is None:
+            self.pair_engine_upgrade()
+            interrupted = self.stop.received
         record = self.finish(interrupted=interrupted)
         self.save()
         return record
