@@ -93,3 +93,29 @@ def test_an_upgrade_record_reads_back_from_the_history(tmp_path):
         night = _night(h, 2, NEW, upgrade=up)
         back = h.record(night.run_id)
     assert back.engine_upgrade == up
+
+
+def test_check_accepts_an_upgrade_acknowledgement_quoting_the_upgrade_claim(tmp_path):
+    import datetime as dt
+    import json
+
+    from lawbench.core.claims.loading import load_all
+    from lawbench.core.commands.gate import acknowledged_problems
+    from lawbench.core.hardware.profiles import plugin_profiles
+    from lawbench.core.history.upgrade import UPGRADE_CLAIM
+    from lawbench.core.laws.registry import get_registry
+
+    reg = get_registry()
+    profiles = plugin_profiles(reg)
+    anchors = load_all(reg, profiles=profiles.keys())
+    (tmp_path / "reviewers.toml").write_text('reviewers = ["m"]\n')
+
+    def problems(claim):
+        (tmp_path / "cpu.toml").write_text(
+            f'profile = "cpu"\n[[acknowledged]]\nanchor = "{news_id(Q2)}"\nkind = "slower"\n'
+            f'why = "b11434 decodes Q2_K 40 % slower; accepted until upstream fixes it"\nclaim = {json.dumps(claim)}\n'
+            'accepted_by = "m"\nuntil = 2027-01-01\n')
+        return acknowledged_problems(anchors, profiles, today=dt.date(2026, 12, 2), folder=tmp_path)
+
+    assert problems(UPGRADE_CLAIM) == []
+    assert [p for p in problems("something else") if "an upgrade's acknowledgement quotes" in p]

@@ -14,6 +14,15 @@ import re
 UPGRADE_PREFIX = "upgrade."  # a news item's anchor_id: "upgrade.<series key as an id>"
 
 
+# What an acknowledgement of an upgrade's news quotes as its claim: the news is about a rate series,
+# not an anchor, so there is no anchor claim to quote (`lawbench baseline propose` writes this).
+UPGRADE_CLAIM = "An engine upgrade measured against the build it replaces (docs/gate.md): its effect on this rate series."
+
+
+def is_upgrade_news(anchor_id: str) -> bool:
+    return anchor_id.startswith(UPGRADE_PREFIX)
+
+
 def news_id(key: str) -> str:
     """An id an acknowledgement can name (lower-case letters, digits, '.', '_', '-'), read from a
     series key: "syn-25m-q4_0 | Q4_0 | tg16 threads=2 | decode tok/s" ->
