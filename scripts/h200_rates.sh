@@ -89,6 +89,35 @@ with History(p, create=False) as h:
 PY
 }
 
+# The in-night A/B's own rule on this machine ($LB_AB_TRIALS: factors): `lawbench ab` of the build
+# against itself behind the wrapper with the subject arm's format ($LB_AB_FORMAT) planted slower, gated
+# at 0.99 as an engine upgrade night gates (core/run/upgrade.py: up to 10 pairs, looks after 4, 7, 10).
+# -k ${LB_AB_SELECT:-$LB_SELECT}; LB_AB_FIRST=1 runs them before the nights (a call that may be the only one).
+ab_trials() {
+local j f rc t0; j=$(ls "$WORK" | grep -c '^ab-.*\.log$')
+set -- ${LB_AB_TRIALS:-}; shift "$j" 2>/dev/null || set --
+for f in "$@"; do
+  [ "$(date +%s)" -lt "$STOP_AT" ] || break
+  j=$((j + 1)); echo "{\"slow\": {\"${LB_AB_FORMAT:-Q4_0}\": $f}}" > "$W/planted.json"
+  t0=$(date +%s)
+  lawbench ab --profile "$PROFILE" -k "${LB_AB_SELECT:-$SEL}" --a "dir:$BIN" --b "dir:$W" --pairs 10 --gate-min-ratio 0.99 \
+    --confidence 0.99 --out "$WORK/ab-$j" > "$WORK/ab-$j.log" 2>&1
+  rc=$?
+  python3 -P - "ab-$j ${LB_AB_FORMAT:-Q4_0} x$f" "$rc" "$(( $(date +%s) - t0 ))" "$WORK/ab-$j/ab.json" <<'PY' | tee -a "$OUT/rates-summary.tsv"
+import json, sys
+label, rc, secs, path = sys.argv[1:5]
+try:
+    ab = json.load(open(path))
+except (OSError, ValueError) as exc:
+    print(f"{label}\trc={rc}\t{secs}s\tno record: {exc}"); sys.exit()
+for r in ab["results"]:
+    ci = r.get("interval") or [float("nan")] * 2
+    print("\t".join([label, f"rc={rc}", f"{secs}s", r["anchor_id"], r.get("test", ""), f"B/A {r.get('ratio') or float('nan'):.4f}",
+                     f"[{ci[0]:.4f}, {ci[1]:.4f}]", f"pairs={r.get('pairs')}", f"gate={r.get('gate')}"]))
+PY
+done
+}
+[ -n "${LB_AB_FIRST:-}" ] && ab_trials
 n=$(ls "$H" | grep -c '^night-.*\.log$')
 while [ "$(accepted)" -lt "$NIGHTS" ] && [ "$(date +%s)" -lt "$STOP_AT" ]; do
   n=$((n + 1)); base=$H/history.sqlite
@@ -107,30 +136,6 @@ if [ "$(accepted)" -ge "$NIGHTS" ]; then
     rm -f "$WORK/trials/baseline-$i.sqlite"
   done
 fi
-# The in-night A/B's own rule on this machine ($LB_AB_TRIALS: factors): `lawbench ab` of the build
-# against itself behind the wrapper with the subject arm's format ($LB_AB_FORMAT) planted slower, gated
-# at 0.99 as an engine upgrade night gates (core/run/upgrade.py: up to 10 pairs, looks after 4, 7, 10).
-j=$(ls "$WORK" | grep -c '^ab-.*\.log$')
-set -- ${LB_AB_TRIALS:-}; shift "$j" 2>/dev/null || set --
-for f in "$@"; do
-  [ "$(date +%s)" -lt "$STOP_AT" ] || break
-  j=$((j + 1)); echo "{\"slow\": {\"${LB_AB_FORMAT:-Q4_0}\": $f}}" > "$W/planted.json"
-  t0=$(date +%s)
-  lawbench ab --profile "$PROFILE" -k "$SEL" --a "dir:$BIN" --b "dir:$W" --pairs 10 --gate-min-ratio 0.99 \
-    --confidence 0.99 --out "$WORK/ab-$j" > "$WORK/ab-$j.log" 2>&1
-  rc=$?
-  python3 -P - "ab-$j ${LB_AB_FORMAT:-Q4_0} x$f" "$rc" "$(( $(date +%s) - t0 ))" "$WORK/ab-$j/ab.json" <<'PY' | tee -a "$OUT/rates-summary.tsv"
-import json, sys
-label, rc, secs, path = sys.argv[1:5]
-try:
-    ab = json.load(open(path))
-except (OSError, ValueError) as exc:
-    print(f"{label}\trc={rc}\t{secs}s\tno record: {exc}"); sys.exit()
-for r in ab["results"]:
-    ci = r.get("interval") or [float("nan")] * 2
-    print("\t".join([label, f"rc={rc}", f"{secs}s", r["anchor_id"], r.get("test", ""), f"B/A {r.get('ratio') or float('nan'):.4f}",
-                     f"[{ci[0]:.4f}, {ci[1]:.4f}]", f"pairs={r.get('pairs')}", f"gate={r.get('gate')}"]))
-PY
-done
+[ -z "${LB_AB_FIRST:-}" ] && ab_trials
 echo "accepted nights: $(accepted); stopped at $(date -u +%H:%M:%S)"
 (cd "$WORK" && tar czf "$OUT/rates-bundle.tgz" --exclude=baseline.sqlite --exclude='*.gguf' history trials $(ls -d ab-* 2>/dev/null))
