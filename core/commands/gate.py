@@ -114,6 +114,8 @@ def cmd_propose(args: argparse.Namespace) -> int:
     from lawbench.core.laws.registry import get_registry
     from lawbench.core.record.reports import read_json
 
+    from lawbench.core.history.upgrade import UPGRADE_CLAIM, is_upgrade_news
+
     record = read_json(args.record)
     try:
         until = dt.date.fromisoformat(args.until) if args.until else dt.date.today() + dt.timedelta(days=30)
@@ -128,7 +130,8 @@ def cmd_propose(args: argparse.Namespace) -> int:
     print(f'profile = "{record.profile}"')
     for anchor_id, why, kind, value, counts in wanted:
         la = anchors.get(anchor_id)
-        claim = la.anchor.claim if la is not None else "(anchor no longer exists: drop this entry)"
+        claim = la.anchor.claim if la is not None else UPGRADE_CLAIM if is_upgrade_news(anchor_id) \
+            else "(anchor no longer exists: drop this entry)"
         print("\n[[acknowledged]]")
         print(f"anchor = {json.dumps(anchor_id)}")
         print(f"why = {json.dumps('TO REVIEW: ' + ' '.join(why.split())[:300])}")
@@ -173,6 +176,7 @@ def acknowledged_problems(anchors: Any, profiles: dict[str, Any], today: Optiona
     A date never stops a run (issue 30, item 1): an entry past its date or within 7 days of it is a
     warning appended to ``warnings``; on its night the gate makes that anchor red instead."""
     from lawbench.core.history.gate import acknowledged_path, load_acknowledged, today as _today
+    from lawbench.core.history.upgrade import UPGRADE_CLAIM, is_upgrade_news
 
     day = today or _today()
     by_id = anchors.by_id()
@@ -202,12 +206,15 @@ def acknowledged_problems(anchors: Any, profiles: dict[str, Any], today: Optiona
         for i, a in enumerate(ack.acknowledged if ack else []):
             where = f"{name}: anchor {a.anchor}: field acknowledged[{i}]"
             la = by_id.get(a.anchor)
-            if la is None or not la.anchor.runs:
+            if is_upgrade_news(a.anchor):  # an engine upgrade's rate series (docs/gate.md): no anchor to quote
+                if a.claim != UPGRADE_CLAIM:
+                    problems.append(f"{where}.claim: an upgrade's acknowledgement quotes {UPGRADE_CLAIM!r}")
+            elif la is None or not la.anchor.runs:
                 problems.append(f"{where}.anchor: no active anchor {a.anchor!r} any more: remove the entry")
                 continue
-            if la.anchor.kind != "prediction" and la.anchor.profiles and pid not in la.anchor.profiles:
+            elif la.anchor.kind != "prediction" and la.anchor.profiles and pid not in la.anchor.profiles:
                 problems.append(f"{where}.anchor: the anchor does not run on profile {pid!r}")
-            if a.claim != la.anchor.claim:
+            if la is not None and a.claim != la.anchor.claim:
                 problems.append(f"{where}.claim: not the anchor's claim word for word (it says: {la.anchor.claim!r}); "
                                 "the claim changed, so review the acknowledgement again")
             if a.until > day + dt.timedelta(days=MAX_ACK_DAYS):

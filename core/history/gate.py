@@ -279,8 +279,12 @@ def judge(record: Any, history: Any, acks: Optional[AcknowledgedFile] = None, *,
     # Rate series (issue 31, lawbench.core.history.rates): slower / faster first, before any other news.
     from lawbench.core.history.rates import rate_news
 
+    from lawbench.core.history.upgrade import upgrade_news
+
     slower_faster, rates_unanalysed = rate_news(record, baseline.accepted)
-    news[:0] = slower_faster
+    upgraded, undecided = upgrade_news(record)  # an engine upgrade: paired against the build it replaces
+    news[:0] = upgraded + slower_faster
+    rates_unanalysed = rates_unanalysed + undecided
     day = parse_record_time(record.started).date()
     valid = acks.valid_on(day) if acks else {}
     tonight = {r.anchor_id: r for r in record.results}

@@ -13,7 +13,7 @@ from lawbench.core.models.base import Id, Strict
 # drift step, an open finding closed, a new anchor not green, an anchor the night did not reach.
 RED_NEWS = ("turned", "void-twice", "error", "lost-label", "drift", "finding-closed", "new-not-green",
             "not-reached", "acknowledgement-expired", "finding-moved", "finding-unmeasured", "finding-added",
-            "finding-removed", "slower", "cannot-judge")
+            "finding-removed", "slower", "cannot-judge", "upgrade-unmeasured")
 # Red news no entry can accept: a date ran out, or the night had nothing it could be judged against.
 UNACKNOWLEDGEABLE = ("acknowledgement-expired", "cannot-judge")
 # Said, never red: a first VOID after PASS (red if the next night is VOID too), a recovery, a rate
@@ -22,7 +22,7 @@ NOTE_NEWS = ("void-once", "recovered", "not-run", "faster")
 # One tuple per meaning, the Literal built from them: a new kind is one word added to each.
 NewsKind = Literal["turned", "void-twice", "error", "lost-label", "drift", "finding-closed", "new-not-green",
                    "not-reached", "acknowledgement-expired", "finding-moved", "finding-unmeasured", "finding-added",
-                   "finding-removed", "slower", "cannot-judge", "void-once", "recovered", "not-run", "faster"]
+                   "finding-removed", "slower", "cannot-judge", "upgrade-unmeasured", "void-once", "recovered", "not-run", "faster"]
 
 
 class GateNews(Strict):

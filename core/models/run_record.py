@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from lawbench.core.models.gate import GateVerdict
 from lawbench.core.models.result import Result, Verdict
+from lawbench.core.models.upgrade import EngineUpgrade
 
 # 2 added `interrupted`, 3 `mode` and `settings`, 4 typed `open_finding` / `finding_closed` on each result
 # (before: `detail` keys, lifted on read); records of versions 1 to 3 are still read
@@ -152,6 +153,9 @@ class RunRecord(BaseModel):
     gate: Optional[GateVerdict] = None
     # Cache entries (builds, archives, models, stamps) that failed their check and were made again
     cache_repairs: list[CacheRepair] = Field(default_factory=list)
+    # An engine upgrade night under `--gate baseline`: the build the last accepted night ran, paired
+    # against tonight's on every rate series (core/run/upgrade.py); None on any other night.
+    engine_upgrade: Optional[EngineUpgrade] = None
 
     @field_validator("run_id", "profile")
     @classmethod

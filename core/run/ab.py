@@ -162,11 +162,13 @@ def select_anchors(ctx: Any, k: Optional[str]) -> list[Any]:
 
 
 def measure_anchor(loaded: Any, law: Any, profile: Any, engines: dict[str, Any],
-                   budget: Budget, gate: Optional[float]) -> ABResult:
+                   budget: Budget, gate: Optional[float], subject: Optional[str] = None) -> ABResult:
     """Pairs of visits of one anchor's subject on engines A and B, decided by the verdicts' rule.
 
     :param engines: per side, the run's Resources with that side's engine
         (``resources.with_engine(build)``: the run's lock and model store, ``comparing_engines``).
+    :param subject: the arm to pair (default: the only case, or arm a); an engine upgrade night
+        pairs every arm (lawbench.core.run.upgrade).
     """
     from lawbench.core.stats.protocol import ArmSampler
     from lawbench.core.stats.verdicts import decide_sequential, median
@@ -186,7 +188,7 @@ def measure_anchor(loaded: Any, law: Any, profile: Any, engines: dict[str, Any],
     if not isinstance(sa, ArmSampler) or not isinstance(sb, ArmSampler):
         return ABResult(**base, status="skip", reason=f"law {anchor.law!r} does not measure this anchor "
                         "in engine visits (an ArmSampler), so its engines cannot be paired")
-    subject = "main" if "main" in sa.arms else "a"
+    subject = subject if subject in sa.arms else "main" if "main" in sa.arms else "a"
     label = sa.labels.get(subject, subject)
     sampler = ArmSampler({"a": sa.arms[subject], "b": sb.arms[subject]},
                          labels={"a": f"A: {label}", "b": f"B: {label}"}, reps_per_visit=sa.reps,

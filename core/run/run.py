@@ -56,6 +56,7 @@ class Run:
         self.started: Optional[str] = None
         self.environment: dict[str, Any] = {}
         self.record: Optional[RunRecord] = None
+        self.engine_upgrade: Any = None  # EngineUpgrade: an engine upgrade night's pairs (pair_engine_upgrade)
         self.record_path: Optional[Path] = None
         self.fallback_path: Optional[Path] = None  # the copy kept when an output in out failed
         self.output_errors: list[str] = []  # outputs that could not be written, for people
@@ -105,9 +106,32 @@ class Run:
         except BaseException:  # an error for people (the box is busy, …): no record, nothing held
             self.resources.close()
             raise
+        if interrupted is None:
+            self.pair_engine_upgrade()
+            interrupted = self.stop.received
         record = self.finish(interrupted=interrupted)
         self.save()
         return record
+
+    def pair_engine_upgrade(self) -> None:
+        """Under `--gate baseline`, a night whose engine build replaces the accepted night's pairs its
+        rate series on both builds before the record is finished (lawbench.core.run.upgrade). A stop
+        signal ends the pairing; ``stop.received`` then says the run was interrupted."""
+        if self.mode != "run" or self.ctx.gate is None:
+            return
+        from lawbench.core.run.upgrade import pair_upgrade
+
+        try:
+            self.engine_upgrade = pair_upgrade(self)
+        except KeyboardInterrupt as exc:
+            self.stop.received = self.stop.received or EngineInterrupted.signal_of(exc)
+        except Exception as exc:  # the night's record must still be written: an unpaired upgrade is red
+            from lawbench.core.models.upgrade import EngineUpgrade
+            from lawbench.core.run.upgrade import ALPHA, TOLERANCE
+
+            why = " ".join(f"{type(exc).__name__}: {exc}".split())
+            self.engine_upgrade = EngineUpgrade(replaced="?", tonight="?", accepted_run_id="?", alpha=ALPHA,
+                                                tolerance=TOLERANCE, error=f"the pairing failed: {why}")
 
     # ------------------------------------------------------------------ the end
 
@@ -130,6 +154,8 @@ class Run:
 
         # what the cache had to make again (a planted build, a swapped model) is the night's evidence too
         record.cache_repairs = [CacheRepair.model_validate(r) for r in repairs.take()]
+
+        record.engine_upgrade = self.engine_upgrade  # judged by the gate with the rest of the night
         gate = ctx.gate.judge if ctx.gate is not None and self.mode == "run" else None
         self.record = record.finish(self.results + self.listed, interrupted=interrupted,
                                     not_reached=self.not_reached, gate=gate, broke_down=broke_down)

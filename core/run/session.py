@@ -108,12 +108,14 @@ class AnchorSession:
     @pytest.hookimpl(wrapper=True, trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int):
         run = self.run
-        run.stop.closing = True
-        run.resources.close()
         # A run that measured nothing (no anchor selected, a -k pytest could not parse, only
         # collecting) leaves no record: the history holds runs, and those were not runs.
         nothing_ran = exitstatus in (pytest.ExitCode.NO_TESTS_COLLECTED, pytest.ExitCode.USAGE_ERROR) \
             or self.config.getoption("collectonly", False)
+        if not nothing_ran and not run.stop.received and exitstatus != pytest.ExitCode.INTERNAL_ERROR:
+            run.pair_engine_upgrade()  # an engine upgrade night: still under the box lock, signals live
+        run.stop.closing = True
+        run.resources.close()
         if not nothing_ran or run.stop.received:
             interrupted = run.stop.received
             if exitstatus == pytest.ExitCode.INTERRUPTED and not interrupted:
