@@ -101,7 +101,7 @@ def test_each_anchor_is_a_measurement_on_the_desktop_citing_its_lines(anchor):
 def test_each_band_is_the_reproduction_figure_of_its_regime():
     """docs/bands.md: quantprobe's row tolerance (0.30, 0.60) is its planner's, not a re-measurement's
     (issue 23); a decode figure re-measured on this box carries C-02's drift, one streamed from SATA
-    the spread the register's raw log of that regime prints."""
+    the rep spread of the register's accepted disk-tier run (C-21)."""
     by_id = {a.id: a for a in ANCHORS}
     for aid in ("law4.gtx1060.qp.meas.30b-hybrid.smoke-19.30", "law4.gtx1060.qp.meas.30b-experts-cpu.smoke-18.35",
                 "law4.gtx1060.qp.meas.30b-hybrid.plan-19.30"):
@@ -111,8 +111,9 @@ def test_each_band_is_the_reproduction_figure_of_its_regime():
     for aid in ("law4.gtx1060.qp.meas.glm-air-110b-sata.smoke-0.19", "law4.gtx1060.qp.meas.laguna-118b-sata.smoke-0.38",
                 "law4.gtx1060.qp.meas.laguna-117b-sata.readme-0.476"):
         a = by_id[aid]
-        assert (a.band.rel, a.noise, a.band_basis) == (0.5, "stream", "reproduction"), aid
-        assert "disktier_20260731_1857_run.log" in a.provenance.band_rationale
+        # issue 34: the accepted run's 1.172x rep spread (C-21), not the thrown-away 2026-07-31 log
+        assert (a.band.rel, a.noise, a.band_basis) == (0.172, "stream", "reproduction"), aid
+        assert "rep spread 1.172x" in a.provenance.band_rationale and "thrown away" in a.provenance.band_rationale
         assert "planner" not in a.claim or "±60 %" in a.claim  # the claim stays as published
     vram = [a for a in ANCHORS if ".vram." in a.id]
     assert len(vram) == 7

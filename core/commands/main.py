@@ -41,6 +41,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     anchors = load_all(reg, profiles=profiles.keys())  # each anchor checked by its own law
     coverage, problems = check_inventory(load_inventory(), anchors, reg)
     too_narrow = check_resolution(anchors.anchors, profiles)  # docs/bands.md
+    from lawbench.core.claims.faithful import unfaithful_findings
+    too_narrow += unfaithful_findings(anchors.anchors, reg, next(iter(profiles.values())))  # issue 34
     stakes = load_stakes(anchors=anchors.by_id().keys())  # edited after staking: refused here
     active = sum(1 for a in anchors.anchors if a.anchor.runs)
     summary = (f"{len(reg.laws)} laws, {len(profiles)} profiles, {len(anchors.anchors)} anchors "
