@@ -260,7 +260,7 @@ def test_with_the_record_present_it_measures_the_standins_figures(engine, anchor
     r = _run(anchors["minfer.r54.prefill.default"], profiles["gb10"], strict=True)
     assert r.verdict is Verdict.PASS and r.measured == pytest.approx(3181.0), r.reason
     r = _run(anchors["minfer.r54.census.default"], profiles["gb10"], strict=True)
-    assert r.verdict is Verdict.PASS and r.detail["counts"]["W_exp-cp.async"] == 27
+    assert r.verdict is Verdict.PASS and r.census_counts["W_exp-cp.async"] == 27
 
 
 def test_an_anchor_of_another_record_stays_a_skip(engine, anchors, profiles, monkeypatch):
