@@ -317,7 +317,7 @@ def test_gb10_strict_run_fails_without_the_record_and_measures_with_it(tmp_path)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     results = _minfer_results(out)
     census, rate = results["minfer.r54.census.default"], results["minfer.r54.prefill.default"]
-    assert census["verdict"] == "PASS" and census["detail"]["counts"]["W_exp-cp.async"] == 27
+    assert census["verdict"] == "PASS" and census["census_counts"]["W_exp-cp.async"] == 27
     assert rate["verdict"] == "PASS" and rate["measured"] == pytest.approx(3181.0)  # the stand-in's (seed 002's) rate
     assert {e["revision"] for e in rate["measurement"]["protocol"]["engine"].values()} == {"r54"}
 
