@@ -37,7 +37,7 @@ def test_quick_cadence_leaves_the_measurement_and_says_so(cli_env, tmp_path):
     p = run_cli(["run", "--profile", "cpu", "--law", "dummy", "--cadence", "quick", "--out", "out",
                  "--no-history"], cli_env, tmp_path)
     record = json.loads((tmp_path / "out" / "run.json").read_text())
-    ids = {r["anchor_id"] for r in record["results"] if not r["detail"].get("history")}
+    ids = {r["anchor_id"] for r in record["results"] if not r["retired"]}
     assert ids == {"dummy.sum-pass", "dummy.sum-fail"}, p.stdout + p.stderr
     assert record["cadence"] == "quick"
     assert "cadence quick leaves 1 anchor(s)" in p.stdout

@@ -40,7 +40,7 @@ def test_run_pass_exit_0_with_record_and_junit(cli_env, tmp_path):
     p = run_cli(["run", "--profile", "cpu", "--law", "dummy", "-k", "sum-pass", "--out", "out"], env, tmp_path)
     assert p.returncode == 0, p.stdout + p.stderr
     record = json.loads((tmp_path / "out" / "run.json").read_text())
-    ran = [r for r in record["results"] if not r["detail"].get("history")]
+    ran = [r for r in record["results"] if not r["retired"]]
     assert [(r["anchor_id"], r["verdict"]) for r in ran] == [("dummy.sum-pass", "PASS")]
     assert record["exit_code"] == 0 and record["profile"] == "cpu"
     case = ET.parse(tmp_path / "out" / "junit.xml").getroot().find(".//testcase")

@@ -46,7 +46,7 @@ def _run(args, env, cwd):
 
 
 def _verdicts(record):
-    return {r["anchor_id"]: r["verdict"] for r in record["results"] if not r["detail"].get("history")}
+    return {r["anchor_id"]: r["verdict"] for r in record["results"] if not r["retired"]}
 
 
 def _env(tmp_path):

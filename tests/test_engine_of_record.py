@@ -260,7 +260,7 @@ def test_with_the_record_present_it_measures_the_standins_figures(engine, anchor
     r = _run(anchors["minfer.r54.prefill.default"], profiles["gb10"], strict=True)
     assert r.verdict is Verdict.PASS and r.measured == pytest.approx(3181.0), r.reason
     r = _run(anchors["minfer.r54.census.default"], profiles["gb10"], strict=True)
-    assert r.verdict is Verdict.PASS and r.detail["counts"]["W_exp-cp.async"] == 27
+    assert r.verdict is Verdict.PASS and r.census_counts["W_exp-cp.async"] == 27
 
 
 def test_an_anchor_of_another_record_stays_a_skip(engine, anchors, profiles, monkeypatch):
@@ -317,7 +317,7 @@ def test_gb10_strict_run_fails_without_the_record_and_measures_with_it(tmp_path)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     results = _minfer_results(out)
     census, rate = results["minfer.r54.census.default"], results["minfer.r54.prefill.default"]
-    assert census["verdict"] == "PASS" and census["detail"]["counts"]["W_exp-cp.async"] == 27
+    assert census["verdict"] == "PASS" and census["census_counts"]["W_exp-cp.async"] == 27
     assert rate["verdict"] == "PASS" and rate["measured"] == pytest.approx(3181.0)  # the stand-in's (seed 002's) rate
     assert {e["revision"] for e in rate["measurement"]["protocol"]["engine"].values()} == {"r54"}
 

@@ -145,7 +145,7 @@ def test_census_exact_minimum_forbidden():
 def test_history_is_shown_not_run():
     a = make_anchor(status="refuted", refuted_by="x.y")
     r = evaluate_anchor(a, ToyLaw(boom=True))
-    assert r.verdict is Verdict.SKIP and r.detail["history"] and "refuted by x.y" in r.reason
+    assert r.verdict is Verdict.SKIP and r.retired == "refuted" and r.retired_by == "x.y" and "refuted by x.y" in r.reason
 
 
 def test_open_finding_fails_without_blocking_and_closing_it_blocks():

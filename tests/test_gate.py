@@ -29,7 +29,7 @@ def result(anchor: str, verdict: str = "PASS", measured: float = 1.0, kind: str 
                interval=None if kind == "census" else (measured * 0.98, measured * 1.02),
                band=(0.75, 1.25), detail=dict(detail))
     if counts is not None:
-        r.detail["counts"] = counts
+        r.census_counts = counts
     return r
 
 

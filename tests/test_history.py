@@ -265,7 +265,7 @@ def test_census_rows_show_their_counted_labels_in_the_anchor_view_and_the_page(s
         judged = {"repacked_tensors": n, "buffer:CPU_REPACK": 4791992 if n else 0}
         return result("c.census", verdict, measured=None, kind="census", quantity="census", unit="count",
                       published=None, predicted=None, band=None, spread=None,
-                      detail={"counts": {**judged, "model_loads": 1}, "judged": judged},
+                      census_counts={**judged, "model_loads": 1}, census_judged=judged,
                       reason="" if n else "repacked_tensors: counted 0, expected at least 70")
     store.append(record(RUN_A, "2025-06-01T02:00:00+00:00", [census(70, Verdict.PASS)]))
     store.append(record(RUN_B, "2025-06-02T02:00:00+00:00", [census(0, Verdict.FAIL)]))

@@ -169,8 +169,7 @@ def test_history_page_shows_every_run_and_series(runs, tmp_path, capsys):
     assert "drift check unavailable" not in text  # core/history/drift.py is wired
     assert "No series moved" in text  # predictions repeat exactly: nothing can drift
     series = re.search(r"<dt>series</dt><dd>(\d+) ", text)
-    live = [r for r in read_json(runs["records"][0]).results if not r.detail.get("history")
-            and r.detail.get("status") not in ("superseded", "refuted", "retired")]
+    live = [r for r in read_json(runs["records"][0]).results if r.retired is None]
     assert series and int(series.group(1)) == len(live)
     _assert_self_contained(text)
 

@@ -295,9 +295,11 @@ def test_byte_labels_read_as_sizes_and_the_judged_labels_are_kept():
     judged = judged_labels(spec, counts)
     assert judged == {"model_loads": 1, "kv_buffer:CPU": 0, "offloaded_layers": 23, "buffer:CUDA0": 77594624}
     r = Result(anchor_id="a", law="law4", kind="census", profile="cpu", verdict=Verdict.FAIL,
-               detail={"counts": counts, "judged": judged})
+               census_counts=counts, census_judged=judged)
     assert fmt_measured(r) == "model_loads 1, kv_buffer:CPU 0, offloaded_layers 23, buffer:CUDA0 74.0 MiB"
-    assert fmt_measured(r.model_copy(update={"detail": {"counts": counts}})) == "-"  # a record from before
+    old = Result(anchor_id="a", law="law4", kind="census", profile="cpu", verdict=Verdict.FAIL,
+                 detail={"counts": counts})  # a record from before `judged` was kept: nothing judged to show
+    assert old.census_counts == counts and fmt_measured(old) == "-"
 
 
 def test_the_memory_census_goes_red_on_either_side_of_its_bounds():

@@ -319,7 +319,7 @@ def test_census_counts_a_real_load_log(res, cpu_profile):
     if "avx2" not in open("/proc/cpuinfo").read():
         pytest.skip("Q4_0 repacks (q4_0_8x8) only where the CPU has AVX2 or a NEON/SVE variant")
     r = evaluate_anchor(anchor, Law4(), profile=cpu_profile, resources=res)
-    counts = r.detail["counts"]
+    counts = r.census_counts
     if res.llama().backend == "cuda":
         # Measured on the H200 with LAWBENCH_LLAMA_DIR at the CUDA build: even at -ngl 0 a CUDA build
         # keeps the weights in pinned CUDA_Host buffers and repacks nothing, so this CPU-build census

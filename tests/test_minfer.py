@@ -106,14 +106,14 @@ def test_census_default_passes_27_fast(engine, anchors):
     engine()
     r = run(anchors["minfer.r54.census.default"])
     assert r.verdict is Verdict.PASS, r.reason
-    assert r.detail["counts"][FAST] == 27 and r.detail["counts"][FALLBACK] == 0
+    assert r.census_counts[FAST] == 27 and r.census_counts[FALLBACK] == 0
 
 
 def test_census_exp_off_passes_and_reaches_the_engine(engine, anchors):
     engine()
     r = run(anchors["minfer.r54.census.exp-off"])
     assert r.verdict is Verdict.PASS, r.reason
-    assert r.detail["counts"][EXP_OFF] == 27 and r.detail["counts"][FAST] == 0
+    assert r.census_counts[EXP_OFF] == 27 and r.census_counts[FAST] == 0
 
 
 def test_stray_export_on_the_runner_does_not_leak_into_the_default(engine, anchors, monkeypatch):

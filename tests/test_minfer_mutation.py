@@ -147,7 +147,7 @@ def test_the_seeds_tensor_set_passes(anchors, monkeypatch, tmp_path):
     monkeypatch.setenv("LAWBENCH_MINFER_MODEL", str(write_q4_k_m_like(tmp_path / "m28.gguf", 28)))
     r = run(anchors["minfer.r54.q6k-tensor-set"])
     assert r.verdict is Verdict.PASS, r.reason
-    assert r.detail["counts"] == {"q6_K tensors": 29, "attn_v": 14, "ffn_down": 14, "output.weight": 1}
+    assert r.census_counts == {"q6_K tensors": 29, "attn_v": 14, "ffn_down": 14, "output.weight": 1}
 
 
 @pytest.mark.parametrize("fault", sorted(TENSOR_PROOFS["minfer.r54.q6k-tensor-set"]))

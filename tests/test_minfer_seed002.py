@@ -95,7 +95,7 @@ def test_a_28_layer_q4_k_m_has_the_seeds_q6k_set_and_a_32_layer_one_has_not(llam
     monkeypatch.setenv("LAWBENCH_MINFER_MODEL", str(_q4_k_m(llama, synth_dir, 28)))
     r = run(a)
     assert r.verdict is Verdict.PASS, r.reason
-    assert r.detail["counts"] == {TOTAL: 29, "attn_v": 14, "ffn_down": 14, "output.weight": 1}
+    assert r.census_counts == {TOTAL: 29, "attn_v": 14, "ffn_down": 14, "output.weight": 1}
     monkeypatch.setenv("LAWBENCH_MINFER_MODEL", str(_q4_k_m(llama, synth_dir, 32)))
     r = run(a)
     assert r.verdict is Verdict.FAIL

@@ -281,7 +281,7 @@ def test_history_anchors_follow_the_selection(cli_env, tmp_path):
         out = tmp_path / k.replace(" ", "_")
         p = run_cli(["run", "--profile", "cpu", "--law", "dummy", "-k", k, "--out", str(out)], cli_env, tmp_path)
         assert p.returncode in (0, 1), p.stdout + p.stderr
-        return [r.anchor_id for r in read_json(out / "run.json").results if r.detail.get("history")]
+        return [r.anchor_id for r in read_json(out / "run.json").results if r.retired]
 
     assert history_of("sum") == []
     assert history_of("sum or old") == ["dummy.old-claim"]

@@ -44,7 +44,7 @@ def make_results() -> list[Result]:
                verdict=Verdict.ERROR, reason="engine crashed\nsecond line"),
         Result(anchor_id="law4.decode.old", law="law4", kind="measurement", profile="gtx1060",
                verdict=Verdict.SKIP, published=44.0, unit="tok/s",
-               detail={"status": "superseded", "superseded_by": "law4.decode.gtx1060"}),
+               retired="superseded", retired_by="law4.decode.gtx1060"),
     ]
 
 
@@ -193,7 +193,7 @@ def test_markdown_has_every_anchor_and_verdict():
     md = markdown_summary(record)
     assert "1 PASS, 1 FAIL, 1 VOID, 1 SKIP, 1 ERROR (+1 history)" in md.splitlines()[0]
     rows = [line for line in md.splitlines() if line.startswith("| ") and "`" in line]
-    live = [r for r in record.results if "status" not in r.detail]
+    live = [r for r in record.results if r.retired is None]
     assert len(rows) == len(live)
     for r, row in zip(live, rows):
         assert f"`{r.anchor_id}`" in row and row.startswith(f"| {r.verdict.value} |")
@@ -214,7 +214,7 @@ def test_history_as_the_runner_marks_it():
     # as lawbench.core.run.evaluate.retired_result writes it: the reason says by what
     marked = Result(anchor_id="law1.refuted", law="law1", kind="prediction", profile="cpu",
                     verdict=Verdict.SKIP, reason="history: refuted by law1.new",
-                    detail={"history": True, "status": "refuted"})
+                    retired="refuted")
     record = RunRecord.new("cpu").finish([marked])
     assert record.counts["history"] == 1 and record.counts["SKIP"] == 0
     history = markdown_summary(record).split("#### History")[1]

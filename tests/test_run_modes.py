@@ -43,7 +43,7 @@ def test_ab_runs_are_run_records_in_history_compare_and_report(tmp_path, env, ll
         (r,) = record.results
         assert r.anchor_id == "law4.cpu.l15.syn-100m-q4_0~ab" and r.verdict.value == "PASS"
         assert (r.measured, list(r.interval)) == (view["results"][0]["ratio"], view["results"][0]["interval"])
-        assert len(r.measurement.samples) == 3 and r.detail["ab"]["status"] == "measured"
+        assert len(r.measurement.samples) == 3 and r.ab.status == "measured"
         assert record.engine["a"]["build_number"] == 11434 and record.exit_code == 0
         assert (out / "report.html").is_file()
         runs.append(record.run_id)
@@ -72,9 +72,9 @@ def test_census_plant_runs_are_run_records_in_history_compare_and_report(tmp_pat
     got = {r.anchor_id: r for r in record.results}
     assert set(got) == {"law4.cpu.census.q4_0-repack", "law4.cpu.census.q4_0-repack~no-repack"}, set(got)
     fault = got["law4.cpu.census.q4_0-repack~no-repack"]
-    assert fault.verdict.value == "PASS" and fault.detail["plant"]["result"]["verdict"] == "FAIL"
+    assert fault.verdict.value == "PASS" and fault.plant.fault["result"]["verdict"] == "FAIL"
     view = json.loads((out / "planted.json").read_text())
-    assert view["run_id"] == record.run_id and view["anchors"][0]["faults"] == [fault.detail["plant"]]
+    assert view["run_id"] == record.run_id and view["anchors"][0]["faults"] == [fault.plant.fault]
 
     p = lawbench(["run", "--profile", "cpu", "-k", "census.q4_0-repack", "--out", str(out)], env, tmp_path)
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]

@@ -198,8 +198,8 @@ def _census_counts(history: History, rows: list[ResultRow]) -> dict[str, dict]:
     for r in rows:
         if r.kind == "census":
             found = next((x for x in history.record(r.run_id).results if x.anchor_id == r.anchor_id), None)
-            if found is not None and found.detail.get("judged"):
-                out[r.run_id] = found.detail["judged"]
+            if found is not None and found.census_judged:
+                out[r.run_id] = found.census_judged
     return out
 
 

@@ -104,13 +104,13 @@ def baseline_of(record: Any, history: Any) -> Baseline:
 
 
 def _lost_labels(base: Result, now: Result) -> list[str]:
-    before = base.detail.get("counts") or {}
-    after = now.detail.get("counts") or {}
+    before = base.census_counts or {}
+    after = now.census_counts or {}
     return sorted(k for k, v in before.items() if isinstance(v, (int, float)) and v > 0 and not after.get(k))
 
 
 def _counts(r: Result) -> dict[str, int]:
-    return {k: int(v) for k, v in (r.detail.get("counts") or {}).items() if isinstance(v, (int, float))}
+    return {k: int(v) for k, v in (r.census_counts or {}).items() if isinstance(v, (int, float))}
 
 
 def _outside(x: float, band: Optional[tuple[float, float]]) -> float:

@@ -152,10 +152,10 @@ def pair_of(r: Result) -> Optional[Pair]:
     """A prediction anchor: published (x) vs the law's value (y), band around published.
 
     An agreement anchor's statistic is measured/predicted (docs/run-record.md), so with the
-    prediction in ``detail.predicted`` the measurement is statistic × prediction, in that unit.
+    prediction in ``agreement_predicted`` the measurement is statistic × prediction, in that unit.
     """
     band = r.band or (-math.inf, math.inf)
-    predicted = r.detail.get("predicted")
+    predicted = r.agreement_predicted
     if r.kind == "agreement" and isinstance(predicted, (int, float)) and r.measured is not None:
         p = float(predicted)
         interval = None if r.interval is None else (r.interval[0] * p, r.interval[1] * p)

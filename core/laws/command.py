@@ -21,7 +21,7 @@ GROUPS = ("census",)
 
 @dataclass(frozen=True)
 class Command:
-    name: str  # the sub-command: lower-case, unique across core and every plugin; "group action" joins a GROUPS group
+    name: str  # the sub-command: lower-case; one that core or an earlier plugin has is set aside; "group action" joins a GROUPS group
     help: str  # one line for `lawbench --help`
     add_arguments: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace], int]

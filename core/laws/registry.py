@@ -35,9 +35,6 @@ ENTRY_POINT_GROUP = "lawbench"
 DISABLE_ENV = "LAWBENCH_DISABLE_PLUGIN_AUTOLOAD"
 TRACE_ENV = "LAWBENCH_TRACE"
 PROFILE_DIRS_ENV = "LAWBENCH_PROFILE_DIRS"  # extra hardware-profile folders, os.pathsep-separated
-# Sub-commands core itself owns; a plugin's Command may not take these names.
-CORE_COMMANDS = ("run", "check", "schema", "laws", "profiles", "engine", "ab", "history", "report", "stakes",
-                 "register", "census", "census plant")
 
 
 @dataclass
@@ -239,6 +236,10 @@ def build_registry(pm: pluggy.PluginManager, origins: Optional[dict[int, str]] =
             if builtin:
                 reg.builtin_laws.add(law.name)
         for cmd in got["lawbench_commands"]:
+            if cmd.name in reg.commands:  # the command alone is set aside: the plugin's laws still load
+                reg.report(f"{origin}: command {cmd.name!r} is already added by {reg.command_origin[cmd.name]} "
+                           "(set aside: the first one runs)")
+                continue
             reg.commands[cmd.name] = cmd
             reg.command_origin[cmd.name] = origin
         reg.profile_dirs.extend(got["lawbench_profile_dirs"])
@@ -259,12 +260,6 @@ def _check_names(reg: Registry, got: dict[str, list[Any]], origin: str) -> None:
         if law.name in reg.laws:
             raise PluginError(f"{origin}: law name {law.name!r} is already registered by "
                               f"{reg.law_origin[law.name]}")
-    for cmd in got["lawbench_commands"]:
-        if cmd.name in CORE_COMMANDS:
-            raise PluginError(f"{origin}: command {cmd.name!r} is one of lawbench's own")
-        if cmd.name in reg.commands:
-            raise PluginError(f"{origin}: command {cmd.name!r} is already added by "
-                              f"{reg.command_origin[cmd.name]}")
 
 
 def _instantiate(item: Any, origin: str) -> Law:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import enum
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 from pydantic import Field, model_validator
 
@@ -40,7 +40,9 @@ class Measurement(Strict):
 
 # Old `detail` keys now typed on Result (and detail.interval, now `sampling`): records written before
 # schema 4 kept core's notes and decisions there; they are lifted on read.
-_CORE_NOTES = ("expected_void", "print_limited", "open_finding", "finding_closed", "strict_skip")
+_CORE_NOTES = ("expected_void", "print_limited", "open_finding", "finding_closed", "strict_skip", "listed_only")
+# detail keys of older records that became fields under another name: census counts, a retired anchor
+_RENAMED = {"counts": "census_counts", "judged": "census_judged", "ab": "ab", "plant": "plant"}
 
 
 class Sampling(Strict):
@@ -81,6 +83,37 @@ class RateSample(Strict):
     interval: Optional[tuple[float, float]] = None
 
 
+class AbFigures(Strict):
+    """An A/B's figures beside the result's ratio and interval (lawbench.core.run.ab): what the
+    ab.json view needs and the Result does not hold itself."""
+
+    subject: str = ""
+    test: str = ""
+    unit: str = "tok/s"
+    status: str  # "measured", "skip" or "error"
+    median_a: Optional[float] = None
+    median_b: Optional[float] = None
+    confidence: Optional[float] = None
+    pairs: int = 0
+    gate: Optional[str] = None
+    ratios: list[float] = Field(default_factory=list)
+    duration_s: Optional[float] = None
+
+
+class PlantProof(Strict):
+    """A planted-fault proof (lawbench.core.run.planted) on a plant run's result: on the census's own
+    result the anchor's proof (`fault` None), on "<anchor>~<fault>" that fault's, under `fault`."""
+
+    anchor: str = ""  # the census anchor proved ("" in records written before this field)
+    file: Optional[str] = None
+    parity: dict[str, Any] = Field(default_factory=dict)
+    proved: Optional[bool] = None
+    problems: Optional[list[str]] = None
+    skipped: Optional[bool] = None
+    no_faults: Optional[bool] = None
+    fault: Optional[dict[str, Any]] = None  # the fault's proof as planted.json shows it
+
+
 class Result(Strict):
     """The outcome of one anchor in one run."""
 
@@ -117,6 +150,14 @@ class Result(Strict):
     open_finding: Optional[str] = None
     finding_closed: Optional[str] = None
     strict_skip: bool = False  # a skip turned FAIL under --strict / on the anchor's own runner: not measured
+    listed_only: bool = False  # listed for the record only (a census with no planted fault): not judged
+    retired: Optional[str] = None  # the anchor's status when it no longer runs (superseded, refuted, retired)
+    retired_by: Optional[str] = None  # the anchor that superseded / refuted it
+    census_counts: Optional[dict[str, Union[int, float]]] = None  # census anchors: every label counted
+    census_judged: Optional[dict[str, Union[int, float]]] = None  # the counts of the labels the verdict rests on
+    agreement_predicted: Optional[float] = None  # agreement anchors: the prediction, in the anchor's unit
+    ab: Optional[AbFigures] = None  # an A/B's result "<anchor>~ab"
+    plant: Optional[PlantProof] = None  # a planted-fault run's result
 
     @model_validator(mode="before")
     @classmethod
@@ -124,13 +165,29 @@ class Result(Strict):
         """Records written before these fields kept them in `detail`; they still import."""
         if not isinstance(data, dict) or not isinstance(data.get("detail"), dict):
             return data
-        old = {k: data["detail"][k] for k in _CORE_NOTES if k in data["detail"] and not data.get(k)}
-        if isinstance(data["detail"].get("interval"), dict) and data.get("sampling") is None:
-            old["sampling"] = data["detail"]["interval"]  # written as detail.interval before (schema 3)
+        d = data["detail"]
+        old = {k: d[k] for k in _CORE_NOTES if k in d and not data.get(k)}
+        gone = set(old)
+        if isinstance(d.get("interval"), dict) and data.get("sampling") is None:
+            old["sampling"] = d["interval"]  # written as detail.interval before (schema 3)
+            gone.add("interval")
+        for key, field in _RENAMED.items():
+            if key in ("counts", "judged") and data.get("kind") != "census":
+                continue  # a law's own "counts" elsewhere stays the law's
+            if isinstance(d.get(key), dict) and data.get(field) is None:
+                old[field] = d[key]
+                gone.add(key)
+        if (d.get("history") is True or d.get("status") in ("superseded", "refuted", "retired")) \
+                and not data.get("retired"):  # a retired anchor, before schema 4
+            old["retired"] = str(d.get("status") or "retired")
+            old["retired_by"] = d.get(f"{old['retired']}_by")
+            gone |= {"history", "status", f"{old['retired']}_by"}
+        if data.get("kind") == "agreement" and isinstance(d.get("predicted"), (int, float)) \
+                and data.get("agreement_predicted") is None:
+            old["agreement_predicted"] = d["predicted"]  # the law's detail keeps its own copy too
         if not old:
             return data
-        gone = set(old) | ({"interval"} if "sampling" in old else set())
-        return {**data, **old, "detail": {k: v for k, v in data["detail"].items() if k not in gone}}
+        return {**data, **old, "detail": {k: v for k, v in d.items() if k not in gone}}
 
     @property
     def blocking(self) -> bool:

@@ -79,8 +79,8 @@ def git_commit(start: Optional[Path] = None) -> Optional[str]:
 
 def is_retired(r: Result) -> bool:
     """A retired anchor (superseded, refuted, retired …): listed, never scored as a live claim. The
-    record keeps the words it always had: detail["history"], counts["history"]."""
-    return r.detail.get("history") is True or r.detail.get("status") in RETIRED_STATUSES
+    record counts them under counts["history"], as it always did."""
+    return r.retired is not None
 
 
 def interrupt_exit_code(signal_name: str) -> int:
@@ -239,7 +239,7 @@ class RunRecord(BaseModel):
             # An A/B or a planted-fault proof passes only when every result passed: a pair not
             # measured or a fault not run here proves nothing (SKIP fails too). An anchor listed
             # for the record only (a census with no planted fault) is not judged.
-            judged = [r for r in self.results if not r.detail.get("listed_only")]
+            judged = [r for r in self.results if not r.listed_only]
             return wrong_runner or not judged or any(r.verdict is not Verdict.PASS for r in judged)
         return wrong_runner or any(r.blocking for r in self.results) or bool(self.not_reached)
 

@@ -40,8 +40,7 @@ VERDICT_STYLE = {"PASS": "bold green", "FAIL": "bold red", "VOID": "bold yellow"
 
 
 def retired_note(r: Result) -> str:
-    status = r.detail.get("status")
-    by = r.detail.get(f"{status}_by")
+    status, by = r.retired, r.retired_by
     if by:
         return f"{status} by {by}"
     if r.reason.startswith("history:"):
@@ -192,7 +191,7 @@ def fmt_pair(lo: float, hi: float) -> str:
 
 def fmt_measured(r: Result) -> str:
     if r.measured is None:
-        return fmt_judged(r.detail.get("judged")) if r.detail else "-"
+        return fmt_judged(r.census_judged) if r.census_judged else "-"
     text = fmt_num(r.measured)
     if r.interval is not None:
         text += " " + fmt_pair(*r.interval)

@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 
 from lawbench.core.errors import EngineError, EngineInterrupted, LawbenchError, NotApplicable, UsageError
 from lawbench.core.models import Budget, Measurement, Result, Sample, Verdict
+from lawbench.core.models.result import AbFigures
 
 SPEED_KINDS = ("measurement", "agreement", "ratio")
 GATE_WORDS = {Verdict.PASS: "pass", Verdict.FAIL: "regression", Verdict.VOID: "unresolved"}
@@ -264,12 +265,13 @@ def as_result(r: ABResult, profile: str, gate: Optional[float]) -> Result:
                   statistic="geometric mean of the per-pair B/A", measured=r.ratio, interval=r.interval,
                   band=gate_band(gate), duration_s=r.duration_s or 0.0,
                   measurement=Measurement(samples=r.samples, protocol=r.protocol, environment=r.environment),
-                  detail={"ab": r.model_dump(mode="json", exclude=_ON_RESULT)})
+                  ab=AbFigures(**r.model_dump(mode="json", exclude=_ON_RESULT)))
 
 
 def ab_result_of(result: Result) -> ABResult:
     m = result.measurement or Measurement()
-    return ABResult(**result.detail["ab"], anchor_id=result.anchor_id.removesuffix(RESULT_SUFFIX), law=result.law,
+    figures = result.ab.model_dump(mode="json") if result.ab else {"status": "error"}
+    return ABResult(**figures, anchor_id=result.anchor_id.removesuffix(RESULT_SUFFIX), law=result.law,
                     reason=result.reason, ratio=result.measured, interval=result.interval, samples=m.samples,
                     protocol=m.protocol, environment=m.environment)
 

@@ -38,7 +38,7 @@ def retired_result(anchor: Anchor, profile_id: str) -> Result:
     ref = anchor.successor
     why = f"{anchor.status}" + (f" by {ref}" if ref else "")
     return Result(**_base(anchor, profile_id), verdict=Verdict.SKIP, reason=f"history: {why}",
-                  detail={"history": True, "status": anchor.status})
+                  retired=anchor.status, retired_by=ref)
 
 
 def _prediction_profile(anchor: Anchor, policy: RunPolicy) -> HardwareProfile:
@@ -121,7 +121,7 @@ def _apply_expected_void(anchor: Anchor, result: Result) -> Result:
 def _note_print_limited(anchor: Anchor, result: Result) -> Result:
     """A print-limited band is the nearest basis the source gives, not its own: every report shows
     that beside the verdict, with the reason (docs/bands.md)."""
-    if anchor.resolution and not result.detail.get("history"):
+    if anchor.resolution and not result.retired:
         result.print_limited = anchor.resolution_reason
         note = f"print-limited band: {anchor.resolution_reason}"
         result.reason = f"{result.reason}; {note}" if result.reason else note
@@ -221,7 +221,7 @@ def _evaluate(anchor: Anchor, law: Law, profile: HardwareProfile, policy: RunPol
                 statistic=_statistic_name(anchor, predicted is not None, decision.method))
     return Result(**base, verdict=decision.verdict, reason=reason, measured=decision.statistic,
                   interval=decision.interval, band=band, spread=relative_spread(decision.values),
-                  measurement=m, sampling=sampling, detail=detail,
+                  measurement=m, sampling=sampling, detail=detail, agreement_predicted=predicted,
                   rates=sampler.rates() if hasattr(sampler, "rates") else [])
 
 
@@ -271,5 +271,5 @@ def _census_result(anchor: Anchor, base: dict[str, Any], census: Any) -> Result:
     verdict = Verdict.FAIL if problems else Verdict.PASS
     m = Measurement(environment=census.environment, log=census.log[-4000:] if census.log else None)
     return Result(**base, verdict=verdict, reason="; ".join(problems), measurement=m,
-                  detail={"counts": dict(census.counts), "judged": judged_labels(spec, census.counts)},
+                  census_counts=dict(census.counts), census_judged=judged_labels(spec, census.counts),
                   statistic="label counts from one engine run")

@@ -28,6 +28,7 @@ from typing import Any
 from lawbench.core.errors import EngineError, LawbenchError, NotApplicable, UsageError
 from lawbench.core.run.evaluate import RunPolicy, evaluate
 from lawbench.core.models import Anchor, Result, Verdict
+from lawbench.core.models.result import PlantProof
 
 # Perplexity through another kernel path differs by rounding only: the H200 and CPU planted runs
 # moved it by at most 0.021 % (results/h200/census/planted.json). 0.1 % keeps five times that margin
@@ -212,14 +213,15 @@ def proof_results(anchor: Anchor, rec: dict[str, Any], profile: str) -> list[Res
     fault, a SKIP listed for the record only), then per fault "<anchor>~<fault>": PASS when the
     fault was proved, SKIP when it could not run here, ERROR when its census could not run,
     FAIL when it ran and proved nothing. Each result's ``detail.plant`` keeps the proof's record."""
-    plant = {k: rec[k] for k in ("file", "parity", "proved", "problems", "skipped", "no_faults") if k in rec}
+    plant = PlantProof(anchor=anchor.id, **{k: rec[k] for k in ("file", "parity", "proved", "problems",
+                                                                "skipped", "no_faults") if k in rec})
     if "unplanted" in rec:
         base = Result.model_validate(rec["unplanted"])
-        base.detail = {**base.detail, "plant": plant}
+        base.plant = plant
     else:
         base = Result(anchor_id=anchor.id, law=anchor.law, kind=anchor.kind, profile=profile, verdict=Verdict.SKIP,
                       quantity=anchor.quantity, unit=anchor.unit, reason="; ".join(rec["problems"]),
-                      detail={"listed_only": True, "plant": plant})
+                      listed_only=True, plant=plant)
     out = [base]
     for f in rec["faults"]:
         ran = f["result"] is not None
@@ -229,7 +231,8 @@ def proof_results(anchor: Anchor, rec: dict[str, Any], profile: str) -> list[Res
                                               f"x{f['parity_ratio']:.5f}: {f['result']['reason']}")
         out.append(Result(anchor_id=f"{anchor.id}~{f['fault']}", law=anchor.law, kind="census", profile=profile,
                           verdict=verdict, reason=reason, quantity=anchor.quantity, unit=anchor.unit,
-                          duration_s=(f["result"] or {}).get("duration_s") or 0.0, detail={"plant": f}))
+                          duration_s=(f["result"] or {}).get("duration_s") or 0.0,
+                          plant=PlantProof(anchor=anchor.id, fault=f)))
     return out
 
 
@@ -237,15 +240,18 @@ def planted_view(record: Any) -> dict[str, Any]:
     """OUT/planted.json of a plant run's record (docs/census.md): per anchor its census, parity
     and every fault's proof, as the command has always written it."""
     anchors: list[dict[str, Any]] = []
+    by_anchor: dict[str, dict[str, Any]] = {}
     for r in record.results:
-        plant = r.detail.get("plant", {})
-        if "~" in r.anchor_id:
-            anchors[-1]["faults"].append(plant)
+        if r.plant is None:
             continue
-        entry = {"anchor": r.anchor_id, **plant, "faults": []}
-        if not plant.get("no_faults"):
-            entry["unplanted"] = r.model_dump(mode="json")
-            entry["unplanted"]["detail"] = {k: v for k, v in r.detail.items() if k != "plant"}
+        if r.plant.fault is not None:  # a fault's proof joins its census anchor's entry
+            by_anchor[r.plant.anchor]["faults"].append(r.plant.fault)
+            continue
+        proof = r.plant.model_dump(mode="json", exclude={"anchor", "fault"})
+        proof = {k: v for k, v in proof.items() if v is not None or k == "file"}
+        entry = by_anchor[r.plant.anchor] = {"anchor": r.anchor_id, **proof, "faults": []}
+        if not r.plant.no_faults:
+            entry["unplanted"] = r.model_dump(mode="json", exclude={"plant"})
         anchors.append(entry)
     s = record.settings
     return {"kind": "lawbench planted-fault run", "run_id": record.run_id, "profile": record.profile,
