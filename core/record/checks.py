@@ -271,9 +271,10 @@ def _check_census(r: Result, rules: CensusRules) -> None:
 
 
 def census_counts(r: Result) -> dict[str, int]:
-    """The label counts a census result was judged on (written by core.run.evaluate._census_result).
-    The one reader in core/record until the counts are a typed field of Result (issue 33)."""
-    counts = r.detail.get("counts")
+    """The label counts a census result was judged on (Result.census_counts, typed since schema 4;
+    an older record's detail["counts"] is lifted into it when read). Finite numbers only: a stranger's
+    record may say anything there."""
+    counts = r.census_counts
     if not isinstance(counts, dict):
         return {}
     return {k: int(v) for k, v in counts.items() if isinstance(k, str) and isinstance(v, (int, float))

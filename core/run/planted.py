@@ -212,7 +212,7 @@ def proof_results(anchor: Anchor, rec: dict[str, Any], profile: str) -> list[Res
     """One anchor's proof as run-record results: its census as measured (or, with no planted
     fault, a SKIP listed for the record only), then per fault "<anchor>~<fault>": PASS when the
     fault was proved, SKIP when it could not run here, ERROR when its census could not run,
-    FAIL when it ran and proved nothing. Each result's ``detail.plant`` keeps the proof's record."""
+    FAIL when it ran and proved nothing. Each result's ``plant`` (Result.plant) keeps the proof's record."""
     plant = PlantProof(anchor=anchor.id, **{k: rec[k] for k in ("file", "parity", "proved", "problems",
                                                                 "skipped", "no_faults") if k in rec})
     if "unplanted" in rec:
