@@ -32,6 +32,8 @@ SERIAL_MODULES = frozenset({
     "test_nightly_pipeline.py", "test_runner_job.py", "test_workflows.py",
     # the real nox runs `lawbench run` on this machine's profile (its box lock and cache)
     "test_nox_exit_codes.py",
+    # real nights through scripts/nightly_runner.sh, on the box lock (blind baselines: issue 30 item 6)
+    "test_gate_blind.py",
     # signals to this process (test_bad_input_runtime.py too)
     "test_records_write_units.py",
     # lawbench's end (SIGHUP, kill -9) and its engine's process group, end to end: beside another

@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 BIN = Path(sys.executable).parent
-ROW = re.compile(r"^│ (\S+)\s+│ (\S+)\s+│ (\S+)\s+│\s+([\d.]+) │")
 TOTAL = re.compile(r"worst case (\d+) min, typical .*; window (\d+) min: (fits|does not fit)")
 
 
@@ -19,7 +18,12 @@ def _plan(profile: str, cadence: str) -> tuple[list[tuple[str, str, float]], str
     done = subprocess.run([str(BIN / "lawbench"), "plan", "--profile", profile, "--cadence", cadence],
                           capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
-    rows = [(m[1], m[2], float(m[4])) for m in map(ROW.match, done.stdout.splitlines()) if m]
+    # columns found by their headings: a weekly's plan has a slice column the nightly's lacks
+    lines = done.stdout.splitlines()
+    heads = next([c.strip() for c in line.strip("┃").split("┃")] for line in lines if line.startswith("┃"))
+    anchor, kind, worst = heads.index("anchor"), heads.index("kind"), heads.index("worst case (min)")
+    cells = [[c.strip() for c in line.strip().strip("│").split("│")] for line in lines if line.startswith("│")]
+    rows = [(c[anchor], c[kind], float(c[worst])) for c in cells if len(c) == len(heads)]
     return rows, done.stdout.strip().splitlines()[-1]
 
 

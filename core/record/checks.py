@@ -272,7 +272,7 @@ def _check_census(r: Result, rules: CensusRules) -> None:
 
 def census_counts(r: Result) -> dict[str, int]:
     """The label counts a census result was judged on (Result.census_counts, typed since schema 4;
-    an older record's detail["counts"] is lifted into it when read). Finite numbers only: a stranger's
+    an older record's census counts kept in its detail are lifted into it when read). Finite numbers only: a stranger's
     record may say anything there."""
     counts = r.census_counts
     if not isinstance(counts, dict):
