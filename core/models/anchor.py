@@ -241,8 +241,8 @@ class Anchor(Strict):
             raise ValueError("retired_reason: status 'retired' needs retired_reason (why it no longer runs; "
                              "name the anchor that now encodes the claim in retired_by, where there is one)")
         if (self.retired_reason or self.retired_by) and self.status != "retired":
-            raise ValueError(f"retired_reason: only an anchor with status 'retired' gives retired_reason / retired_by "
-                             f"(this one is {self.status!r})")
+            raise ValueError("retired_reason: only an anchor with status 'retired' gives retired_reason / "
+                             f"retired_by (this one is {self.status!r})")
         for status, field in LINEAGE.items():
             if self.status == status and not getattr(self, field):
                 raise ValueError(f"{field}: status '{status}' needs {field} (the anchor that replaced it)")
