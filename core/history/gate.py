@@ -24,7 +24,8 @@ from typing import Any, Optional
 
 from lawbench.core.models import Result, Verdict
 from lawbench.core.models.gate import AcknowledgedFile, GateNews, GateVerdict
-from lawbench.core.history.gate_news import accepts, anchor_news, counts_of, drift_news
+from lawbench.core.history.gate_news import (FLAP_WINDOW, accepts, anchor_news, counts_of, drift_news,
+                                              flapping_news, gone_news, ran, scope_news, skip_news)
 from lawbench.core.history.run_keys import engine_key
 
 DRIFT_ALPHA = 0.01  # per series and night; tests/test_gate.py measures the false-alarm rate by simulation
@@ -67,6 +68,21 @@ class Baseline:
                 return hit
         return None
 
+    def last_seen(self, anchor_id: str) -> Optional[Result]:
+        """The anchor's result, any verdict, in the newest accepted night where it was neither
+        acknowledged nor held: whether it ran on the accepted night (a skip is news against it)."""
+        for rec in reversed(self.accepted):
+            if rec.gate is not None and (anchor_id in rec.gate.acknowledged or anchor_id in rec.gate.held):
+                continue
+            hit = next((r for r in rec.results if r.anchor_id == anchor_id), None)
+            if hit is not None:
+                return hit
+        return None
+
+    def recent(self, anchor_id: str, nights: int) -> list[Optional[Result]]:
+        """The anchor's results in the last ``nights`` accepted nights, oldest first (None: not run)."""
+        return [next((r for r in rec.results if r.anchor_id == anchor_id), None) for rec in self.accepted[-nights:]]
+
     def previous(self, anchor_id: str) -> Optional[Result]:
         """The anchor's result on the night before tonight, accepted or not."""
         for rec in reversed(self.nights):
@@ -103,24 +119,41 @@ def baseline_of(record: Any, history: Any) -> Baseline:
 
 
 def judge(record: Any, history: Any, acks: Optional[AcknowledgedFile] = None, *,
-          not_reached: tuple[str, ...] = (), alpha: float = DRIFT_ALPHA) -> GateVerdict:
-    """Tonight's record judged against the history of its runner. The record must hold its results."""
+          not_reached: tuple[str, ...] = (), alpha: float = DRIFT_ALPHA, deployed: bool = False,
+          roster: Optional[dict[str, tuple[str, str]]] = None) -> GateVerdict:
+    """Tonight's record judged against the history of its runner. The record must hold its results.
+
+    :param deployed: the profile has a registered runner (its nightly.deployed): under --strict, a
+        skip where the anchor ran on the accepted night is red there, a note elsewhere.
+    :param roster: why each anchor of the run's anchor set does not run tonight
+        (lawbench.core.run.context.RunContext.absences); None: an anchor of the accepted night gone
+        tonight is named without why, unless its retired result says.
+    """
     from lawbench.core.record.reports import is_retired, parse_record_time
 
     baseline = baseline_of(record, history)
+    strict_runner = deployed and bool(record.strict)
     news: list[GateNews] = []
     live = [r for r in record.results if not is_retired(r)]
     for r in live:
+        seen = baseline.last_seen(r.anchor_id)
         if r.verdict is Verdict.SKIP and not r.blocking:
+            if ran(seen):  # issue 30 item 5: a skip where the anchor ran is news, with its reason
+                news.append(skip_news(r, seen, red=strict_runner))
             continue
         n = anchor_news(r, baseline.anchor_base(r.anchor_id), baseline.previous(r.anchor_id))
+        if r.verdict is Verdict.VOID and (n is None or n.kind == "void-once"):  # item 7: VOIDs that keep coming back
+            n = flapping_news(r, baseline.recent(r.anchor_id, FLAP_WINDOW - 1)) or n
+        n = n or scope_news(r, seen)
         if n is not None:
             news.append(n)
-    if baseline.accepted:
-        ran = {r.anchor_id for r in live} | set(not_reached)
-        last = {r.anchor_id for r in baseline.accepted[-1].results if not is_retired(r)}
-        news += [GateNews(anchor_id=a, kind="not-run", before=None, after=None,
-                          why="in the last accepted night, not selected tonight") for a in sorted(last - ran)]
+    # item 7: each anchor of the newest accepted night of tonight's cadence gone tonight, named with
+    # why (a weekly night beside the nightlies runs other anchors: that is not news)
+    last_night = next((rec for rec in reversed(baseline.accepted) if rec.cadence == record.cadence), None)
+    if last_night is not None:
+        here = {r.anchor_id for r in live} | set(not_reached)
+        last = {r.anchor_id for r in last_night.results if not is_retired(r)}
+        news += gone_news(sorted(last - here), {r.anchor_id: r for r in record.results if is_retired(r)}, roster)
     news += [GateNews(anchor_id=a, kind="not-reached", why="not reached before the --deadline: the night does "
                       "not fit its window") for a in not_reached]
     news += drift_news(record, baseline, alpha)

@@ -1,7 +1,9 @@
 """What the nightly gate calls news, one rule per kind (lawbench.core.models.gate.RED_NEWS /
-NOTE_NEWS; docs/gate.md has the table): an anchor's verdict against its baseline, a drift step per
-series, and whether a person's acknowledgement covers what tonight shows. core/history/gate.py
-finds the baseline and applies these rules; nothing here opens a history or a file of its own."""
+NOTE_NEWS; docs/gate.md has the table): an anchor's verdict against its baseline, a skip where it
+ran, a VOID that keeps coming back (flapping), an anchor of the accepted night gone tonight and why,
+a drift step per series, and whether a person's acknowledgement covers what tonight shows.
+core/history/gate.py finds the baseline and applies these rules; nothing here opens a history or a
+file of its own."""
 from __future__ import annotations
 
 import tempfile
@@ -10,6 +12,10 @@ from typing import Any, Optional
 
 from lawbench.core.models import Result, Verdict
 from lawbench.core.models.gate import GateNews
+
+RAN = (Verdict.PASS, Verdict.FAIL, Verdict.VOID)  # a verdict that measured something (SKIP / ERROR did not)
+FLAP_WINDOW = 5  # tonight and the anchor's last four accepted nights
+FLAP_VOIDS = 2  # VOIDs in that window, beside a verdict that resolved, that make an anchor flapping
 
 
 def _lost_labels(base: Result, now: Result) -> list[str]:
@@ -66,7 +72,8 @@ def _moved(base: Result, now: Result) -> Optional[str]:
 
 
 def anchor_news(now: Result, base: Optional[Result], prev: Optional[Result]) -> Optional[GateNews]:
-    """What one anchor's result says against its baseline (None: nothing new)."""
+    """What one anchor's result says against its baseline (None: nothing new). A skip the run
+    turned FAIL (--strict, the anchor's own runner) is said as the skip it is, never as "turned"."""
     v, b = now.verdict.value, (base.verdict.value if base else None)
 
     def news(kind: str, why: str) -> GateNews:
@@ -95,6 +102,8 @@ def anchor_news(now: Result, base: Optional[Result], prev: Optional[Result]) -> 
         if moved:
             return news("finding-moved", f"open finding's statistic moved beyond its noise: {moved}")
         return None
+    if now.strict_skip and ran(base):  # not measured tonight: what it skipped on, not a verdict that turned
+        return skip_news(now, base, red=True)
     if now.kind == "census" and base.kind == "census":
         lost = _lost_labels(base, now)
         if lost:
@@ -160,4 +169,65 @@ def drift_news(record: Any, baseline: Any, alpha: float) -> list[GateNews]:
         if step is not None and step.p_value < alpha:
             news(anchor_id, math.exp(step.before), math.exp(step.after), seg[step.index][0].run_id, step.p_value,
                  len(seg), "a second ")
+    return out
+
+
+def ran(r: Optional[Result]) -> bool:
+    """Whether a result measured its anchor (PASS / FAIL / VOID), not a skip turned FAIL."""
+    return r is not None and r.verdict in RAN and not r.strict_skip
+
+
+def skip_news(now: Result, seen: Result, *, red: bool) -> GateNews:
+    """An anchor that ran on the accepted night (``seen``) and did not tonight (issue 30, item 5),
+    with the skip's reason; a scope decision taken at run time (Result.out_of_scope: Law 4's scope
+    rules, its cpu-tier probe) that changed is said as such. ``red``: `skipped`, else
+    `skipped-off-runner` (a note)."""
+    scope = f"scope decision changed: in scope on the accepted night ({seen.verdict.value}), out of scope tonight" \
+        if now.out_of_scope else f"ran on the accepted night ({seen.verdict.value}), not measured tonight"
+    return GateNews(anchor_id=now.anchor_id, kind="skipped" if red else "skipped-off-runner",
+                    before=seen.verdict.value, after=now.verdict.value, why=f"{scope}: {now.reason}")
+
+
+def scope_news(now: Result, seen: Optional[Result]) -> Optional[GateNews]:
+    """Out of scope on the accepted night, measured tonight: the scope decision changed (a note)."""
+    if seen is None or not seen.out_of_scope or not ran(now):
+        return None
+    return GateNews(anchor_id=now.anchor_id, kind="back-in-scope", before=seen.verdict.value, after=now.verdict.value,
+                    why=f"scope decision changed: out of scope on the accepted night ({seen.out_of_scope}), "
+                        f"measured tonight: {now.verdict.value}")
+
+
+def flapping_news(now: Result, earlier: list[Optional[Result]]) -> Optional[GateNews]:
+    """A VOID tonight that makes FLAP_VOIDS VOIDs among tonight and the anchor's last accepted nights
+    (``earlier``, oldest first; the last FLAP_WINDOW - 1 count), beside a verdict that resolved
+    (PASS / FAIL): the anchor flips between resolving its band and not (PASS, VOID, PASS, VOID),
+    which void-twice, needing two VOIDs running, never sees. VOID every night is standing, not flapping."""
+    window = [r for r in earlier[-(FLAP_WINDOW - 1):] if r is not None] + [now]
+    voids = sum(r.verdict is Verdict.VOID for r in window)
+    if now.verdict is not Verdict.VOID or voids < FLAP_VOIDS or \
+            not any(r.verdict in (Verdict.PASS, Verdict.FAIL) for r in window):
+        return None
+    seq = ", ".join(r.verdict.value for r in window)
+    return GateNews(anchor_id=now.anchor_id, kind="flapping", before=window[-2].verdict.value, after="VOID",
+                    why=f"{voids} VOIDs in its last {len(window)} nights ({seq}): the anchor flips between "
+                        f"resolving its band and not: {now.reason}")
+
+
+def gone_news(gone: list[str], retired: dict[str, Result],
+              roster: Optional[dict[str, tuple[str, str]]]) -> list[GateNews]:
+    """Each anchor of the accepted night not run tonight (issue 30, item 7), named with why where it
+    is knowable: ``roster`` (RunContext.absences(): the run's anchor set) knows status, cadence,
+    profiles and selection, and an id it lacks is no longer in the anchors TOML; without a roster, a
+    retired result tonight still says its status. Notes, never red."""
+    out = []
+    for a in sorted(gone):
+        if roster is not None and a in roster:
+            kind, why = roster[a]
+        elif a in retired:
+            kind, why = "retired", retired[a].reason
+        elif roster is not None:
+            kind, why = "removed", "no longer in the anchors TOML: removed, or renamed (a new id is judged as new)"
+        else:
+            kind, why = "not-run", "in the last accepted night, not run tonight (the run gave no anchor set to say why)"
+        out.append(GateNews(anchor_id=a, kind=kind, why=why))
     return out
