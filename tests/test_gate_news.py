@@ -169,6 +169,39 @@ def test_a_skipped_red_is_acknowledged_by_its_kind_and_comes_back_when_the_date_
     assert {n.kind for n in after.gate.red_news} == {"skipped", "acknowledgement-expired"}
 
 
+def test_a_skipped_acknowledgement_with_a_value_is_refused_saying_why():
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="a skipped anchor measured nothing"):
+        ack("a", "skipped", value=1.0)
+    assert ack("a", "skipped").acknowledged[0].value is None
+
+
+def test_baseline_propose_writes_entries_for_skipped_and_flapping_that_validate_and_accept(history, tmp_path, capsys):
+    """`lawbench baseline propose` on a night red with a skip and a flap: its entries load as an
+    acknowledged file (skipped without a value, flapping at the VOID's value) and accept that night."""
+    import argparse
+    import tomllib
+
+    from lawbench.core.commands.gate import cmd_propose
+    from lawbench.core.record.reports import write_json
+
+    for d, v in enumerate(["PASS", "VOID", "PASS"], 1):
+        night(d, [result("a"), result("f", v, 1.24)], history)
+    red = night(4, [skip("a", "tier probe", scope=True), result("f", "VOID", 1.24)], history)
+    assert {n.anchor_id: n.kind for n in red.gate.red_news} == {"a": "skipped", "f": "flapping"}
+    write_json(red, tmp_path / "run.json")
+    assert cmd_propose(argparse.Namespace(record=str(tmp_path / "run.json"), who="me", until="2026-12-31")) == 0
+    entries = tomllib.loads(capsys.readouterr().out.replace("TO REVIEW: ", ""))
+    acks = AcknowledgedFile.model_validate(entries)
+    assert {(a.anchor, a.kind, a.value) for a in acks.acknowledged} == {("a", "skipped", None), ("f", "flapping", 1.24)}
+    between = night(5, [skip("a", "tier probe", scope=True), result("f", "PASS")], history, acks=acks)
+    assert between.gate.verdict == "green" and between.gate.acknowledged == ["a"]
+    # (a VOID on night 5 would follow night 4's VOID: void-twice, another kind, red)
+    again = night(6, [skip("a", "tier probe", scope=True), result("f", "VOID", 1.24)], history, acks=acks)
+    assert again.gate.verdict == "green" and again.gate.acknowledged == ["a", "f"], again.gate.news
+
+
 def test_a_skipped_acknowledgement_accepts_no_other_kind(history):
     night(1, [result("a"), result("b")], history)
     rec = night(2, [result("a", "FAIL", 0.6), result("b")], history, acks=ack("a", "skipped"))

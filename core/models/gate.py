@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Literal, Optional
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from lawbench.core.models.base import Id, Strict
 
@@ -107,6 +107,13 @@ class Acknowledgement(Strict):
             raise ValueError(f"{v!r} cannot be acknowledged; one of: "
                              f"{', '.join(k for k in RED_NEWS if k not in UNACKNOWLEDGEABLE)}")
         return v
+
+    @model_validator(mode="after")
+    def _seen(self) -> "Acknowledgement":
+        if self.kind == "skipped" and (self.value is not None or self.counts is not None):
+            raise ValueError("value: a skipped anchor measured nothing, so there is no value or counts to accept; "
+                             "acknowledge the kind alone")
+        return self
 
     @field_validator("why", "accepted_by")
     @classmethod
