@@ -113,7 +113,7 @@ def test_exempt_deterministic_one_sided_and_unmeasured():
     assert check(anchor("t.sign", {"lo": 1.0}, kind="measurement", unit="x")) == []
     assert check(anchor("t.pred", {"abs": 0.001}, kind="prediction", unit="tok/s", value=22.7)) == []
     assert check(anchor("t.old", {"abs": 0.001}, kind="measurement", unit="tok/s", value=22.7,
-                        status="retired")) == []
+                        status="retired", retired_reason="replaced")) == []
 
 
 def test_a_profile_without_the_kind_or_a_unit_without_one_is_refused():

@@ -64,7 +64,7 @@ class Nights:
         import io
 
         from lawbench.core.claims.loading import LoadedAnchor
-        from lawbench.core.history.gate import gate_setup
+        from lawbench.core.history.gate_inputs import gate_setup
         from lawbench.core.models import Anchor
         from lawbench.core.run.context import RunContext
         from lawbench.core.run.run import Run

@@ -131,3 +131,5 @@ def test_out_of_scope_is_a_skip_even_on_the_anchors_own_runner_under_strict():
     result = evaluate(anchor, Probe(), policy)
     assert result.verdict.value == "SKIP" and result.reason == "arm a is outside"
     assert result.detail["out_of_scope"]["a"]["fixed_share"] == 0.4
+    # typed, so the nightly gate can say when the scope decision changes (issue 30 item 5)
+    assert result.out_of_scope == "arm a is outside" and not result.strict_skip

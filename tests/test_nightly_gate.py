@@ -95,8 +95,10 @@ class Nights:
 
 
 def red(record: dict) -> dict[str, str]:
+    from lawbench.core.models.gate import RED_NEWS
+
     return {n["anchor_id"]: n["kind"] for n in record["gate"]["news"]
-            if n["acknowledged_until"] is None and n["kind"] not in ("void-once", "recovered", "not-run")}
+            if n["acknowledged_until"] is None and n["kind"] in RED_NEWS}
 
 
 def verdicts(record: dict) -> dict[str, str]:

@@ -40,6 +40,16 @@ def test_old_ab_and_plant_payloads_and_listed_only_are_lifted():
     assert again == plant
 
 
+def test_an_old_records_scope_skip_is_lifted_into_out_of_scope():
+    """Records written before Result.out_of_scope kept only the law's figures in detail.out_of_scope;
+    the gate reads the typed field, so an accepted night from before still says it was out of scope."""
+    old = Result(**{**BASE, "verdict": "SKIP"}, kind="ratio", reason="fits in the cache",
+                 detail={"out_of_scope": {"a": {"fixed_share": 0.4}}})
+    assert old.out_of_scope == "fits in the cache" and old.detail == {"out_of_scope": {"a": {"fixed_share": 0.4}}}
+    other = Result(**{**BASE, "verdict": "SKIP"}, kind="ratio", reason="no GPU", detail={"scope": 1})
+    assert other.out_of_scope is None
+
+
 def test_a_misspelt_payload_field_is_refused():
     with pytest.raises(ValidationError, match="pairz"):
         Result(**BASE, kind="ratio", ab={"status": "measured", "pairz": 3})

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from lawbench.core.errors import DataError, LawbenchError, PluginError, field_path, validation_error  # noqa: F401
 from lawbench.core.models import Anchor
-from lawbench.core.models.anchor import LINEAGE
+from lawbench.core.models.anchor import SUCCESSOR_FIELDS
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -119,7 +119,7 @@ def load_anchors(files: Iterable[Any], *, laws: Optional[Iterable[str]] = None,
                 if p not in profile_ids:
                     raise DataError(la.file, f"unknown profile {p!r} (known: {', '.join(sorted(profile_ids))})",
                                     anchor=a.id, field=f"profiles.{i}")
-        for ref_field in LINEAGE.values():
+        for ref_field in SUCCESSOR_FIELDS:
             ref = getattr(a, ref_field)
             if ref is not None and ref not in seen:
                 raise DataError(la.file, f"refers to anchor {ref!r}, which does not exist",
@@ -138,7 +138,7 @@ def _check_lineage(loaded: list[LoadedAnchor], seen: dict[str, LoadedAnchor]) ->
     done: set[str] = set()
     for la in loaded:
         # Depth first, without recursion: the path holds (anchor id, the fields still to follow).
-        path: list[tuple[str, list[str]]] = [(la.anchor.id, list(LINEAGE.values()))]
+        path: list[tuple[str, list[str]]] = [(la.anchor.id, list(SUCCESSOR_FIELDS))]
         taken: list[str] = []  # the field followed out of each anchor on the path but the last
         while path:
             anchor_id, todo = path[-1]
@@ -156,7 +156,7 @@ def _check_lineage(loaded: list[LoadedAnchor], seen: dict[str, LoadedAnchor]) ->
             if ref in on_path:
                 i = on_path.index(ref)
                 _lineage_loop(list(zip(on_path[i:], taken[i:] + [fld])), seen)
-            path.append((ref, list(LINEAGE.values())))
+            path.append((ref, list(SUCCESSOR_FIELDS)))
             taken.append(fld)
 
 

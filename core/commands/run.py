@@ -101,8 +101,10 @@ def _run(args: argparse.Namespace, report_problems: Callable[[Any], None]) -> in
                          "give --gate baseline too")
     if args.gate == "baseline":  # opened and validated before anything runs
         from lawbench.core.history.gate_inputs import gate_setup
+        nightly = ctx.policy.profile.nightly
         ctx.gate = gate_setup(ctx.policy.profile.id, args.baseline, args.acknowledged, first_night=args.first_night,
-                              weekly=ctx.weekly_anchors() if ctx.cadence in ("quick", "nightly") else [])
+                              weekly=ctx.weekly_anchors() if ctx.cadence in ("quick", "nightly") else [],
+                              deployed=bool(nightly and nightly.deployed), roster=ctx.absences())
     report_problems(ctx.registry)  # found while the context was built (a plugin's bad profile)
     files = ctx.files()
     if not files:

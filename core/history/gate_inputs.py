@@ -90,11 +90,13 @@ class GateSetup:
     weekly: list[str] = field(default_factory=list)  # what tonight's cadence left for the weekly run
     blind: Optional[str] = None  # why the baseline cannot judge this night (None: it can)
     first_night: bool = False  # declared by the caller: no run of this profile exists anywhere yet
+    deployed: bool = False  # the profile's nightly.deployed: a skip where the anchor ran is red under --strict
+    roster: Optional[dict[str, tuple[str, str]]] = None  # RunContext.absences(): why an anchor does not run tonight
 
     def judge(self, record: Any) -> GateVerdict:
         try:
-            verdict = judge(record, self.history, self.acks, not_reached=tuple(record.not_reached)).model_copy(
-                update={"weekly": list(self.weekly)})
+            verdict = judge(record, self.history, self.acks, not_reached=tuple(record.not_reached),
+                            deployed=self.deployed, roster=self.roster).model_copy(update={"weekly": list(self.weekly)})
         except Exception as exc:  # the record must still be written: a gate that cannot judge is red
             from lawbench.core.history.run_keys import engine_key as _ek
 
@@ -116,9 +118,14 @@ class GateSetup:
 
 
 def gate_setup(profile: str, baseline: Optional[str], acknowledged: Optional[str],
-               weekly: Optional[list[str]] = None, first_night: bool = False) -> GateSetup:
+               weekly: Optional[list[str]] = None, first_night: bool = False, *, deployed: bool = False,
+               roster: Optional[dict[str, tuple[str, str]]] = None) -> GateSetup:
     """`--gate baseline`'s inputs. Neither --baseline nor --first-night is a usage error (exit 2);
-    a malformed acknowledgement file too. A baseline that cannot judge is not: the night runs, red."""
+    a malformed acknowledgement file too. A baseline that cannot judge is not: the night runs, red.
+
+    :param deployed: the profile's nightly.deployed (a registered runner: its skips are red under --strict).
+    :param roster: the run's RunContext.absences(): why each anchor of its anchor set does not run tonight.
+    """
     from lawbench.core.errors import UsageError
 
     if not baseline and not first_night:
@@ -127,11 +134,13 @@ def gate_setup(profile: str, baseline: Optional[str], acknowledged: Optional[str
     acks = load_acknowledged(profile, acknowledged)
     if first_night and baseline and Path(baseline).exists():  # declared, yet there is something to judge against
         history, _ = open_baseline(baseline, profile)
-        return GateSetup(history=history, acks=acks, weekly=list(weekly or []),
+        return GateSetup(history=history, acks=acks, weekly=list(weekly or []), deployed=deployed, roster=roster,
                          blind=f"--first-night was declared, but the baseline {baseline} exists: a first night "
                                "has no runs of its profile at all")
     if first_night:
-        return GateSetup(history=_empty_history(), acks=acks, weekly=list(weekly or []), first_night=True)
+        return GateSetup(history=_empty_history(), acks=acks, weekly=list(weekly or []), first_night=True,
+                         deployed=deployed, roster=roster)
     assert baseline is not None
     history, blind = open_baseline(baseline, profile)
-    return GateSetup(history=history, acks=acks, weekly=list(weekly or []), blind=blind)
+    return GateSetup(history=history, acks=acks, weekly=list(weekly or []), blind=blind, deployed=deployed,
+                     roster=roster)

@@ -10,7 +10,8 @@ from lawbench.core.html.page import Markup, esc, join, table, tag
 def gate_section(record: Any) -> Markup:
     """One runner's night: the gate's verdict and against what, what turned and why (reds first,
     then acknowledged reds with their dates, then notes), and what waits for the weekly run."""
-    from lawbench.core.record.gate_view import RATE_NEWS, gate_headline
+    from lawbench.core.models.gate import GONE_NEWS
+    from lawbench.core.record.gate_view import RATE_NEWS, gate_headline, gone_groups
 
     g = record.gate
     parts: list[Any] = []
@@ -20,7 +21,7 @@ def gate_section(record: Any) -> Markup:
         if g.new_baseline:
             head = "First night" if g.baseline_state == "first-night" else "New baseline"
             parts.append(tag("p", f"{head}: {g.new_baseline}"))
-        shown = sorted((n for n in g.news if n.kind != "not-run"),
+        shown = sorted((n for n in g.news if n.kind not in GONE_NEWS),
                        key=lambda n: (not n.red, n.acknowledged_until is None, n.kind not in RATE_NEWS, n.anchor_id))
         if shown:
             parts.append(table(["gate", "anchor", "news", "before", "tonight", "why"], [
@@ -32,6 +33,9 @@ def gate_section(record: Any) -> Markup:
                                   + "; ".join(g.rates_unanalysed)))
         for e in g.expired:
             parts.append(tag("p", f"acknowledgement expired: {e}"))
+        for kind, why, ids in gone_groups(g):  # issue 30 item 7: each anchor gone since the accepted night
+            parts.append(tag("p", f"in the last accepted night of this cadence, not run tonight: {kind} ({why}): "
+                                  f"{', '.join(ids)}"))
         if g.weekly:
             parts.append(tag("p", f"queued for the weekly run: {len(g.weekly)} anchor(s): {', '.join(g.weekly)}"))
     if record.not_reached:

@@ -139,6 +139,8 @@ Cadence = Literal["quick", "nightly", "weekly"]
 # status -> the field naming its successor
 LINEAGE: dict[str, str] = {"superseded": "superseded_by", "refuted": "refuted_by",
                            "rescoped": "rescoped_by", "corrected": "corrected_by", "missed": "missed_by"}
+# every field that names a successor: LINEAGE's, and a retired anchor's optional retired_by
+SUCCESSOR_FIELDS: tuple[str, ...] = (*LINEAGE.values(), "retired_by")
 
 
 class Anchor(Strict):
@@ -163,6 +165,10 @@ class Anchor(Strict):
     rescoped_by: Optional[str] = None
     corrected_by: Optional[str] = None
     missed_by: Optional[str] = None  # a pre-registered number scored a miss; its successor measures it
+    # status "retired": why it no longer runs (required: the morning view names it when the anchor
+    # leaves a runner's nights), and the anchor that now encodes the claim, where one does (issue 30 item 7)
+    retired_reason: Optional[str] = None
+    retired_by: Optional[str] = None
     # The claims inventory lines (anchors/inventory/*.toml) this anchor encodes: the published
     # sentence it re-checks. Every anchor of a built-in law cites at least one (lawbench check).
     claims: list[Id] = Field(default_factory=list)
@@ -231,6 +237,12 @@ class Anchor(Strict):
             raise ValueError("planted: two planted faults share a name")
         if self.kind == "ratio" and set(self.arms) != {"a", "b"}:
             raise ValueError(f"arms: a ratio anchor needs arms.a and arms.b (got {sorted(self.arms)})")
+        if self.status == "retired" and not (self.retired_reason or "").strip():
+            raise ValueError("retired_reason: status 'retired' needs retired_reason (why it no longer runs; "
+                             "name the anchor that now encodes the claim in retired_by, where there is one)")
+        if (self.retired_reason or self.retired_by) and self.status != "retired":
+            raise ValueError("retired_reason: only an anchor with status 'retired' gives retired_reason / "
+                             f"retired_by (this one is {self.status!r})")
         for status, field in LINEAGE.items():
             if self.status == status and not getattr(self, field):
                 raise ValueError(f"{field}: status '{status}' needs {field} (the anchor that replaced it)")
@@ -267,8 +279,8 @@ class Anchor(Strict):
 
     @property
     def successor(self) -> Optional[str]:
-        """The anchor that replaced this one (None for an active or retired anchor)."""
-        field = LINEAGE.get(self.status)
+        """The anchor that replaced this one (None for an active anchor, or one retired without a successor)."""
+        field = LINEAGE.get(self.status) or ("retired_by" if self.status == "retired" else None)
         return getattr(self, field) if field else None
 
     def band_interval(self, center: Optional[float] = None) -> tuple[float, float]:

@@ -5,24 +5,33 @@ from __future__ import annotations
 import datetime as dt
 from typing import Literal, Optional
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from lawbench.core.models.base import Id, Strict
 
-# What the gate calls news. Red unless acknowledged: a verdict turned, a census lost a label, a
-# drift step, an open finding closed, a new anchor not green, an anchor the night did not reach.
+# What the gate calls news (docs/gate.md has the table). Red unless acknowledged: a verdict turned,
+# a census lost a label, a drift step, an open finding closed, a new anchor not green, an anchor the
+# night did not reach, a skip where the anchor ran (a deployed runner under --strict, or a skip the
+# run itself turned FAIL), an anchor flapping between a resolved verdict and VOID (issue 30 items 5, 7).
 RED_NEWS = ("turned", "void-twice", "error", "lost-label", "drift", "finding-closed", "new-not-green",
             "not-reached", "acknowledgement-expired", "finding-moved", "finding-unmeasured", "finding-added",
-            "finding-removed", "slower", "cannot-judge", "upgrade-unmeasured")
+            "finding-removed", "slower", "cannot-judge", "upgrade-unmeasured", "skipped", "flapping")
 # Red news no entry can accept: a date ran out, or the night had nothing it could be judged against.
 UNACKNOWLEDGEABLE = ("acknowledgement-expired", "cannot-judge")
+# An anchor of the last accepted night that tonight did not run, by why: no longer in the anchors
+# TOML (removed, or renamed), retired (a status that never runs), moved (its cadence or profiles
+# changed), not-run (runnable, not selected tonight). Said, never red; listed apart in the views.
+GONE_NEWS = ("removed", "retired", "moved", "not-run")
 # Said, never red: a first VOID after PASS (red if the next night is VOID too), a recovery, a rate
-# series that got faster (issue 31).
-NOTE_NEWS = ("void-once", "recovered", "not-run", "faster")
+# series that got faster (issue 31), a skip where the anchor ran off a deployed --strict runner, a
+# scope decision that put an anchor back in scope, and every anchor gone since the accepted night.
+NOTE_NEWS = ("void-once", "recovered", "faster", "skipped-off-runner", "back-in-scope", *GONE_NEWS)
 # One tuple per meaning, the Literal built from them: a new kind is one word added to each.
 NewsKind = Literal["turned", "void-twice", "error", "lost-label", "drift", "finding-closed", "new-not-green",
                    "not-reached", "acknowledgement-expired", "finding-moved", "finding-unmeasured", "finding-added",
-                   "finding-removed", "slower", "cannot-judge", "upgrade-unmeasured", "void-once", "recovered", "not-run", "faster"]
+                   "finding-removed", "slower", "cannot-judge", "upgrade-unmeasured", "skipped", "flapping",
+                   "void-once", "recovered", "faster", "skipped-off-runner", "back-in-scope",
+                   "removed", "retired", "moved", "not-run"]
 
 
 class GateNews(Strict):
@@ -98,6 +107,13 @@ class Acknowledgement(Strict):
             raise ValueError(f"{v!r} cannot be acknowledged; one of: "
                              f"{', '.join(k for k in RED_NEWS if k not in UNACKNOWLEDGEABLE)}")
         return v
+
+    @model_validator(mode="after")
+    def _seen(self) -> "Acknowledgement":
+        if self.kind == "skipped" and (self.value is not None or self.counts is not None):
+            raise ValueError("value: a skipped anchor measured nothing, so there is no value or counts to accept; "
+                             "acknowledge the kind alone")
+        return self
 
     @field_validator("why", "accepted_by")
     @classmethod

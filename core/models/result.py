@@ -150,6 +150,9 @@ class Result(Strict):
     open_finding: Optional[str] = None
     finding_closed: Optional[str] = None
     strict_skip: bool = False  # a skip turned FAIL under --strict / on the anchor's own runner: not measured
+    # A SKIP the anchor's own scope decided at run time (OutOfScope: a rule, a timing probe): its
+    # reason. The gate says when this decision changes against the accepted night (issue 30 item 5).
+    out_of_scope: Optional[str] = None
     listed_only: bool = False  # listed for the record only (a census with no planted fault): not judged
     retired: Optional[str] = None  # the anchor's status when it no longer runs (superseded, refuted, retired)
     retired_by: Optional[str] = None  # the anchor that superseded / refuted it
@@ -182,6 +185,8 @@ class Result(Strict):
             old["retired"] = str(d.get("status") or "retired")
             old["retired_by"] = d.get(f"{old['retired']}_by")
             gone |= {"history", "status", f"{old['retired']}_by"}
+        if isinstance(d.get("out_of_scope"), dict) and data.get("verdict") == "SKIP" and not data.get("out_of_scope"):
+            old["out_of_scope"] = str(data.get("reason") or "out of scope")  # the law's detail keeps its figures
         if data.get("kind") == "agreement" and isinstance(d.get("predicted"), (int, float)) \
                 and data.get("agreement_predicted") is None:
             old["agreement_predicted"] = d["predicted"]  # the law's detail keeps its own copy too

@@ -5,9 +5,29 @@ from __future__ import annotations
 
 from typing import Any
 
+from lawbench.core.models.gate import GONE_NEWS
 from lawbench.core.untrusted_text import markdown as md, markdown_code as code, terminal
 
 RATE_NEWS = ("slower", "faster")  # a runner's rate series (issue 31): shown first among their kind
+TEXT_NOTES = ("faster", "skipped-off-runner", "back-in-scope")  # notes the terminal says, one line each
+SHOWN_IDS = 12  # anchors listed per line for "not-run" (a -k night leaves many out, all for one reason)
+
+
+def gone_groups(gate: Any) -> list[tuple[str, str, list[str]]]:
+    """The anchors of the accepted night gone tonight (issue 30 item 7) as (kind, why, anchor ids):
+    one group per kind and why, in GONE_NEWS order, so each anchor is named with why in a few lines."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for n in gate.news:
+        if n.kind in GONE_NEWS:
+            groups.setdefault((n.kind, n.why), []).append(n.anchor_id)
+    return [(k, w, sorted(ids)) for (k, w), ids in sorted(groups.items(), key=lambda kv: (GONE_NEWS.index(kv[0][0]),
+                                                                                           kv[0][1]))]
+
+
+def _ids(kind: str, ids: list[str], show: Any) -> str:
+    """The ids of one group, each through ``show``; a not-run group beyond SHOWN_IDS is cut, saying how many."""
+    cut = ids[:SHOWN_IDS] if kind == "not-run" else ids
+    return ", ".join(map(show, cut)) + (f" … and {len(ids) - len(cut)} more" if len(cut) < len(ids) else "")
 
 
 def gate_headline(record: Any) -> str:
@@ -44,7 +64,7 @@ def gate_markdown(record: Any) -> str:
         if g.new_baseline:
             head = "First night" if g.baseline_state == "first-night" else "New baseline"
             lines += [f"**{head}:** {md(g.new_baseline)}", ""]
-        shown = [n for n in g.news if n.kind != "not-run"]
+        shown = [n for n in g.news if n.kind not in GONE_NEWS]
         if shown:
             lines += ["| gate | anchor | news | before | tonight | why |", "|---|---|---|---|---|---|"]
             for n in sorted(shown, key=lambda n: (not n.red, n.acknowledged_until is None, n.kind not in RATE_NEWS, n.anchor_id)):
@@ -62,10 +82,11 @@ def gate_markdown(record: Any) -> str:
         if g.weekly:
             lines.append(f"- queued for the weekly run: {len(g.weekly)} anchor(s): "
                          + ", ".join(map(code, g.weekly[:12])) + (" …" if len(g.weekly) > 12 else ""))
-        not_run = [n.anchor_id for n in g.news if n.kind == "not-run"]
-        if not_run:
-            lines.append(f"- in the last accepted night but not selected tonight: {len(not_run)}: "
-                         + ", ".join(map(code, not_run[:12])) + (" …" if len(not_run) > 12 else ""))
+        groups = gone_groups(g)
+        if groups:  # issue 30 item 7: each anchor gone since the accepted night, with why
+            gone = sum(len(ids) for _, _, ids in groups)
+            lines.append(f"- in the last accepted night of this cadence, not run tonight ({gone}):")
+            lines += [f"  - {md(kind)} ({md(why)}): {_ids(kind, ids, code)}" for kind, why, ids in groups]
     if record.not_reached:
         lines.append(f"- **not reached before the deadline ({len(record.not_reached)}):** "
                      + ", ".join(map(code, record.not_reached)))
@@ -84,7 +105,8 @@ def gate_text(record: Any) -> list[str]:
             elif n.acknowledged_until:
                 out.append(f"  ACK  {n.anchor_id}: {n.kind} (acknowledged by {n.acknowledged_by} until "
                            f"{n.acknowledged_until}): {n.why}")
-        out += [f"  note {n.anchor_id}: {n.why}" for n in g.news if n.kind == "faster"]
+        out += [f"  note {n.anchor_id}: {n.kind}: {n.why}" for n in g.news if n.kind in TEXT_NOTES]
+        out += [f"  gone ({kind}: {why}): {_ids(kind, ids, str)}" for kind, why, ids in gone_groups(g)]
         if g.rates_unanalysed:
             out.append(f"  rate series not analysed yet: {len(g.rates_unanalysed)} ({g.rates_unanalysed[0]})")
         out += [f"  acknowledgement expired: {e}" for e in g.expired]

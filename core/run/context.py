@@ -104,6 +104,31 @@ class RunContext:
             return True  # predictions run anywhere, with the constants of the profile they bind to
         return not a.profiles or self.policy.profile.id in a.profiles
 
+    def absences(self) -> dict[str, tuple[str, str]]:
+        """For each anchor of the anchor set this run does not select: (gate news kind, why), so the
+        nightly gate names every anchor of its accepted night gone tonight (issue 30 item 7; the
+        kinds are lawbench.core.models.gate.GONE_NEWS). An anchor selected here and still not run
+        was left out by -k. An id missing here is no longer in the anchors TOML (the gate says so)."""
+        out: dict[str, tuple[str, str]] = {}
+        profile = self.policy.profile.id
+        for la in self.anchor_set.anchors:
+            a = la.anchor
+            if not a.runs:
+                by = f" by {a.successor}" if a.successor else ""
+                why = f": {a.retired_reason}" if a.retired_reason else ""
+                out[a.id] = ("retired", f"status {a.status}{by}{why}")
+            elif self.laws and a.law not in self.laws:
+                out[a.id] = ("not-run", f"--law selects {', '.join(self.laws)} tonight")
+            elif not a.in_cadence(self.cadence):
+                out[a.id] = ("moved", f"its cadence is {a.effective_cadence}; tonight runs {self.cadence}")
+            elif a.kind != "prediction" and a.profiles and profile not in a.profiles:
+                out[a.id] = ("moved", f"binds to profile(s) {', '.join(a.profiles)}, not {profile}")
+            elif not self.selected(la):
+                out[a.id] = ("not-run", "in another slice of the rotating weekly")
+            else:
+                out[a.id] = ("not-run", "selected by profile, law and cadence; left out by -k")
+        return out
+
     def files(self) -> list[Path]:
         # Retired anchors are reported, never collected (items.history_results): a file holding
         # only history for this profile has no item, and pytest refuses a path that yields none.

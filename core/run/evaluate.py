@@ -75,7 +75,7 @@ def evaluate(anchor: Anchor, law: Law, policy: RunPolicy, resources: Any = None,
         result = _skip(anchor, policy, str(exc), profile.id) if policy.strict else \
             Result(**_base(anchor, profile.id), verdict=Verdict.SKIP, reason=str(exc))
     except OutOfScope as exc:  # the anchor's own stated scope (a rule, engine builds): a plain SKIP, on any runner
-        result = Result(**_base(anchor, profile.id), verdict=Verdict.SKIP, reason=str(exc),
+        result = Result(**_base(anchor, profile.id), verdict=Verdict.SKIP, reason=str(exc), out_of_scope=str(exc),
                         detail={"out_of_scope": exc.detail} if exc.detail else {})
     except NotApplicable as exc:
         result = _skip(anchor, policy, str(exc), profile.id)

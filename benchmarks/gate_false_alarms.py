@@ -1,0 +1,114 @@
+"""How often is an unplanted night red? Simulated runners judged night after night by the real gate
+(lawbench.core.history.gate.judge: every rule — verdicts, void-twice, flapping, skips, findings,
+drift, rate series — against a real SQLite history; no acknowledgements), with nothing planted.
+
+    python benchmarks/gate_false_alarms.py                          # 200 runners x 12 nights, seed 30
+    python benchmarks/gate_false_alarms.py --runners 50 --scatter 0.05 --seed 31
+
+One runner's night (a cpu nightly's shape, 35 anchors):
+  20 predictions   PASS every night (arithmetic: the same every night)
+   2 out of scope  SKIP every night (the same scope decision every night)
+  10 measured      agreement anchors, band [0.75, 1.25]; each anchor's true value drawn once,
+                   log-uniform in [--lo, --hi]; a night's reading is the true value times
+                   exp(N(0, se) + N(0, scatter)), se drawn per night in [1 %, 3 %], its 95 % interval
+                   +-1.96 se; the verdict is core.stats.verdicts.classify (straddling an edge: VOID).
+                   Each carries one rate series (decode tok/s, per-visit values with the night's se).
+   3 open findings the same, with a true value at 0.5 (outside the band): an expected FAIL.
+The first night of each runner starts its baseline; every later night is one runner-night. A
+runner-night is a false alarm when the gate says red. Printed: red runner-nights, per news kind,
+and the measured anchors' VOID rate per anchor-night (what flapping and void-twice feed on).
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import math
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from lawbench.core.history.gate import judge
+from lawbench.core.history.store import History
+from lawbench.core.models import RateSample, RateSeries, Result, Verdict
+from lawbench.core.record.reports import RunRecord
+from lawbench.core.stats.verdicts import classify
+
+MACHINE = {"hostname": "sim", "cpu_model": "Sim CPU", "cpu_count_logical": 2, "ram_total_gb": 8.0, "gpus": []}
+ENGINE = {"name": "llama.cpp", "build_number": 11434, "backend": "cpu"}
+BAND = (0.75, 1.25)
+
+
+def measured(anchor: str, true: float, rng: random.Random, scatter: float, finding: bool) -> Result:
+    se = rng.uniform(0.01, 0.03)
+    m = true * math.exp(rng.gauss(0, se) + rng.gauss(0, scatter))
+    interval = (m * math.exp(-1.96 * se), m * math.exp(1.96 * se))
+    verdict = classify(interval, BAND) or Verdict.VOID
+    speed = 50.0 * math.exp(rng.gauss(0, scatter))
+    values = [speed * math.exp(rng.gauss(0, se)) for _ in range(5)]
+    gm = math.exp(sum(map(math.log, values)) / 5)
+    rate = RateSample(series=RateSeries(model=f"m-{anchor}", format="Q4_0", placement="ngl=0",
+                                        quantity="decode tok/s"),
+                      engine="b11434", values=values, measured=gm, interval=(gm * (1 - 2 * se), gm * (1 + 2 * se)))
+    return Result(anchor_id=anchor, law="law4", kind="agreement", profile="sim", verdict=verdict,
+                  reason=f"{verdict.value} (simulated)", measured=m, interval=interval, band=BAND, rates=[rate],
+                  open_finding="known: the law does not reproduce this" if finding and verdict is Verdict.FAIL
+                  else None)
+
+
+def runner(history: History, rng: random.Random, args: argparse.Namespace, tally: collections.Counter) -> None:
+    trues = {f"m{i}": math.exp(rng.uniform(math.log(args.lo), math.log(args.hi))) for i in range(10)}
+    for night in range(args.nights):
+        results = [Result(anchor_id=f"p{i}", law="law4", kind="prediction", profile="sim", verdict=Verdict.PASS,
+                          measured=1.0, band=BAND) for i in range(20)]
+        results += [Result(anchor_id=f"s{i}", law="law4", kind="ratio", profile="sim", verdict=Verdict.SKIP,
+                           reason="out of this tier's scope", out_of_scope="out of this tier's scope")
+                    for i in range(2)]
+        results += [measured(a, t, rng, args.scatter, False) for a, t in trues.items()]
+        results += [measured(f"f{i}", 0.5, rng, args.scatter, True) for i in range(3)]
+        tally["VOID"] += sum(r.verdict is Verdict.VOID for r in results if r.anchor_id.startswith("m"))
+        tally["measured"] += 10
+        rec = RunRecord.new("sim", profile_matches=True, strict=True, cadence="nightly", machine=MACHINE,
+                            engine=ENGINE, started=f"2026-11-{night + 1:02d}T02:17:00+00:00")
+        rec.finish(results, gate=lambda r: judge(r, history, None, deployed=True))
+        history.append(rec)
+        if night == 0:
+            continue  # the first night starts the baseline
+        tally["nights"] += 1
+        if rec.gate.verdict == "red":
+            tally["red"] += 1
+            for kind in sorted({n.kind for n in rec.gate.red_news}):
+                tally[f"kind:{kind}"] += 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--runners", type=int, default=200)
+    p.add_argument("--nights", type=int, default=12)
+    p.add_argument("--scatter", type=float, default=0.03, help="night-to-night scatter beyond the intervals (log)")
+    p.add_argument("--lo", type=float, default=0.85, help="lowest true value of a measured anchor (band 0.75-1.25)")
+    p.add_argument("--hi", type=float, default=1.15)
+    p.add_argument("--seed", type=int, default=30)
+    args = p.parse_args(argv)
+    rng = random.Random(args.seed)
+    tally: collections.Counter = collections.Counter()
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="lawbench-gate-sim-") as tmp:
+        for i in range(args.runners):
+            with History(Path(tmp) / f"r{i}.sqlite") as history:
+                runner(history, rng, args, tally)
+    n, red = tally["nights"], tally["red"]
+    print(f"seed {args.seed}, {args.runners} runners x {args.nights} nights, scatter {args.scatter:g}, "
+          f"true values {args.lo:g}-{args.hi:g}: {red} red of {n} runner-nights = {100 * red / n:.2f} % "
+          f"({time.monotonic() - started:.0f} s)")
+    print(f"  measured anchors VOID on {tally['VOID']} of {tally['measured']} anchor-nights "
+          f"({100 * tally['VOID'] / tally['measured']:.2f} %)")
+    for k, v in sorted(tally.items()):
+        if k.startswith("kind:"):
+            print(f"  red with {k[5:]}: {v} runner-night(s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
