@@ -143,7 +143,7 @@ def test_a_runner_s_record_is_bound_to_the_job_the_collect_step_verifies():
     assert 'lawbench history import --db "$db" --require-binding --quarantine "$quarantine" --file-into "$data"' in collect
     # one code path: one import of tonight's records, never a loop of its own over them (the loops
     # that say which record was refused or went unnamed print; they import nothing)
-    assert collect.count("--require-binding") == 1
+    assert collect.count('lawbench history import --db "$db" --require-binding') == 1
     loops = re.findall(r"for \w+ in [^;]*; do (.*?) done", collect)
     assert loops and not [body for body in loops if "history import" in body]
 
