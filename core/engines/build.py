@@ -250,7 +250,7 @@ def _build_locked(version, backend, cuda_arch, commit, jobs, root, key_dir, tool
                           f"next to the tools; found: {llama.backend}); full log: {log_path}")
     record = {"version": version, "backend": backend, "cpu_flags_hash": cpu_flags_hash(),
               "cuda_arch": cuda_arch if backend == "cuda" else None,
-              "build_seconds": seconds, "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+              "build_seconds": seconds, "built_at": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()),
               "jobs": jobs or os.cpu_count(), "configure": configure[1:], "targets": build_targets(src, extra),
               **facts,
               **llama.build_info}

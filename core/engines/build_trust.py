@@ -156,7 +156,7 @@ def write_manifest(key_dir: Path, source: Optional[Path] = None) -> dict:
 def _write(key_dir: Path, source: Optional[str], source_sha256: Optional[str]) -> dict:
     body = {"files": _files(key_dir / "build" / "bin"), "source": source, "source_sha256": source_sha256,
             "build_info_sha256": _digest_or_none(key_dir / "build_info.json"), "tree": _tree(key_dir),
-            "written_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+            "written_at": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime())}
     manifest = {**body, "hmac_sha256": sign(body)}
     tmp = key_dir / f"{MANIFEST}.tmp"
     tmp.write_text(json.dumps(manifest, indent=2), encoding="utf-8")

@@ -178,7 +178,7 @@ def cached_imatrix(llama: "LlamaCpp", model: os.PathLike | str, model_sha: str, 
         settings = {"tool": TOOL, "model": model.name, "model_sha256": model_sha, "text": text.name,
                     "text_sha256": tsha, "ctx": ctx, "chunks": chunks, "tokens": ctx * chunks,
                     "engine_build": build, "threads": threads, "wall_s": round(wall, 2),
-                    "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+                    "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime())}
         os.replace(out, target)  # the data first: a record never names a file that is not there
         tmp_rec = Path(tmp) / record_file.name
         tmp_rec.write_text(json.dumps(settings, indent=2), encoding="utf-8")

@@ -45,7 +45,7 @@ def read_holder(holder_file: Path) -> dict:
 def _describe(holder: dict) -> str:
     if not holder.get("pid"):
         return "another process (its PID is not recorded yet)"
-    since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(holder.get("since", 0)))
+    since = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(holder.get("since", 0)))  # as records say time
     return f"PID {holder['pid']} ({holder.get('cmd', '?')}) since {since}"
 
 
