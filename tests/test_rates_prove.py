@@ -88,7 +88,7 @@ def test_the_command_prints_its_table_and_refuses_too_short_a_history(tmp_path):
                          capture_output=True, text=True, timeout=120, encoding="utf-8")
     assert out.returncode == 2 and "--sizes" in out.stderr and "Traceback" not in out.stderr
     out = subprocess.run([LAWBENCH, "gate", "prove", "--profile", "p", "--baseline", str(tmp_path / "nothing-here")],
-                         capture_output=True, text=True, timeout=120)
+                         capture_output=True, text=True, timeout=120, encoding="utf-8")
     assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
     assert "cannot prove" in out.stdout and "does not exist" in out.stdout, out.stdout
 
