@@ -31,7 +31,7 @@ def measured_spreads() -> list[float]:
     """The night-to-night sd (of log rate) of every arm seen on at least 3 committed cpu nights."""
     per: dict[str, list[float]] = defaultdict(list)
     for f in sorted(glob.glob(str(NIGHTS / "night*.run.json"))):
-        for q in json.load(open(f))["results"]:
+        for q in json.load(open(f, encoding="utf-8"))["results"]:
             m = q.get("measurement") or {}
             arms = (m.get("protocol") or {}).get("arms") or {}
             for a, label in arms.items():

@@ -179,7 +179,7 @@ def run_timed(cmd: list[str], cwd: Path, env: dict, log: Path) -> tuple[list[Lin
     """Run ``cmd``, stdout and stderr together, each line stamped with its arrival time."""
     lines: list[Line] = []
     started = time.monotonic()
-    with open(log, "w") as out:
+    with open(log, "w", encoding="utf-8") as out:
         proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, errors="replace")
         assert proc.stdout is not None
@@ -203,7 +203,7 @@ def run_phase(name: str, clone: Path, env: dict, logs: Path, index: int = 1) -> 
     phase = where_it_went(name, lines, wall, code)
     record = clone / "lawbench-out" / "run.json"
     if session == "anchors" and record.is_file():
-        phase.per_law = per_law(json.loads(record.read_text()))
+        phase.per_law = per_law(json.loads(record.read_text(encoding="utf-8")))
     return phase
 
 
@@ -241,7 +241,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(describe(phase), flush=True)
     print(f"newcomer: clone, cache and timestamped logs in {work}", file=sys.stderr)
     if args.json:
-        args.json.write_text(json.dumps([asdict(p) for p in results], indent=2))
+        args.json.write_text(json.dumps([asdict(p) for p in results], indent=2), encoding="utf-8")
     return max((p.exit_code for p in results), default=0)
 
 

@@ -58,7 +58,7 @@ def main() -> int:
     table = {}
     try:
         for factor in args.factors:
-            (wrapper / "planted.json").write_text(json.dumps({"slow": {fmt: factor}} if factor != 1 else {}))
+            (wrapper / "planted.json").write_text(json.dumps({"slow": {fmt: factor}} if factor != 1 else {}), encoding="utf-8")
             slower = 0
             for t in range(args.trials):
                 t0 = time.monotonic()

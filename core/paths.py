@@ -11,9 +11,18 @@ CACHE_ENV = "LAWBENCH_CACHE"
 
 
 def cache_root() -> Path:
-    """``$LAWBENCH_CACHE`` or ``~/.cache/lawbench``: builds, downloads, models, headers, locks."""
+    """``$LAWBENCH_CACHE``, else ``$XDG_CACHE_HOME/lawbench``, else ``~/.cache/lawbench``: builds,
+    downloads, models, headers, locks.
+
+    ``XDG_CACHE_HOME`` is honoured as the XDG base directory specification says (pip does too): a
+    machine that keeps its caches elsewhere (a bigger disk, a runner's work volume) keeps lawbench's
+    there; a relative one is ignored, as the specification asks."""
     env = os.environ.get(CACHE_ENV)
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "lawbench"
+    if env:
+        return Path(env).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"
+    return base / "lawbench"
 
 
 def writable_dir(path: Path, what: str = "cache folder", fix: str = "") -> Path:

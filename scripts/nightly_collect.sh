@@ -46,7 +46,7 @@ fi
 found=()
 if [ -d "$tonight" ]; then
   # a link named run.json is seen too: the import refuses it by name (a folder is never followed out of)
-  mapfile -d '' -t found < <(find "$tonight" -name run.json \( -type f -o -type l \) -print0 | sort -z)
+  mapfile -d '' -t found < <(find "$tonight" -name run.json \( -type f -o -type l \) -print0 | LC_ALL=C sort -z)  # byte order, whatever the locale
 else
   echo "nightly_collect: no folder $tonight: no runner job left an artifact tonight"
 fi

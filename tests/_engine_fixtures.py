@@ -56,7 +56,7 @@ def tiny_f16(synth_dir) -> Path:
 
 
 def write_script(path: Path, body: str) -> Path:
-    path.write_text("#!/bin/sh\n" + textwrap.dedent(body).lstrip())
+    path.write_text("#!/bin/sh\n" + textwrap.dedent(body).lstrip(), encoding="utf-8")
     path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     return path
 
@@ -71,7 +71,7 @@ def fake_llama(tmp_path: Path, bench_body: str, help_text: str = FAKE_HELP) -> L
     ``--help`` prints ``help_text``. Used to plant crashes, hangs and signals for real."""
     bin_dir = tmp_path / "fakebin"
     bin_dir.mkdir(exist_ok=True)
-    (bin_dir / "help.txt").write_text(help_text)
+    (bin_dir / "help.txt").write_text(help_text, encoding="utf-8")
     bench = write_script(bin_dir / "llama-bench", f"""
         if [ "$1" = "--help" ]; then cat "{bin_dir}/help.txt"; exit 0; fi
         {bench_body}
@@ -91,7 +91,7 @@ def wait_for(path: Path, proc: subprocess.Popen, timeout_s: float = 120) -> str:
             pytest.fail(f"lawbench exited ({proc.returncode}) before {path.name} appeared:\n{out}\n{err}")
         assert time.monotonic() < deadline, f"{path.name} never appeared"
         time.sleep(0.05)
-    return path.read_text()
+    return path.read_text(encoding="utf-8")
 
 
 def alive(pid: int) -> bool:

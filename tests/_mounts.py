@@ -31,8 +31,8 @@ def in_private_mounts(setup: str, argv: list[str], timeout: float = 120, **run: 
     if shutil.which("unshare") is None:
         _unavailable("no unshare(1) on this machine")
     probe = subprocess.run([*UNSHARE, "sh", "-c", "mount -t tmpfs -o size=4k tmpfs /mnt"],
-                           capture_output=True, text=True)
+                           capture_output=True, text=True, encoding="utf-8")
     if probe.returncode != 0:
         _unavailable(f"cannot make a private mount namespace here: {probe.stderr.strip()}")
     return subprocess.run([*UNSHARE, "sh", "-c", f"{setup} && exec {shlex.join(argv)}"],
-                          capture_output=True, text=True, timeout=timeout, **run)
+                          capture_output=True, text=True, timeout=timeout, **{"encoding": "utf-8", **run})

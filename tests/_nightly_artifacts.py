@@ -31,7 +31,7 @@ def runner_binding(folder: Path, profile: str, workflow_run_id: str, box: str, h
     binding = {"binding_version": 1, "workflow_run_id": workflow_run_id, "run_attempt": attempt, "job": job,
                "box": box, "head_sha": head_sha, "repository": "o/r", "profile": profile,
                "record_run_id": json.loads(raw).get("run_id"), "record_sha256": hashlib.sha256(raw).hexdigest()}
-    (folder / "binding.json").write_text(json.dumps(binding, indent=2))
+    (folder / "binding.json").write_text(json.dumps(binding, indent=2), encoding="utf-8")
     return binding
 
 
@@ -51,7 +51,7 @@ def fetched(tonight: Path, artifact: str, workflow_run_id: str, head_sha: str, c
     facts = {"workflow_run_id": workflow_run_id, "head_sha": head_sha, "run_created_at": created,
              "artifact_id": "4242", "artifact_name": artifact, "artifact_digest": digest or f"sha256:{sha}",
              "zip_sha256": sha}
-    (tonight / f"{artifact}.fetch.json").write_text(json.dumps(facts))
+    (tonight / f"{artifact}.fetch.json").write_text(json.dumps(facts), encoding="utf-8")
     return facts
 
 
@@ -66,7 +66,7 @@ def bound_artifact(tonight: Path, box: str, workflow_run_id: str, records: dict[
         folder.mkdir(parents=True, exist_ok=True)
         if isinstance(rec, Path):
             shutil.copyfile(rec, folder / "run.json")
-            commit = json.loads(rec.read_text()).get("git_commit")
+            commit = json.loads(rec.read_text(encoding="utf-8")).get("git_commit")
         else:
             write_json(rec, folder / "run.json")
             commit = rec.git_commit

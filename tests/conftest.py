@@ -16,6 +16,23 @@ pytest_plugins = ["lawbench.testing"]
 
 HERE = Path(__file__).parent
 
+# What the developer's shell may hold must not change what a test sees (issue 35). Set here, at
+# import, so every xdist worker and every process a test starts inherits it:
+# - LAWBENCH_* settings that change what lawbench does (another llama.cpp build or version, profile
+#   folders, an output folder, GPU detection, the nightly's cache key, minfer's commands, …) are
+#   dropped; a test that needs one sets it. Kept: where this machine keeps its cache and how it
+#   reaches and waits on its package index, which change where things are, not what is asserted.
+# - lawbench's own output reaches the test as UTF-8 whatever the locale: a test reads the words
+#   lawbench prints ("±", "µs"), and a child under a non-UTF-8 locale would escape them
+#   (lawbench.core.commands.streams.escape_unencodable, tested with this unset in
+#   tests/test_hermetic_env.py); the tests decode what they capture as UTF-8.
+KEPT_LAWBENCH_ENV = frozenset({
+    "LAWBENCH_CACHE", "LAWBENCH_PYPI_URL", "LAWBENCH_STALL_TIMEOUT_S", "LAWBENCH_DOWNLOAD_RETRIES",
+    "LAWBENCH_DOWNLOAD_TIMEOUT_S", "LAWBENCH_BUILD_TIMEOUT_S", "LAWBENCH_ACTIONLINT_MODULES"})
+for _name in [n for n in os.environ if n.startswith("LAWBENCH_") and n not in KEPT_LAWBENCH_ENV]:
+    del os.environ[_name]
+os.environ["PYTHONIOENCODING"] = "utf-8"
+
 # What runs alone. `nox -s tests` runs the suite in two passes: everything else on every core
 # (pytest-xdist), then these one at a time, with nothing else on the box:
 # - a test that takes the real llama.cpp build (a fixture below) or is marked integration: a timed
@@ -59,7 +76,7 @@ def pip_install_into(src: Path, site: Path, build: Path) -> Path:
     proc = subprocess.run(
         [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
          "--no-index", "--target", str(site), str(copy)],
-        capture_output=True, text=True, cwd=build, env={**os.environ, "PIP_NO_CACHE_DIR": "1"})
+        capture_output=True, text=True, cwd=build, env={**os.environ, "PIP_NO_CACHE_DIR": "1"}, encoding="utf-8")
     assert proc.returncode == 0, proc.stderr[-2000:]
     return site
 
@@ -87,12 +104,12 @@ def write_plugin(site: Path, dist: str, entry_points: dict[str, str], files: dic
     for rel, text in files.items():
         path = site / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+        path.write_text(text, encoding="utf-8")
     info = site / f"{dist.replace('-', '_')}-{version}.dist-info"
     info.mkdir(parents=True, exist_ok=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n")
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n", encoding="utf-8")
     eps = "".join(f"{name} = {target}\n" for name, target in entry_points.items())
-    (info / "entry_points.txt").write_text(f"[lawbench]\n{eps}")
+    (info / "entry_points.txt").write_text(f"[lawbench]\n{eps}", encoding="utf-8")
     return site
 
 
@@ -128,7 +145,7 @@ def cli_env(dummy_site, tmp_path) -> dict:
 
 def run_cli(args, env, cwd) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "lawbench.core.commands.main", *args], env=env, cwd=cwd,
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=600, encoding="utf-8")
 
 
 def history_in_process(argv, capsys):
@@ -167,14 +184,14 @@ def pip_setting(request, tmp_path, monkeypatch) -> str:
         monkeypatch.delenv(name, raising=False)
     if request.param == "pip's default":
         listed = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True,
-                                text=True, check=True).stdout
+                                text=True, check=True, encoding="utf-8").stdout
         if "index-url" not in listed:  # nothing names an index: pip uses PyPI and does not say so
             return re.escape("PyPI, pip's configured index (pip config list)")
         return r"\S+://\S+.* \(pip's configuration: pip config list\)"  # a system-wide index
     if request.param == "a pip.conf index":
         index = tmp_path / "index"  # an empty PEP 503 index: pip looks there too and says so
         index.mkdir()
-        (home / ".config" / "pip" / "pip.conf").write_text(f"[global]\nextra-index-url = {index.as_uri()}\n")
+        (home / ".config" / "pip" / "pip.conf").write_text(f"[global]\nextra-index-url = {index.as_uri()}\n", encoding="utf-8")
         return rf"\S+://\S+.*{re.escape(index.as_uri())}.* \(pip's configuration: pip config list\)"
     monkeypatch.setenv(request.param, PYPI)
     return re.escape(f"{PYPI} (${request.param})")

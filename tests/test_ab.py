@@ -51,7 +51,7 @@ TINY = "l15 and syn-25m-q4_0"
 
 def lawbench(args: list[str], env: dict, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "lawbench.core.commands.main", *args], env=env, cwd=cwd,
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, text=True, timeout=timeout, encoding="utf-8")
 
 
 @pytest.fixture
@@ -256,13 +256,13 @@ def plant_vendored_sdist(cache: Path, version: str, commit: str, cmake_extra: st
     top = cache / "_src" / f"llama_cpp_python-{version}"
     src = top / "vendor" / "llama.cpp"
     src.mkdir(parents=True)
-    (src / "CMakeLists.txt").write_text(CMAKE % cmake_extra)
-    (src / "tool.cpp").write_text(TOOL_CPP)
-    (src / ".git").write_text("gitdir: ../../.git/modules/vendor/llama.cpp\n")
+    (src / "CMakeLists.txt").write_text(CMAKE % cmake_extra, encoding="utf-8")
+    (src / "tool.cpp").write_text(TOOL_CPP, encoding="utf-8")
+    (src / ".git").write_text("gitdir: ../../.git/modules/vendor/llama.cpp\n", encoding="utf-8")
     head = top / ".git" / "modules" / "vendor" / "llama.cpp" / "HEAD"
     head.parent.mkdir(parents=True)
-    head.write_text(commit + "\n")
-    (top / "pyproject.toml").write_text("# not extracted\n")
+    head.write_text(commit + "\n", encoding="utf-8")
+    (top / "pyproject.toml").write_text("# not extracted\n", encoding="utf-8")
     (cache / "downloads").mkdir(parents=True, exist_ok=True)
     with tarfile.open(cache / "downloads" / f"llama_cpp_python-{version}.tar.gz", "w:gz") as tar:
         tar.add(top, arcname=top.name)
@@ -275,7 +275,7 @@ def test_vendored_source_builds_into_its_own_key_with_its_commit(tmp_path):
     key_dir = got.bin_dir.parent.parent
     assert key_dir.name == build_key("llama-cpp-python-9.9.9", "cpu") != build_key("9.9.9", "cpu")
     assert got.version == "llama-cpp-python-9.9.9" and got.commit == commit and got.build_number == 0
-    info = json.loads((key_dir / "build_info.json").read_text())
+    info = json.loads((key_dir / "build_info.json").read_text(encoding="utf-8"))
     assert info["source"] == {"package": "llama-cpp-python", "version": "9.9.9",
                               "vendored_path": "vendor/llama.cpp", "vendored_commit": commit}
     assert f"-DLLAMA_BUILD_COMMIT={commit}" in info["configure"]
@@ -291,7 +291,7 @@ def test_a_failed_build_is_one_line_naming_its_log(tmp_path, env):
                                     "--out", str(tmp_path)], e, tmp_path, timeout=300), 1)
     log = tmp_path / "cache" / "llama.cpp" / build_key("llama-cpp-python-9.9.8", "cpu") / "build.log"
     assert f"full log: {log}" in line and "configuring llama.cpp failed" in line, line
-    assert "planted configure failure" in log.read_text()
+    assert "planted configure failure" in log.read_text(encoding="utf-8")
 
 
 # --------------------------------------------------------------------------- real A/Bs
@@ -302,7 +302,7 @@ def ab_record(tmp_path: Path, env: dict, args: list[str], code: int) -> dict:
     p = lawbench(["ab", *args, "--out", str(tmp_path), "--json"], env, tmp_path)
     assert p.returncode == code, (p.returncode, p.stderr[-3000:])
     record = json.loads(p.stdout)
-    assert json.loads((tmp_path / "ab.json").read_text()) == record
+    assert json.loads((tmp_path / "ab.json").read_text(encoding="utf-8")) == record
     return record
 
 
@@ -434,19 +434,19 @@ def test_real_ab_stopped_by_sigterm_keeps_its_pairs(tmp_path, env, llama):  # no
     """)
     proc = subprocess.Popen([sys.executable, "-m", "lawbench.core.commands.main", "ab", "--b", f"dir:{bdir}", "-k", SMALL,
                              "--pairs", "500", "--out", str(tmp_path)], env=env, cwd=tmp_path,
-                            stdout=subprocess.DEVNULL, stderr=(tmp_path / "err.txt").open("w"), text=True)
+                            stdout=subprocess.DEVNULL, stderr=(tmp_path / "err.txt").open("w", encoding="utf-8"), text=True, encoding="utf-8")
     try:
         deadline = time.monotonic() + 300
-        while not (visits.is_file() and len(visits.read_text().split()) >= 4):
-            assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "err.txt").read_text()
+        while not (visits.is_file() and len(visits.read_text(encoding="utf-8").split()) >= 4):
+            assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "err.txt").read_text(encoding="utf-8")
             time.sleep(0.05)
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=60)
     finally:
         proc.kill()
-    err = (tmp_path / "err.txt").read_text()
+    err = (tmp_path / "err.txt").read_text(encoding="utf-8")
     assert proc.returncode == 143 and "interrupted by SIGTERM" in err and "Traceback" not in err, err
-    record = json.loads((tmp_path / "ab.json").read_text())
+    record = json.loads((tmp_path / "ab.json").read_text(encoding="utf-8"))
     assert record["interrupted"] == "SIGTERM" and record["exit_code"] == 143
     (r,) = record["results"]
     assert r["status"] == "error" and r["reason"] == "interrupted by SIGTERM" and r["pairs"] >= 1

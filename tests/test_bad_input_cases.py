@@ -150,7 +150,7 @@ def test_a_defect_in_a_plugin_the_run_did_not_select_is_set_aside(tmp_path, cli_
     warning = next(line for line in p.stderr.splitlines() if "broken plugin" in line)
     assert "distribution lawbench-extra-anchors 0.1.0" in warning and "set aside" in warning
     assert p.returncode == 1, p.stdout[-2000:]  # the dummy law ran: its sum-fail anchor is a real FAIL
-    ran = {r["anchor_id"] for r in json.loads((out / "run.json").read_text())["results"]}
+    ran = {r["anchor_id"] for r in json.loads((out / "run.json").read_text(encoding="utf-8"))["results"]}
     assert "dummy.sum-pass" in ran and "test.kv-bytes-pos.qwen3-30b-a3b" not in ran
 
 
@@ -160,12 +160,12 @@ def test_schema_exports_each_laws_case_model(tmp_path, cli_env):
     names = sorted(f.name for f in (tmp_path / "schemas").iterdir())
     assert {"case-law4.schema.json", "case-minfer.schema.json", "case-dummy.schema.json",
             "anchors.schema.json", "profile.schema.json"} <= set(names)
-    assert "kv_type" in (tmp_path / "schemas" / "case-law4.schema.json").read_text()
+    assert "kv_type" in (tmp_path / "schemas" / "case-law4.schema.json").read_text(encoding="utf-8")
 
 
 def test_schema_into_an_unwritable_folder_is_exit_2(tmp_path, cli_env):
     blocker = tmp_path / "a-file"
-    blocker.write_text("not a folder")
+    blocker.write_text("not a folder", encoding="utf-8")
     p = run_cli(["schema", "--out", str(blocker / "schemas")], cli_env, tmp_path)
     assert p.returncode == 2 and "Traceback" not in p.stderr
     assert f"--out {blocker / 'schemas'}" in p.stderr

@@ -31,7 +31,7 @@ def env(tmp_path) -> dict:
 
 def predict(args: list[str], env: dict, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "lawbench.core.commands.main", "predict", *args], env=env,
-                          cwd=cwd, capture_output=True, text=True, timeout=120)
+                          cwd=cwd, capture_output=True, text=True, timeout=120, encoding="utf-8")
 
 
 def assert_one_line(p: subprocess.CompletedProcess, code: int, *names: str) -> str:
@@ -176,7 +176,7 @@ shape = {q_shape}
 [[tensor]]
 name = "output.weight"
 shape = [64, 100]
-''')
+''', encoding="utf-8")
     return path
 
 

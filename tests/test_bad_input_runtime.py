@@ -54,7 +54,7 @@ def env(tmp_path) -> dict:
 def lawbench(args: list[str], env: dict, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess:
     """The real CLI; a hang is a TimeoutExpired, so it fails the test instead of stalling it."""
     return subprocess.run([sys.executable, "-m", "lawbench.core.commands.main", *args], env=env, cwd=cwd,
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, text=True, timeout=timeout, encoding="utf-8")
 
 
 def assert_exit(p: subprocess.CompletedProcess, code: int, *names: str) -> str:
@@ -236,7 +236,7 @@ def test_missing_or_malformed_gguf_is_exit_2(tmp_path, env, content, words):
 
 
 def test_engine_build_into_an_unwritable_cache_names_the_folder(tmp_path, env):
-    (tmp_path / "a-file").write_text("not a folder\n")  # unwritable for root too
+    (tmp_path / "a-file").write_text("not a folder\n", encoding="utf-8")  # unwritable for root too
     env["LAWBENCH_CACHE"] = str(tmp_path / "a-file" / "cache")
     p = lawbench(["engine", "build", "llama.cpp", "--version", LLAMA_VERSION], env, tmp_path)
     assert_exit(p, 2, str(tmp_path / "a-file" / "cache" / "llama.cpp"), "LAWBENCH_CACHE")
@@ -572,15 +572,15 @@ def test_progress_reaches_the_user_through_pytests_capture(tmp_path, installed):
         f"    if {installed}:\n"
         "        progress.install_for_pytest(config)\n\n"
         "def pytest_unconfigure(config):\n"
-        "    progress.uninstall()\n")
+        "    progress.uninstall()\n", encoding="utf-8")
     (tmp_path / "test_long_step.py").write_text(
         "import sys\n"
         "from lawbench.core.progress import report\n\n"
         "def test_long_step():\n"
         "    print('captured stderr', file=sys.stderr)\n"
-        "    report('building llama.cpp: 42%')\n")
+        "    report('building llama.cpp: 42%')\n", encoding="utf-8")
     p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
-                       cwd=tmp_path, capture_output=True, text=True, timeout=120)
+                       cwd=tmp_path, capture_output=True, text=True, timeout=120, encoding="utf-8")
     assert p.returncode == 0, p.stdout + p.stderr
     assert "captured stderr" not in p.stdout + p.stderr  # pytest's capture is still on for the rest
     assert ("lawbench: building llama.cpp: 42%" in p.stderr) is installed, p.stderr
@@ -592,7 +592,7 @@ JSONL = DATA / "bench_tiny.jsonl"  # real llama-bench b11434 output, see bench_t
 
 
 def with_first_record(**changes) -> str:
-    lines = JSONL.read_text().splitlines()
+    lines = JSONL.read_text(encoding="utf-8").splitlines()
     first = json.loads(lines[0])
     first.update(changes)
     return "\n".join([json.dumps(first)] + lines[1:]) + "\n"
@@ -609,16 +609,16 @@ def test_zero_negative_nan_or_missing_speeds_are_engine_faults(changes, words):
     records = parse_records(with_first_record(**changes))
     with pytest.raises(EngineError, match=re.escape(words)):
         [record_speeds(r) for r in records]
-    assert all(v > 0 for r in parse_records(JSONL.read_text()) for v in record_speeds(r))
+    assert all(v > 0 for r in parse_records(JSONL.read_text(encoding="utf-8")) for v in record_speeds(r))
 
 
 def test_a_bench_reporting_zero_speed_is_an_error_that_keeps_the_good_records(tmp_path):
-    (tmp_path / "out.jsonl").write_text(with_first_record(avg_ts=0))
+    (tmp_path / "out.jsonl").write_text(with_first_record(avg_ts=0), encoding="utf-8")
     fake = fake_llama(tmp_path, f'cat "{tmp_path / "out.jsonl"}"; exit 0')
     model = tmp_path / "m.gguf"
     model.write_bytes(b"GGUF")
     with pytest.raises(EngineError) as exc:
         run_bench(fake, model)
     assert "avg_ts = 0 for test pp16" in str(exc.value) and "m.gguf" in str(exc.value)
-    good = parse_records(JSONL.read_text())[1:]
+    good = parse_records(JSONL.read_text(encoding="utf-8"))[1:]
     assert [s.value for s in exc.value.samples] == [v for r in good for v in r["samples_ts"]]

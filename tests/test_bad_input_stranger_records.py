@@ -93,7 +93,7 @@ def test_folder_import_never_follows_a_link_out_and_quarantine_never_copies_its_
     assert "Traceback" not in out
     assert "link.json" in out and "never followed" in out, out
     assert out.startswith("0 imported"), out  # the record behind the linked folder stays out
-    assert not any("do-not-copy" in f.read_text(errors="replace") for f in q.rglob("*") if f.is_file()), out
+    assert not any("do-not-copy" in f.read_text(errors="replace", encoding="utf-8") for f in q.rglob("*") if f.is_file()), out
 
 
 def test_export_never_writes_a_contribution_among_runners_runs(night, tmp_path, cli_env):

@@ -31,7 +31,7 @@ def _on_a_terminal(standin, tmp_path: Path, mode: str, stderr_too: bool, ignore_
                              str(llama_dir), "--out", "out"], env=dict(env, STANDIN_MODE=mode), cwd=tmp_path,
                             stdin=subprocess.DEVNULL, stdout=slave,
                             stderr=slave if stderr_too else subprocess.PIPE, text=True,
-                            preexec_fn=preexec, start_new_session=True)
+                            preexec_fn=preexec, start_new_session=True, encoding="utf-8")
     os.close(slave)
     return proc, master
 

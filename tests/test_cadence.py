@@ -36,7 +36,7 @@ def test_quick_cadence_leaves_the_measurement_and_says_so(cli_env, tmp_path):
     # and names how many it left; -k / --law name anchors, so they run whatever their cadence.
     p = run_cli(["run", "--profile", "cpu", "--law", "dummy", "--cadence", "quick", "--out", "out",
                  "--no-history"], cli_env, tmp_path)
-    record = json.loads((tmp_path / "out" / "run.json").read_text())
+    record = json.loads((tmp_path / "out" / "run.json").read_text(encoding="utf-8"))
     ids = {r["anchor_id"] for r in record["results"] if not r["retired"]}
     assert ids == {"dummy.sum-pass", "dummy.sum-fail"}, p.stdout + p.stderr
     assert record["cadence"] == "quick"
@@ -62,7 +62,7 @@ def test_the_readme_lists_every_open_finding_of_the_quick_run_with_its_claim():
     # What a quick run of the generic profile runs: predictions everywhere, the rest bound to cpu.
     expected = {a.id: a for a in anchors if a.finding and a.runs and a.in_cadence("quick")
                 and (a.kind == "prediction" or not a.profiles or "cpu" in a.profiles)}
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
     table = readme.split("| open finding in the quick run |", 1)[1].split("\n\n", 1)[0]
     rows = {m.group(1): m.group(2) for m in re.finditer(r"^\| `([^`]+)` \| (.+?) \|", table, re.M)}
     assert sorted(rows) == sorted(expected)

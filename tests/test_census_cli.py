@@ -30,7 +30,7 @@ def env(tmp_path) -> dict:
 
 def census(args: list[str], env: dict, cwd: Path, **extra: str) -> subprocess.CompletedProcess:
     return subprocess.run([*LAWBENCH, "census", "run", *args], env={**env, **extra}, cwd=cwd,
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300, encoding="utf-8")
 
 
 def json_of(p: subprocess.CompletedProcess) -> dict:
@@ -141,7 +141,7 @@ def test_sigterm_ends_the_command_and_its_children_with_143(env, tmp_path):
     pidfile = tmp_path / "child.pid"
     proc = subprocess.Popen([*LAWBENCH, "census", "run", "--", *standin.argv()], cwd=tmp_path, text=True,
                             env={**env, "MINFER_STANDIN_FAULT": "hang", "MINFER_STANDIN_PIDFILE": str(pidfile)},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, encoding="utf-8")
     child = int(wait_for(pidfile, proc, timeout_s=60))
     time.sleep(0.3)
     proc.send_signal(signal.SIGTERM)
@@ -201,7 +201,7 @@ def test_memory_without_an_instrument_is_a_skip_with_the_reason(env, tmp_path):
 def test_bad_input_is_one_line_exit_2(env, tmp_path, args, words):
     if args[-1:] == [__file__]:  # an executable file the kernel cannot start: a copy, with the x bit
         script = tmp_path / "not-a-program.py"
-        script.write_text(Path(__file__).read_text())
+        script.write_text(Path(__file__).read_text(encoding="utf-8"), encoding="utf-8")
         script.chmod(0o755)
         args = [*args[:-1], str(script)]
     assert words in one_line_exit_2(census(args, env, tmp_path))

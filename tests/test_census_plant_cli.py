@@ -15,7 +15,7 @@ def plant(args: list[str], cwd: Path, env_extra: dict | None = None) -> subproce
     import os
 
     env = {**os.environ, "LAWBENCH_CACHE": str(cwd / "cache"), **(env_extra or {})}
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=120, cwd=cwd, env=env)
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=120, cwd=cwd, env=env, encoding="utf-8")
 
 
 def one_line(p: subprocess.CompletedProcess, code: int = 2) -> str:
@@ -47,7 +47,7 @@ def test_an_out_that_cannot_be_written_is_refused_before_anything_runs(tmp_path)
     """A file where the folder should be: refused at once (the engine would take minutes to build,
     and the proof would be lost at the end)."""
     afile = tmp_path / "afile"
-    afile.write_text("x")
+    afile.write_text("x", encoding="utf-8")
     p = plant(["--profile", "cpu", "--out", str(afile)], tmp_path)
     assert f"cannot write the --out folder {afile}" in one_line(p)
     assert not (tmp_path / "cache" / "llama.cpp").exists()  # nothing was built
@@ -69,7 +69,7 @@ def test_faults_that_cannot_run_here_are_not_a_success(tmp_path):
     assert p.returncode == 1 and "Traceback" not in p.stderr, p.stdout + p.stderr
     assert "0/12 planted faults proved, 12 not run here" in p.stdout
     assert "a fault not run here is not proved" in p.stderr
-    record = json.loads((tmp_path / "out" / "planted.json").read_text())
+    record = json.loads((tmp_path / "out" / "planted.json").read_text(encoding="utf-8"))
     assert record["interrupted"] is None and all(r["skipped"] for r in record["anchors"])
     assert not (tmp_path / "cache" / "llama.cpp").exists()
 
@@ -95,12 +95,12 @@ def test_sigterm_ends_the_engine_and_keeps_the_record(tmp_path):
             (bin_dir / f.name).symlink_to(f)
     bench = bin_dir / "llama-bench"  # the real one for its probes, a hang (with a child) for the run
     bench.write_text(f'#!/bin/sh\ncase "$1" in --help|--version) exec "{real / "llama-bench"}" "$@";; esac\n'
-                     f'sleep 600 &\necho "$$ $!" > "{tmp_path / "hanging"}"\nwait\n')
+                     f'sleep 600 &\necho "$$ $!" > "{tmp_path / "hanging"}"\nwait\n', encoding="utf-8")
     bench.chmod(0o755)
     env = {**os.environ, "LAWBENCH_CACHE": str(tmp_path / "cache")}
     proc = subprocess.Popen([*CLI, "--profile", "cpu", "--anchor", "law4.cpu.census.q4_0-repack", "--llama-dir",
                              str(bin_dir), "--out", "out"], cwd=tmp_path, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, encoding="utf-8")
     # the synthetic model is written and quantized first
     shell, child = map(int, wait_for(tmp_path / "hanging", proc, timeout_s=300).split())
     time.sleep(0.5)
@@ -110,7 +110,7 @@ def test_sigterm_ends_the_engine_and_keeps_the_record(tmp_path):
     assert "interrupted by SIGTERM; the record keeps what ran" in err and "Traceback" not in err
     for pid in (shell, child):
         assert not alive(pid), f"process {pid} of the engine's group outlived the run"
-    record = json.loads((tmp_path / "out" / "planted.json").read_text())
+    record = json.loads((tmp_path / "out" / "planted.json").read_text(encoding="utf-8"))
     assert record["interrupted"] == "SIGTERM"
     [anchor] = record["anchors"]
     assert anchor["unplanted"]["verdict"] == "ERROR" and "interrupted by SIGTERM" in anchor["unplanted"]["reason"]

@@ -39,21 +39,21 @@ def test_run_pass_exit_0_with_record_and_junit(cli_env, tmp_path):
     env = dict(cli_env, GITHUB_STEP_SUMMARY=str(summary))
     p = run_cli(["run", "--profile", "cpu", "--law", "dummy", "-k", "sum-pass", "--out", "out"], env, tmp_path)
     assert p.returncode == 0, p.stdout + p.stderr
-    record = json.loads((tmp_path / "out" / "run.json").read_text())
+    record = json.loads((tmp_path / "out" / "run.json").read_text(encoding="utf-8"))
     ran = [r for r in record["results"] if not r["retired"]]
     assert [(r["anchor_id"], r["verdict"]) for r in ran] == [("dummy.sum-pass", "PASS")]
     assert record["exit_code"] == 0 and record["profile"] == "cpu"
     case = ET.parse(tmp_path / "out" / "junit.xml").getroot().find(".//testcase")
     props = {p.get("name"): p.get("value") for p in case.iter("property")}
     assert props["verdict"] == "PASS" and float(props["predicted"]) == 4.0
-    assert "dummy.sum-pass" in summary.read_text()
+    assert "dummy.sum-pass" in summary.read_text(encoding="utf-8")
     assert (tmp_path / "out" / "history.sqlite").is_file()
 
 
 def test_run_fail_and_void_exit_1(cli_env, tmp_path):
     p = run_cli(["run", "--profile", "cpu", "--law", "dummy", "--out", "out"], cli_env, tmp_path)
     assert p.returncode == 1, p.stdout + p.stderr
-    record = json.loads((tmp_path / "out" / "run.json").read_text())
+    record = json.loads((tmp_path / "out" / "run.json").read_text(encoding="utf-8"))
     verdicts = {r["anchor_id"]: r["verdict"] for r in record["results"]}
     assert verdicts == {"dummy.sum-pass": "PASS", "dummy.sum-fail": "FAIL", "dummy.noisy-void": "VOID",
                         "dummy.old-claim": "SKIP"}
@@ -66,7 +66,7 @@ def test_broken_anchor_file_is_one_line_exit_2(cli_env, dummy_site, tmp_path):
     site = tmp_path / "site"
     shutil.copytree(dummy_site, site)
     toml = site / "lawbench_dummy" / "anchors" / "dummy.toml"
-    toml.write_text(toml.read_text().replace('quantity = "reading"', 'quantity = "reading"\nqty = 1'))
+    toml.write_text(toml.read_text(encoding="utf-8").replace('quantity = "reading"', 'quantity = "reading"\nqty = 1'), encoding="utf-8")
     env = dict(cli_env, PYTHONPATH=str(site))
     for cmd in (["check"], ["run", "--profile", "cpu"]):
         p = run_cli(cmd, env, tmp_path)
@@ -81,7 +81,7 @@ def test_malformed_toml_exit_2(cli_env, dummy_site, tmp_path):
     site = tmp_path / "site"
     shutil.copytree(dummy_site, site)
     toml = site / "lawbench_dummy" / "anchors" / "dummy.toml"
-    toml.write_text(toml.read_text() + "\n[[anchor\n")
+    toml.write_text(toml.read_text(encoding="utf-8") + "\n[[anchor\n", encoding="utf-8")
     p = run_cli(["run"], dict(cli_env, PYTHONPATH=str(site)), tmp_path)
     assert p.returncode == 2 and "malformed TOML" in p.stderr and str(toml) in p.stderr
 
@@ -99,10 +99,10 @@ def test_no_selection_exit_2(cli_env, tmp_path):
 def test_schema_export(cli_env, tmp_path):
     p = run_cli(["schema", "--out", "s"], cli_env, tmp_path)
     assert p.returncode == 0
-    schema = json.loads((tmp_path / "s" / "anchors.schema.json").read_text())
+    schema = json.loads((tmp_path / "s" / "anchors.schema.json").read_text(encoding="utf-8"))
     assert schema["$defs"]["Anchor"]["additionalProperties"] is False
     assert (tmp_path / "s" / "profile.schema.json").is_file()
-    law4 = json.loads((tmp_path / "s" / "profile-law4.schema.json").read_text())  # [laws.law4] of a profile
+    law4 = json.loads((tmp_path / "s" / "profile-law4.schema.json").read_text(encoding="utf-8"))  # [laws.law4] of a profile
     assert law4["additionalProperties"] is False and {"eta", "eta_format", "constants"} <= set(law4["properties"])
 
 
@@ -127,7 +127,7 @@ def test_committed_schemas_are_current(cli_env, tmp_path):
     docs = Path(__file__).parent.parent / "docs" / "schema"
     assert sorted(f.name for f in docs.iterdir()) == sorted(f.name for f in (tmp_path / "s").iterdir())
     for f in (tmp_path / "s").iterdir():
-        assert (docs / f.name).read_text() == f.read_text(), f"regenerate: lawbench schema --out docs/schema ({f.name})"
+        assert (docs / f.name).read_text(encoding="utf-8") == f.read_text(encoding="utf-8"), f"regenerate: lawbench schema --out docs/schema ({f.name})"
 
 
 def test_a_command_that_reads_no_tensor_loads_no_numpy_gguf_rich_or_psutil(cli_env, tmp_path):
@@ -141,7 +141,7 @@ def test_a_command_that_reads_no_tensor_loads_no_numpy_gguf_rich_or_psutil(cli_e
     heavy = {"numpy", "gguf", "rich", "psutil", "filelock", "scipy", "yaml"}
     for argv in (["--help"], ["laws"], ["history", "--help"], ["run", "--help"]):
         p = subprocess.run([sys.executable, "-c", probe, *argv], env=cli_env, cwd=tmp_path,
-                           capture_output=True, text=True, timeout=120)
+                           capture_output=True, text=True, timeout=120, encoding="utf-8")
         loaded = set(p.stderr.strip().splitlines()[-1].split())
         # the laws were loaded (built-in and third party): what is absent was not needed, not skipped
         assert {"lawbench.plugins.law4.law", "lawbench.plugins.law1.law", "lawbench_dummy"} <= loaded, p.stderr[-2000:]

@@ -32,9 +32,9 @@ def bundle_run(tmp_path_factory, dummy_site):
 
 
 def test_bundle_carries_fingerprint_profile_and_the_record(bundle_run):
-    text = (bundle_run / "out" / "bundle.json").read_text()
+    text = (bundle_run / "out" / "bundle.json").read_text(encoding="utf-8")
     bundle = read_bundle(text, "bundle.json")
-    record = RunRecord.model_validate_json((bundle_run / "out" / "run.json").read_text())
+    record = RunRecord.model_validate_json((bundle_run / "out" / "run.json").read_text(encoding="utf-8"))
     assert bundle.record == record and bundle.fingerprint == record.machine
     assert bundle.profile.id == "cpu" and bundle.contributor == "octocat"
     assert bundle.bundle_version == 1 and bundle.lawbench_version == record.lawbench_version
@@ -47,7 +47,7 @@ def test_import_accepts_a_bundle_with_its_provenance(bundle_run, tmp_path):
         (o,) = import_paths(h, [str(path)])
         assert (o.status, o.kind) == ("imported", "contribution")
         p = h.provenance(o.run_id)
-        bundle = ContributionBundle.model_validate_json(path.read_text())
+        bundle = ContributionBundle.model_validate_json(path.read_text(encoding="utf-8"))
         assert (p.kind, p.source, p.contributor) == ("contribution", str(path), "octocat")
         assert (p.bundle_created, p.bundle_lawbench_version) == (bundle.created, bundle.lawbench_version)
         (again,) = import_paths(h, [str(path), ])
@@ -55,10 +55,10 @@ def test_import_accepts_a_bundle_with_its_provenance(bundle_run, tmp_path):
 
 
 def tamper(bundle_run, tmp_path, change) -> str:
-    data = json.loads((bundle_run / "out" / "bundle.json").read_text())
+    data = json.loads((bundle_run / "out" / "bundle.json").read_text(encoding="utf-8"))
     change(data)
     path = tmp_path / "bundle.json"
-    path.write_text(json.dumps(data))
+    path.write_text(json.dumps(data), encoding="utf-8")
     return str(path)
 
 

@@ -36,12 +36,12 @@ def wrapped(llama, tmp_path_factory):  # noqa: F811
 
 
 def _plant(wrapped, planted: dict) -> None:
-    (wrapped / "planted.json").write_text(json.dumps(planted))
+    (wrapped / "planted.json").write_text(json.dumps(planted), encoding="utf-8")
 
 
 def _run(args, env, cwd):
     p = run_cli(["run", "--profile", "cpu", "--no-history", *args], env, cwd)
-    record = json.loads((cwd / "out" / "run.json").read_text()) if (cwd / "out" / "run.json").is_file() else None
+    record = json.loads((cwd / "out" / "run.json").read_text(encoding="utf-8")) if (cwd / "out" / "run.json").is_file() else None
     return p, record
 
 

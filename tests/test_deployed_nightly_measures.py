@@ -16,7 +16,7 @@ TOTAL = re.compile(r"worst case (\d+) min, typical .*; window (\d+) min: (fits|d
 def _plan(profile: str, cadence: str) -> tuple[list[tuple[str, str, float]], str]:
     env = dict(os.environ, COLUMNS="240")
     done = subprocess.run([str(BIN / "lawbench"), "plan", "--profile", profile, "--cadence", cadence],
-                          capture_output=True, text=True, env=env, timeout=120)
+                          capture_output=True, text=True, env=env, timeout=120, encoding="utf-8")
     assert done.returncode == 0, done.stdout + done.stderr
     # columns found by their headings: a weekly's plan has a slice column the nightly's lacks
     lines = done.stdout.splitlines()

@@ -31,7 +31,7 @@ def model(tmp_path) -> Path:
 
 
 def test_parse_recorded_jsonl_and_json_agree():
-    a, b = parse_records(JSONL.read_text()), parse_records(JSON.read_text())
+    a, b = parse_records(JSONL.read_text(encoding="utf-8")), parse_records(JSON.read_text(encoding="utf-8"))
     assert len(a) == 2 and [record_label(r) for r in a] == ["pp16", "tg8"]
     assert [len(r["samples_ts"]) for r in a] == [3, 3]
     assert [record_label(r) for r in b] == ["pp16", "tg8"]
@@ -39,7 +39,7 @@ def test_parse_recorded_jsonl_and_json_agree():
 
 
 def test_parse_salvages_a_json_array_cut_mid_record():
-    text = JSON.read_text()
+    text = JSON.read_text(encoding="utf-8")
     cut = text[: text.rindex('"samples_ns"')]  # killed while printing the second record
     records = parse_records(cut)
     assert len(records) == 1 and record_label(records[0]) == "pp16"
@@ -65,8 +65,8 @@ def test_crash_exit_3_is_an_engine_error_naming_model_and_command(tmp_path, mode
 
 
 def test_hang_is_killed_at_the_timeout_and_finished_tests_are_kept(tmp_path, model):
-    first = JSONL.read_text().splitlines()[0]
-    (tmp_path / "rec.jsonl").write_text(first + "\n")
+    first = JSONL.read_text(encoding="utf-8").splitlines()[0]
+    (tmp_path / "rec.jsonl").write_text(first + "\n", encoding="utf-8")
     # a child process that outlives the script's own kill must die too (whole process group)
     fake = fake_llama(tmp_path, f"cat {tmp_path}/rec.jsonl; sleep 300 & sleep 300\n")
     t0 = time.monotonic()
@@ -82,8 +82,8 @@ def test_hang_is_killed_at_the_timeout_and_finished_tests_are_kept(tmp_path, mod
 
 
 def test_killed_by_sigkill_says_so_and_keeps_samples(tmp_path, model):
-    first = JSONL.read_text().splitlines()[1]
-    (tmp_path / "rec.jsonl").write_text(first + "\n")
+    first = JSONL.read_text(encoding="utf-8").splitlines()[1]
+    (tmp_path / "rec.jsonl").write_text(first + "\n", encoding="utf-8")
     fake = fake_llama(tmp_path, f"cat {tmp_path}/rec.jsonl; kill -9 $$\n")
     with pytest.raises(EngineError) as exc:
         run_bench(fake, model)

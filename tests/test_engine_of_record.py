@@ -75,10 +75,10 @@ sdist_reason = "the nearest release"
      "engines_of_record", "engine 'minfer' is named 2 times"),
 ])
 def test_a_bad_engines_table_is_one_error_naming_file_and_field(tmp_path, old, new, field, words):
-    text = GB10_TOML.read_text() + LLAMA_TABLE
+    text = GB10_TOML.read_text(encoding="utf-8") + LLAMA_TABLE
     assert old in LLAMA_TABLE
     bad = tmp_path / "gb10.toml"
-    bad.write_text(text.replace(LLAMA_TABLE, LLAMA_TABLE.replace(old, new, 1)))
+    bad.write_text(text.replace(LLAMA_TABLE, LLAMA_TABLE.replace(old, new, 1)), encoding="utf-8")
     with pytest.raises(DataError) as e:
         load_profile_file(bad)
     assert e.value.field == field, str(e.value)
@@ -94,11 +94,11 @@ def test_a_bad_engines_table_is_one_error_naming_file_and_field(tmp_path, old, n
 ])
 def test_a_bad_minfer_record_is_refused_at_the_command_line(tmp_path, old, new, field):
     """`lawbench check` with the folder in LAWBENCH_PROFILE_DIRS: exit 2, one line, file and field."""
-    text = GB10_TOML.read_text().replace('id = "gb10"', 'id = "my-gb10"', 1)
+    text = GB10_TOML.read_text(encoding="utf-8").replace('id = "gb10"', 'id = "my-gb10"', 1)
     assert old in text
     folder = tmp_path / "profiles"
     folder.mkdir()
-    (folder / "my-gb10.toml").write_text(text.replace(old, new, 1))
+    (folder / "my-gb10.toml").write_text(text.replace(old, new, 1), encoding="utf-8")
     p = run_cli(["check"], {**os.environ, "LAWBENCH_PROFILE_DIRS": str(folder)}, tmp_path)
     assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
     lines = p.stderr.strip().splitlines()
@@ -294,7 +294,7 @@ def _gb10_runner(tmp_path: Path, revision: str) -> dict:
 
 
 def _minfer_results(out: Path) -> dict:
-    record = json.loads((out / "run.json").read_text())
+    record = json.loads((out / "run.json").read_text(encoding="utf-8"))
     return {r["anchor_id"]: r for r in record["results"] if r["law"] == "minfer" and r["kind"] != "prediction"}
 
 

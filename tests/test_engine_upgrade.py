@@ -93,16 +93,16 @@ def story(llama, old_build, tmp_path_factory):  # noqa: F811
     tmp = tmp_path_factory.mktemp("upgrade")
     nights = Nights(tmp)
     new = make_wrapper(tmp / "b11434", llama.bin_dir)
-    (new / "planted.json").write_text(json.dumps({"slow": {"Q4_0": 0.6}}))
+    (new / "planted.json").write_text(json.dumps({"slow": {"Q4_0": 0.6}}), encoding="utf-8")
     done = {1: nights.run(old_build.bin_dir)}  # the accepted night, on b11401
     done[2] = nights.run(new)  # the upgrade: b11434, Q4_0 reported 40 % slower
     # A person reads the upgrade's news and accepts it: the proposal, reviewed, is the acknowledged file.
     proposal = subprocess.run([sys.executable, "-m", "lawbench.core.commands.main", "baseline", "propose",
                                str(tmp / "night-2.json"), "--who", "reviewer", "--until", "2099-01-01"],
-                              capture_output=True, text=True, timeout=120)
+                              capture_output=True, text=True, timeout=120, encoding="utf-8")
     assert proposal.returncode == 0, proposal.stderr
     reviewed = proposal.stdout.replace("TO REVIEW: ", "reviewed: the Q4_0 slowdown planted by the test; ")
-    (tmp / "cpu.toml").write_text(reviewed)
+    (tmp / "cpu.toml").write_text(reviewed, encoding="utf-8")
     done[3] = nights.run(new, tmp / "cpu.toml")  # the same upgrade, acknowledged
     done[4] = nights.run(new)  # the same (slower) new build, now the baseline: no pairing
     return done, AcknowledgedFile.model_validate(tomllib.loads(reviewed))

@@ -108,13 +108,13 @@ def test_check_accepts_an_upgrade_acknowledgement_quoting_the_upgrade_claim(tmp_
     reg = get_registry()
     profiles = plugin_profiles(reg)
     anchors = load_all(reg, profiles=profiles.keys())
-    (tmp_path / "reviewers.toml").write_text('reviewers = ["m"]\n')
+    (tmp_path / "reviewers.toml").write_text('reviewers = ["m"]\n', encoding="utf-8")
 
     def problems(claim):
         (tmp_path / "cpu.toml").write_text(
             f'profile = "cpu"\n[[acknowledged]]\nanchor = "{news_id(Q2)}"\nkind = "slower"\n'
             f'why = "b11434 decodes Q2_K 40 % slower; accepted until upstream fixes it"\nclaim = {json.dumps(claim)}\n'
-            'accepted_by = "m"\nuntil = 2027-01-01\n')
+            'accepted_by = "m"\nuntil = 2027-01-01\n', encoding="utf-8")
         return acknowledged_problems(anchors, profiles, today=dt.date(2026, 12, 2), folder=tmp_path)
 
     assert problems(UPGRADE_CLAIM) == []

@@ -70,7 +70,7 @@ def evidence(tmp_path, cli_env) -> dict:
     p, _, env = _check(tmp_path, cli_env)
     assert p.returncode == 0, p.stderr  # the control: no finding, nothing to show
     run = run_cli(["run", "--profile", "cpu", "-k", "evid", "--no-history", "--out", "results/evid"], env, tmp_path)
-    record = json.loads((tmp_path / "results" / "evid" / "run.json").read_text())
+    record = json.loads((tmp_path / "results" / "evid" / "run.json").read_text(encoding="utf-8"))
     assert {r["anchor_id"]: r["verdict"] for r in record["results"]} == {"evid.reading": "FAIL", "evid.sum": "FAIL"}, \
         run.stdout[-2000:]
     return record
@@ -109,7 +109,7 @@ def test_a_record_whose_verdict_for_the_anchor_is_not_a_fail_is_no_evidence(tmp_
     passing = ANCHORS.replace("samples = [20.0, 20.2, 19.8, 20.1, 19.9, 20.0]", "samples = [10.0, 10.0, 10.0, 10.0]")
     _, _, env = _check(tmp_path, cli_env, anchors=passing)
     run_cli(["run", "--profile", "cpu", "-k", "evid.reading", "--no-history", "--out", "results/evid-pass"], env, tmp_path)
-    record = json.loads((tmp_path / "results" / "evid-pass" / "run.json").read_text())
+    record = json.loads((tmp_path / "results" / "evid-pass" / "run.json").read_text(encoding="utf-8"))
     assert [r["verdict"] for r in record["results"]] == ["PASS"]
     p, file, _ = _check(tmp_path, cli_env, f'{FINDING}\nfinding_evidence = "results/evid-pass/run.json"')
     _refused(p, file, "evid.reading", "finding_evidence", "shows PASS for this anchor, not a measured FAIL")
@@ -119,7 +119,7 @@ def test_an_edited_evidence_record_is_refused(tmp_path, cli_env, evidence):
     """A record whose counts no longer follow from its results (edited by hand) is not evidence."""
     path = tmp_path / "results" / "evid" / "run.json"
     edited = dict(evidence, counts={**evidence["counts"], "FAIL": 7})
-    path.write_text(json.dumps(edited))
+    path.write_text(json.dumps(edited), encoding="utf-8")
     p, file, _ = _check(tmp_path, cli_env, f"{FINDING}\n{EVIDENCE}")
     _refused(p, file, "evid.reading", "finding_evidence", "is not a valid run record")
 

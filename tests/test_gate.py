@@ -193,10 +193,10 @@ def test_acknowledged_file_is_strict_and_names_the_field(tmp_path):
 
     f = tmp_path / "p.toml"
     f.write_text('profile = "p"\n[[acknowledged]]\nanchor = "a"\nwhy = "x"\nclaim = "c"\naccepted_by = "m"\n'
-                 'until = 2027-01-01\nexpires = 2027-01-01\n')
+                 'until = 2027-01-01\nexpires = 2027-01-01\n', encoding="utf-8")
     with pytest.raises(DataError, match=r"p.toml: field acknowledged.0.expires: unknown field"):
         load_acknowledged("p", str(f))
-    f.write_text('profile = "q"\n')
+    f.write_text('profile = "q"\n', encoding="utf-8")
     with pytest.raises(DataError, match="field profile: acknowledges profile 'q', not 'p'"):
         load_acknowledged("p", str(f))
 
@@ -221,9 +221,9 @@ def test_check_refuses_a_stale_or_unreviewed_acknowledgement(tmp_path):
                            ("law4.cpu.census.q4_0-repack", "accepted", claim, "2026-11-30"),
                            ("law4.cpu.census.q4_0-repack", "accepted", "reworded", "2027-01-01"),
                            ("law4.cpu.census.q4_0-repack", "TO REVIEW: turned", claim, "2027-01-01")])
-    (tmp_path / "cpu.toml").write_text(entry)
-    (tmp_path / "nosuch.toml").write_text('profile = "nosuch"\n')
-    (tmp_path / "reviewers.toml").write_text('reviewers = ["m"]\n')
+    (tmp_path / "cpu.toml").write_text(entry, encoding="utf-8")
+    (tmp_path / "nosuch.toml").write_text('profile = "nosuch"\n', encoding="utf-8")
+    (tmp_path / "reviewers.toml").write_text('reviewers = ["m"]\n', encoding="utf-8")
     warnings: list[str] = []
     problems = acknowledged_problems(anchors, profiles, today=dt.date(2026, 12, 2), folder=tmp_path,
                                      warnings=warnings)
@@ -269,8 +269,8 @@ def test_a_run_near_its_deadline_writes_an_honest_partial_record(tmp_path):
     lawbench = Path(sys.executable).with_name("lawbench")
     done = subprocess.run([str(lawbench), "run", "--profile", "cpu", "-k", "census.q4_0-repack or law4.l33",
                            "--deadline", "0.5", "--out", str(tmp_path / "out"), "--no-history"],
-                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
-    record = json.loads((tmp_path / "out" / "run.json").read_text())
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path, encoding="utf-8")
+    record = json.loads((tmp_path / "out" / "run.json").read_text(encoding="utf-8"))
     assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
     # the census's worst case (its 600 s budget) no longer fits half a minute: not started, named
     assert "law4.cpu.census.q4_0-repack" in record["not_reached"]

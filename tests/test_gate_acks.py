@@ -106,10 +106,10 @@ def _check(tmp_path, entries, reviewers='reviewers = ["m"]\n', day=dt.date(2026,
     claim = anchors.by_id()["law4.cpu.census.q4_0-repack"].anchor.claim
     (tmp_path / "cpu.toml").write_text('profile = "cpu"\n' + "".join(
         f'[[acknowledged]]\nanchor = "law4.cpu.census.q4_0-repack"\nkind = "lost-label"\nwhy = "{w}"\n'
-        f'claim = {json.dumps(claim)}\naccepted_by = "{who}"\nuntil = {u}\n' for w, who, u in entries))
+        f'claim = {json.dumps(claim)}\naccepted_by = "{who}"\nuntil = {u}\n' for w, who, u in entries), encoding="utf-8")
     (tmp_path / "reviewers.toml").unlink(missing_ok=True)
     if reviewers is not None:
-        (tmp_path / "reviewers.toml").write_text(reviewers)
+        (tmp_path / "reviewers.toml").write_text(reviewers, encoding="utf-8")
     warnings: list[str] = []
     return acknowledged_problems(anchors, profiles, today=day, folder=tmp_path, warnings=warnings), warnings
 
@@ -174,7 +174,7 @@ def test_records_before_schema_4_still_import_with_their_decisions_typed(tmp_pat
 
     from lawbench.core.record.reports import read_json
 
-    old = [p for p in sorted(Path("results").rglob("*.run.json")) if '"open_finding"' in p.read_text(errors="ignore")]
+    old = [p for p in sorted(Path("results").rglob("*.run.json")) if '"open_finding"' in p.read_text(errors="ignore", encoding="utf-8")]
     assert old, "no committed record with an open finding under results/"
     rec = read_json(str(old[0]))
     assert any(r.open_finding for r in rec.results)

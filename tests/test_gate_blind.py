@@ -36,11 +36,11 @@ def _env(tmp_path: Path) -> dict[str, str]:
 
 def _run(tmp_path: Path, out: str, *gate: str) -> tuple[subprocess.CompletedProcess, dict]:
     done = subprocess.run([str(BIN / "lawbench"), "run", *GREEN, "--out", out, "--gate", "baseline", *gate],
-                          cwd=tmp_path, env=_env(tmp_path), capture_output=True, text=True, timeout=300)
+                          cwd=tmp_path, env=_env(tmp_path), capture_output=True, text=True, timeout=300, encoding="utf-8")
     assert "Traceback" not in done.stdout + done.stderr, done.stderr
     rec = tmp_path / out / "run.json"
     assert rec.is_file(), done.stdout[-2000:] + done.stderr[-2000:]
-    return done, json.loads(rec.read_text())
+    return done, json.loads(rec.read_text(encoding="utf-8"))
 
 
 def _filed(tmp_path: Path, profile: str) -> Path:
@@ -49,7 +49,7 @@ def _filed(tmp_path: Path, profile: str) -> Path:
     bound_artifact(tmp_path / f"tonight-{profile}", box, "901", {profile: record(profile)})
     done = subprocess.run([str(BIN / "lawbench"), "history", "import", "--db", str(tmp_path / f"h-{profile}.sqlite"),
                            "--require-binding", "--file-into", str(tmp_path / "data"), str(tmp_path / f"tonight-{profile}")],
-                          cwd=tmp_path, env=_env(tmp_path), capture_output=True, text=True, timeout=120)
+                          cwd=tmp_path, env=_env(tmp_path), capture_output=True, text=True, timeout=120, encoding="utf-8")
     assert done.returncode == 0, done.stdout + done.stderr
     return tmp_path / "data" / "runs" / profile
 
@@ -70,7 +70,7 @@ def test_a_declared_first_night_is_green_and_says_so(tmp_path):
     assert (done.returncode, gate["verdict"], gate["baseline_state"]) == (0, "green", "first-night"), gate
     assert "declared with --first-night" in gate["new_baseline"]
     show = subprocess.run([str(BIN / "lawbench"), "baseline", "show", "first/run.json"], cwd=tmp_path,
-                          env=_env(tmp_path), capture_output=True, text=True, timeout=120)
+                          env=_env(tmp_path), capture_output=True, text=True, timeout=120, encoding="utf-8")
     assert "**First night:** no run of profile cpu on the data branch" in show.stdout, show.stdout
 
 
@@ -87,8 +87,8 @@ def test_an_empty_baseline_folder_is_cannot_judge(tmp_path):
 def test_an_entirely_corrupt_baseline_is_cannot_judge(tmp_path):
     base = tmp_path / "data" / "runs" / "cpu"
     base.mkdir(parents=True)
-    (base / "a.json").write_text('{"run_id": "a", "started": ')
-    (base / "b.json").write_text("not json at all")
+    (base / "a.json").write_text('{"run_id": "a", "started": ', encoding="utf-8")
+    (base / "b.json").write_text("not json at all", encoding="utf-8")
     why = _blind(*_run(tmp_path, "blind", "--baseline", "data/runs/cpu"))
     assert "every record in the baseline folder data/runs/cpu was refused (2;" in why
 
@@ -120,10 +120,10 @@ def test_the_profiles_own_bound_runs_are_judged_and_first_night_contradicting_th
 
 def test_neither_baseline_nor_first_night_is_a_usage_error(tmp_path):
     done = subprocess.run([str(BIN / "lawbench"), "run", *GREEN, "--out", "x", "--gate", "baseline"], cwd=tmp_path,
-                          env=_env(tmp_path), capture_output=True, text=True, timeout=120)
+                          env=_env(tmp_path), capture_output=True, text=True, timeout=120, encoding="utf-8")
     assert done.returncode == 2 and "--first-night" in done.stderr and "Traceback" not in done.stderr
     done = subprocess.run([str(BIN / "lawbench"), "run", *GREEN, "--out", "x", "--first-night"], cwd=tmp_path,
-                          env=_env(tmp_path), capture_output=True, text=True, timeout=120)
+                          env=_env(tmp_path), capture_output=True, text=True, timeout=120, encoding="utf-8")
     assert done.returncode == 2 and "give --gate baseline too" in done.stderr
 
 
@@ -135,7 +135,7 @@ def test_a_forged_green_blind_night_is_refused_by_the_record_checks(tmp_path):
     from lawbench.core.record.reports import parse_record
 
     _run(tmp_path, "blind", "--baseline", "nothing-here")
-    raw = json.loads((tmp_path / "blind" / "run.json").read_text())
+    raw = json.loads((tmp_path / "blind" / "run.json").read_text(encoding="utf-8"))
     check_record(parse_record(json.dumps(raw).encode(), "blind"), "blind")  # as written: valid
     raw["gate"]["news"] = [n for n in raw["gate"]["news"] if n["kind"] != "cannot-judge"]
     raw["gate"]["verdict"], raw["exit_code"] = "green", 0
@@ -148,28 +148,28 @@ def test_a_forged_green_blind_night_is_refused_by_the_record_checks(tmp_path):
 
 def _git(cwd: Path, *args: str) -> str:
     done = subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=60)
+                          text=True, timeout=60, encoding="utf-8")
     assert done.returncode == 0, done.stderr
     return done.stdout
 
 
 def _data(tmp_path: Path, remote: str) -> str:
     done = subprocess.run(["bash", str(ROOT / "scripts" / "nightly_data.sh"), remote, "data"], cwd=tmp_path,
-                          env=_env(tmp_path), capture_output=True, text=True, timeout=120)
+                          env=_env(tmp_path), capture_output=True, text=True, timeout=120, encoding="utf-8")
     assert done.returncode == 0, done.stdout + done.stderr
-    return (tmp_path / "data.fetch").read_text().strip()
+    return (tmp_path / "data.fetch").read_text(encoding="utf-8").strip()
 
 
 def _job(tmp_path: Path) -> tuple[subprocess.CompletedProcess, dict]:
     nox = tmp_path / "nox"
-    nox.write_text("#!/bin/bash\n" f'exec "{BIN}/lawbench" run "${{@:4}}"\n')
+    nox.write_text("#!/bin/bash\n" f'exec "{BIN}/lawbench" run "${{@:4}}"\n', encoding="utf-8")
     nox.chmod(0o755)
     shutil.rmtree(tmp_path / "out", ignore_errors=True)
     done = subprocess.run(["bash", str(ROOT / "scripts" / "nightly_runner.sh"), "cpu:quick:30", "data", "out",
                            "-k", "law4.l33 or expert-ceiling"], cwd=tmp_path, env=dict(_env(tmp_path), NOX=str(nox)),
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=600, encoding="utf-8")
     assert "Traceback" not in done.stdout + done.stderr
-    return done, json.loads((tmp_path / "out" / "cpu" / "run.json").read_text())
+    return done, json.loads((tmp_path / "out" / "cpu" / "run.json").read_text(encoding="utf-8"))
 
 
 def test_only_a_fetch_that_succeeded_declares_a_first_night(tmp_path):
@@ -196,7 +196,7 @@ def test_only_a_fetch_that_succeeded_declares_a_first_night(tmp_path):
     seed = tmp_path / "seed"  # the branch exists and holds another profile's runs only: cpu's first night
     _git(tmp_path, "init", "-q", "-b", "lawbench-history", str(seed))
     (seed / "runs" / "gtx1060").mkdir(parents=True)
-    (seed / "runs" / "gtx1060" / "x.json").write_text("{}")
+    (seed / "runs" / "gtx1060" / "x.json").write_text("{}", encoding="utf-8")
     _git(seed, "add", "runs")
     _git(seed, "commit", "-q", "-m", "night")
     _git(seed, "push", "-q", str(origin), "HEAD:lawbench-history")
@@ -215,8 +215,8 @@ def test_both_runner_jobs_fetch_the_data_branch_through_the_script_that_says_wha
     scripts/nightly_data.sh into the very folder they hand the runner script."""
     import yaml
 
-    nightly = yaml.safe_load((ROOT / ".github" / "workflows" / "nightly.yml").read_text())
-    assert "no data branch yet" not in (ROOT / ".github" / "workflows" / "nightly.yml").read_text()
+    nightly = yaml.safe_load((ROOT / ".github" / "workflows" / "nightly.yml").read_text(encoding="utf-8"))
+    assert "no data branch yet" not in (ROOT / ".github" / "workflows" / "nightly.yml").read_text(encoding="utf-8")
     for name in ("anchors", "anchors-unfiled"):
         runs = [s.get("run", "") for s in nightly["jobs"][name]["steps"]]
         [fetch] = [i for i, r in enumerate(runs) if "scripts/nightly_data.sh" in r]
@@ -229,13 +229,13 @@ def _collect_data_step(tmp_path: Path, remote: str) -> subprocess.CompletedProce
     """collect.yml's data-branch step, its own text, run as the workflow runs it."""
     import yaml
 
-    collect = yaml.safe_load((ROOT / ".github" / "workflows" / "collect.yml").read_text())
+    collect = yaml.safe_load((ROOT / ".github" / "workflows" / "collect.yml").read_text(encoding="utf-8"))
     [step] = [s for s in collect["jobs"]["collect"]["steps"] if "nightly_data.sh" in s.get("run", "")]
     shutil.rmtree(tmp_path / "data", ignore_errors=True)
     if not (tmp_path / "scripts").exists():
         (tmp_path / "scripts").symlink_to(ROOT / "scripts")
     return subprocess.run(["bash", "-e", "-c", step["run"]], cwd=tmp_path, env=dict(_env(tmp_path), REPO=remote),
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120, encoding="utf-8")
 
 
 def test_the_collect_job_stops_on_a_failed_fetch_instead_of_starting_the_branch_afresh(tmp_path):
@@ -249,7 +249,7 @@ def test_the_collect_job_stops_on_a_failed_fetch_instead_of_starting_the_branch_
     assert done.returncode == 0, done.stdout + done.stderr
     assert _git(tmp_path / "data", "symbolic-ref", "HEAD").strip() == "refs/heads/lawbench-history"
     (tmp_path / "data" / "runs").mkdir()
-    (tmp_path / "data" / "runs" / "a.json").write_text("{}")
+    (tmp_path / "data" / "runs" / "a.json").write_text("{}", encoding="utf-8")
     _git(tmp_path / "data", "add", "runs")
     _git(tmp_path / "data", "commit", "-q", "-m", "night 1")
     _git(tmp_path / "data", "push", "-q", "origin", "lawbench-history")

@@ -24,11 +24,11 @@ SUCCESSOR = "law4.l30.active-bytes-still-read.qwen3.6-35b-a3b.k1"
 
 def _shipped_with(tmp_path, old: str, new: str):
     """anchors/law4/predictions.toml with one edit, written to tmp_path (the edit must apply)."""
-    src = open("anchors/law4/predictions.toml").read()
+    src = open("anchors/law4/predictions.toml", encoding="utf-8").read()
     cut = src.replace(old, new, 1)
     assert cut != src, old
     f = tmp_path / "predictions.toml"
-    f.write_text(cut)
+    f.write_text(cut, encoding="utf-8")
     return f
 
 
@@ -335,21 +335,21 @@ def test_lawbench_run_names_the_anchors_a_k_selection_left_out(tmp_path):
     def run(out: str, select: str, *gate: str) -> dict:
         done = subprocess.run([lawbench, "run", "--profile", "cpu", "-k", select, "--no-history", "--out", out,
                                "--gate", "baseline", *gate], cwd=tmp_path, env=env, capture_output=True, text=True,
-                              timeout=300)
+                              timeout=300, encoding="utf-8")
         assert "Traceback" not in done.stdout + done.stderr, done.stderr
-        return json.loads((tmp_path / out / "run.json").read_text())
+        return json.loads((tmp_path / out / "run.json").read_text(encoding="utf-8"))
 
     first = run("first", "law4.l33 or expert-ceiling", "--first-night")
     assert first["gate"]["verdict"] == "green"
     ceiling = sorted(r["anchor_id"] for r in first["results"] if "expert-ceiling" in r["anchor_id"])
     assert ceiling
     done = subprocess.run([lawbench, "history", "import", "--db", "h.sqlite", "first/run.json"], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120, encoding="utf-8")
     assert done.returncode == 0, done.stdout + done.stderr
     second = run("second", "law4.l33", "--baseline", "h.sqlite")
     gone = {n["anchor_id"]: (n["kind"], n["why"]) for n in second["gate"]["news"] if n["kind"] in GONE_NEWS}
     assert sorted(gone) == ceiling and second["gate"]["verdict"] == "green", second["gate"]
     assert all(v == ("not-run", "selected by profile, law and cadence; left out by -k") for v in gone.values())
     show = subprocess.run([lawbench, "baseline", "show", "second/run.json"], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120, encoding="utf-8")
     assert f"not-run (selected by profile, law and cadence; left out by -k): `{ceiling[0]}`" in show.stdout, show.stdout

@@ -292,7 +292,7 @@ def test_unreadable_cache_entry_is_rescanned_and_use_cache_false_bypasses(tmp_pa
     path = write_synthetic(tmp_path / "s.gguf")
     first = read_header(path)
     for entry in gh.cache_dir().glob("*.json"):
-        entry.write_text("{not json")
+        entry.write_text("{not json", encoding="utf-8")
     gh.clear_memory_cache()
     assert read_header(path) == first
     _refuse_scan(monkeypatch)

@@ -527,7 +527,7 @@ def test_a_history_on_a_read_only_mount_is_read_as_a_snapshot(tmp_path, two_runs
     listed = _read_only_mount(folder, ["history", "--db", db]).stdout
     assert RUN_A[:8] in listed and RUN_B[:8] in listed
     assert sorted(f.name for f in folder.iterdir()) == ["history.sqlite"]
-    assert RUN_B[:8] in (tmp_path / "report.html").read_text()
+    assert RUN_B[:8] in (tmp_path / "report.html").read_text(encoding="utf-8")
 
 
 def test_an_import_into_a_read_only_folder_says_so_for_a_new_and_an_existing_history(tmp_path, two_runs):
@@ -536,7 +536,7 @@ def test_an_import_into_a_read_only_folder_says_so_for_a_new_and_an_existing_his
     store, a, b = two_runs
     store.close()
     run_json = tmp_path / "a.run.json"
-    run_json.write_text(to_json(a))
+    run_json.write_text(to_json(a), encoding="utf-8")
     folder = tmp_path / "ro"
     folder.mkdir()
     for db in (folder / "new.sqlite", folder / "history.sqlite"):
@@ -586,7 +586,7 @@ def test_a_history_that_is_a_folder_or_empty_is_named_by_every_read_view(tmp_pat
     make(db)
     for argv in (["history"], ["history", "drift"], ["history", "stale"]):
         p = subprocess.run([sys.executable, "-m", "lawbench.core.commands.main", argv[0], "--db", str(db), *argv[1:]],
-                           capture_output=True, text=True, timeout=120)
+                           capture_output=True, text=True, timeout=120, encoding="utf-8")
         assert p.returncode == 2 and words in p.stderr and "Traceback" not in p.stderr, (argv, p.stderr)
     if db.is_file():
         assert db.stat().st_size == 0  # a read view wrote nothing into it

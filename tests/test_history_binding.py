@@ -51,8 +51,8 @@ def _one(tmp_path: Path, change) -> str:
     tonight = tmp_path / "tonight"
     art = bound_artifact(tonight, "cpu", RUN, {"cpu": record("cpu")})
     run = art / "cpu" / "run.json"
-    change(art, run, json.loads((art / "cpu" / "binding.json").read_text()),
-           json.loads((tonight / f"{art.name}.fetch.json").read_text()))
+    change(art, run, json.loads((art / "cpu" / "binding.json").read_text(encoding="utf-8")),
+           json.loads((tonight / f"{art.name}.fetch.json").read_text(encoding="utf-8")))
     (o,) = _import(tmp_path / "h.sqlite", [run])
     assert o.status == "refused" and "\n" not in o.message and o.message.startswith(f"{run}: "), o.message
     with History(tmp_path / "h.sqlite", create=False) as h:
@@ -61,7 +61,7 @@ def _one(tmp_path: Path, change) -> str:
 
 
 def _rewrite(path: Path, data: dict) -> None:
-    path.write_text(json.dumps(data))
+    path.write_text(json.dumps(data), encoding="utf-8")
 
 
 CASES = {
@@ -77,8 +77,8 @@ CASES = {
                              "field binding.workflow_run_id"),
     "another job": (lambda art, run, b, f: _rewrite(art / "cpu" / "binding.json", {**b, "job": "slow-tests"}),
                     "field binding.job"),
-    "edited after binding": (lambda art, run, b, f: run.write_text(run.read_text().replace('"strict": true',
-                                                                                           '"strict": false')),
+    "edited after binding": (lambda art, run, b, f: run.write_text(run.read_text(encoding="utf-8").replace('"strict": true',
+                                                                                           '"strict": false'), encoding="utf-8"),
                              "field binding.record_sha256"),
     "another box's profile": (lambda art, run, b, f: _rewrite(art / "cpu" / "binding.json",
                                                               {**b, "box": "ref-desktop"}),
@@ -120,10 +120,10 @@ def test_without_require_binding_a_filed_binding_must_name_its_record(tmp_path):
     bound = Binding(RUN, 1, "anchors", "cpu", f"lawbench-cpu-{RUN}", "77", "sha256:" + "0" * 64, "0" * 40,
                     "2026-12-01T03:00:00+00:00")
     sidecar = path.with_name(f"{rec.run_id}.binding.json")
-    sidecar.write_text(filed_text(bound, other.run_id, hashlib.sha256(path.read_bytes()).hexdigest()))
+    sidecar.write_text(filed_text(bound, other.run_id, hashlib.sha256(path.read_bytes()).hexdigest()), encoding="utf-8")
     (o,) = _import(tmp_path / "h.sqlite", [path], require=False)
     assert o.status == "refused" and "names another record" in o.message and "field binding.record_sha256" in o.message
-    sidecar.write_text(filed_text(bound, rec.run_id, hashlib.sha256(path.read_bytes()).hexdigest()))
+    sidecar.write_text(filed_text(bound, rec.run_id, hashlib.sha256(path.read_bytes()).hexdigest()), encoding="utf-8")
     (o,) = _import(tmp_path / "h.sqlite", [path], require=False)
     assert o.status == "imported" and o.binding == bound
 

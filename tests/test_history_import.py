@@ -66,7 +66,7 @@ def test_folder_import_cli_exit_codes_and_lines(real_runs, cli_env, tmp_path):
     command exits 2 — after importing the good files."""
     shutil.copytree(real_runs / "night1", tmp_path / "records" / "cpu" / "a")
     shutil.copytree(real_runs / "night2", tmp_path / "records" / "cpu" / "b")
-    (tmp_path / "records" / "detect.json").write_text('{"profile": "cpu"}')
+    (tmp_path / "records" / "detect.json").write_text('{"profile": "cpu"}', encoding="utf-8")
     db = tmp_path / "h.sqlite"
     p = run_cli(["history", "import", "records", "--db", str(db)], cli_env, tmp_path)
     assert p.returncode == 2, p.stdout + p.stderr
@@ -113,11 +113,11 @@ def test_bad_files_are_one_line_each(real_runs, tmp_path, bad, says):
     elif bad == "garbage":
         path.write_bytes(b"\x00\x01 not json")
     elif bad == "foreign":
-        path.write_text("[1, 2, 3]")
+        path.write_text("[1, 2, 3]", encoding="utf-8")
     elif bad == "schema":
-        data = json.loads((real_runs / "night1" / "run.json").read_text())
+        data = json.loads((real_runs / "night1" / "run.json").read_text(encoding="utf-8"))
         data["results"][0]["verdict"] = "MAYBE"
-        path.write_text(json.dumps(data))
+        path.write_text(json.dumps(data), encoding="utf-8")
     with History(tmp_path / "h.sqlite") as h:
         (o,) = import_paths(h, [str(path)])
         assert o.status == "refused" and says in o.message and str(path) in o.message
@@ -140,7 +140,7 @@ def copies(record: RunRecord, folder, n: int) -> None:
     for i in range(n):
         night = record.model_copy(update={"run_id": uuid.UUID(int=i + 1).hex,
                                           "started": f"2025-{1 + i // 28:02d}-{1 + i % 28:02d}T02:00:00+00:00"})
-        (folder / f"{night.run_id}.json").write_text(to_json(night))
+        (folder / f"{night.run_id}.json").write_text(to_json(night), encoding="utf-8")
 
 
 def test_three_hundred_records_import_quickly(real_runs, tmp_path):
@@ -168,8 +168,8 @@ def test_export_writes_the_run_json_byte_for_byte_and_never_overwrites(real_runs
     assert exported.read_bytes() == (night / "run.json").read_bytes()
     p = run_cli(["history", "export", "branch/runs", "--db", str(night / "history.sqlite")], cli_env, tmp_path)
     assert p.returncode == 0 and p.stdout.startswith("0 written, 1 already there")
-    exported.write_text(exported.read_text().replace('"strict": false', '"strict": true'))
+    exported.write_text(exported.read_text(encoding="utf-8").replace('"strict": false', '"strict": true'), encoding="utf-8")
     p = run_cli(["history", "export", "branch/runs", "--db", str(night / "history.sqlite")], cli_env, tmp_path)
     assert p.returncode == 2 and "holds other content; a record file is never overwritten" in p.stderr
-    assert '"strict": true' in exported.read_text()
+    assert '"strict": true' in exported.read_text(encoding="utf-8")
 

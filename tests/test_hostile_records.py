@@ -51,12 +51,12 @@ def history(genuine, tmp_path):
 
 
 def data(genuine, night: str = "n3") -> dict:
-    return json.loads((genuine[0] / night / "run.json").read_text())
+    return json.loads((genuine[0] / night / "run.json").read_text(encoding="utf-8"))
 
 
 def write(path: Path, obj) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(obj if isinstance(obj, str) else json.dumps(obj))
+    path.write_text(obj if isinstance(obj, str) else json.dumps(obj), encoding="utf-8")
     return path
 
 
@@ -297,14 +297,14 @@ def test_a_contribution_never_speaks_for_a_runner(genuine, history, tmp_path):
     cells = [c.strip() for ln in p.stdout.splitlines() for c in ln.split("│")]
     assert cells.count("contribution") == 2 and cells.count("runner") == 2, p.stdout
     with History(history, create=False) as h:
-        assert h.provenance(json.loads(bundle.read_text())["record"]["run_id"]).kind == "contribution"
+        assert h.provenance(json.loads(bundle.read_text(encoding="utf-8"))["record"]["run_id"]).kind == "contribution"
         assert h.runs(limit=1, contributions=False)[0].source == "run"
         assert h.resolve("latest") == data(genuine, "n2")["run_id"]  # never a contribution
         from lawbench.core.history.drift import series
         assert all(not h.run_keys()[p[0].run_id].contribution for s in series(h).values() for p in s)
     page = tmp_path / "h.html"
     p = run_cli(["report", "--history", "--db", str(history), "--out", str(page)], env, tmp_path)
-    assert p.returncode == 0 and "· contribution" in page.read_text() and ">from<" in page.read_text()
+    assert p.returncode == 0 and "· contribution" in page.read_text(encoding="utf-8") and ">from<" in page.read_text(encoding="utf-8")
     still_works(genuine, history, tmp_path)
 
 
@@ -386,7 +386,7 @@ def test_collect_step_files_the_genuine_quarantines_the_rest_and_keeps_the_watch
                             f"contributions/h200/{claim['record']['run_id']}.json"])
     kept = sorted(f.name for f in quarantine.iterdir())
     assert len(kept) == 4 and any(f"{edited['record']['run_id']}.json" in k for k in kept) and any("broken_run.json" in k for k in kept)
-    reasons = " ".join(f.read_text() for f in quarantine.glob("*.reason.txt"))
+    reasons = " ".join(f.read_text(encoding="utf-8") for f in quarantine.glob("*.reason.txt"))
     assert "field record.results.2.verdict" in reasons and "not JSON" in reasons
 
     # the next night rebuilds the history from the data branch as the docs say

@@ -33,7 +33,7 @@ BAND_RGB = (0x9E, 0xC5, 0xFE)  # figures.BAND_COLOUR: only the plots paint it
 def _run(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess:
     environ = {k: v for k, v in os.environ.items() if k != "LAWBENCH_OUT"}
     environ.update(env)
-    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, env=environ, timeout=300, check=False)
+    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, env=environ, timeout=300, check=False, encoding="utf-8")
 
 
 @pytest.fixture(scope="module")
@@ -121,7 +121,7 @@ def test_run_page_from_a_file_and_from_the_history_are_the_same(runs, tmp_path, 
     rc, out, err = _report("--run", "latest~1", "--db", str(runs["db"]), "--out", str(tmp_path / "b.html"),
                            capsys=capsys)
     assert rc == 0, err
-    a, b = (tmp_path / "a.html").read_text(), (tmp_path / "b.html").read_text()
+    a, b = (tmp_path / "a.html").read_text(encoding="utf-8"), (tmp_path / "b.html").read_text(encoding="utf-8")
     assert a == b  # the history keeps the record as written, and a page has no render time in it
     for r in record.results:
         assert f'id="r-{r.anchor_id}"' in a
@@ -145,7 +145,7 @@ def test_text_from_data_files_is_escaped_and_dollars_do_not_break_plots(runs, tm
     path = write_json(record, tmp_path / "hostile.json")
     rc, _, err = _report(str(path), "--out", str(tmp_path / "h.html"), capsys=capsys)
     assert rc == 0, err
-    text = (tmp_path / "h.html").read_text()
+    text = (tmp_path / "h.html").read_text(encoding="utf-8")
     assert "<script>" not in text and hostile not in text
     assert _html_escaped(hostile) in text
 
@@ -163,7 +163,7 @@ def test_history_page_shows_every_run_and_series(runs, tmp_path, capsys):
     rc, _, err = _report("--history", "--db", str(runs["db"]), "--out", str(tmp_path / "h.html"),
                            capsys=capsys)
     assert rc == 0, err
-    text = (tmp_path / "h.html").read_text()
+    text = (tmp_path / "h.html").read_text(encoding="utf-8")
     for path in runs["records"]:
         assert read_json(path).run_id[:12] in text
     assert "drift check unavailable" not in text  # core/history/drift.py is wired
@@ -200,7 +200,7 @@ def test_bad_run_file_is_one_line_and_exit_2(case, runs, tmp_path, capsys):
     path = {"missing": tmp_path / "nope.json", "not-a-record": tmp_path / "other.json",
             "not-json": runs["out"] / "junit.xml", "folder": tmp_path}[case]
     if case == "not-a-record":
-        path.write_text(json.dumps({"results": []}))
+        path.write_text(json.dumps({"results": []}), encoding="utf-8")
     rc, out, err = _report(str(path), "--out", str(tmp_path / "r.html"), capsys=capsys)
     assert rc == 2 and out == ""
     assert err.count("\n") == 1 and str(path) in err and "Traceback" not in err
@@ -268,7 +268,7 @@ def _browser() -> str:
 def _chromium(browser: str, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
                            "--disable-dev-shm-usage", *args], capture_output=True, text=True, timeout=120,
-                          check=False)
+                          check=False, encoding="utf-8")
 
 
 # Writes each image's decoded size into the page, for --dump-dom to bring back.
@@ -283,12 +283,12 @@ def test_the_page_renders_in_a_real_headless_browser(page, runs, tmp_path, capsy
     target = tmp_path / f"{page}.html"
     args = [str(runs["records"][2])] if page == "run" else ["--history", "--db", str(runs["db"])]
     assert _report(*args, "--out", str(target), capsys=capsys)[0] == 0
-    text = target.read_text()
+    text = target.read_text(encoding="utf-8")
     expected = [_png_size(uri) for uri in re.findall(r'<img src="(data:image/png;base64,[^"]+)"', text)]
     assert expected
 
     probe = tmp_path / f"{page}-probe.html"
-    probe.write_text(text.replace("</body>", PROBE, 1))
+    probe.write_text(text.replace("</body>", PROBE, 1), encoding="utf-8")
     dom = _chromium(browser, "--dump-dom", probe.as_uri())
     found = re.search(r'<pre id="natural">(.*?)</pre>', dom.stdout)
     assert found, dom.stderr[-2000:]

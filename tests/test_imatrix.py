@@ -114,5 +114,5 @@ def test_real_smollm2_imatrix_is_cached_and_feeds_law1(llama, smollm2, tmp_path)
     assert 0 < got["ratio"] < 10
     with pytest.raises(EngineError, match="tokenizes to only 3 tokens"):
         short = tmp_path / "short.txt"
-        short.write_text("a few words\n")
+        short.write_text("a few words\n", encoding="utf-8")
         run_imatrix(llama, smollm2, short, tmp_path / "s.gguf", ctx=64, chunks=2, threads=1)

@@ -37,7 +37,7 @@ def import_graph() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for name, path in mods.items():
         deps: set[str] = set()
-        for node in _runtime_imports(ast.parse(path.read_text())):
+        for node in _runtime_imports(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and node.module:
                 for alias in node.names:  # `from pkg import submodule` imports the submodule
                     target = f"{node.module}.{alias.name}"
@@ -107,7 +107,7 @@ def imported_names() -> dict[str, set[str]]:
     string that is a whole lawbench module path (what importlib.import_module would be handed)."""
     out: dict[str, set[str]] = {}
     for name, path in _modules().items():
-        tree = ast.parse(path.read_text())
+        tree = ast.parse(path.read_text(encoding="utf-8"))
         names: set[str] = set()
         for node in _runtime_imports(tree):
             if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -188,7 +188,7 @@ def _calls(pattern: str) -> dict[str, int]:
     for folder in FOLDERS.values():
         for f in sorted(folder.rglob("*.py")):
             code = []
-            for tok in tokenize.generate_tokens(io.StringIO(f.read_text()).readline):
+            for tok in tokenize.generate_tokens(io.StringIO(f.read_text(encoding="utf-8")).readline):
                 if tok.type == tokenize.COMMENT:
                     continue
                 if tok.type == tokenize.STRING and tok.string.startswith(('"""', "'''")):
@@ -285,7 +285,7 @@ def test_nothing_but_the_entry_point_imports_a_command():
     users = {m for m, names in imported_names().items()
              if _folder(m) != "commands" and any(_folder(n) == "commands" for n in names)}
     assert users == set()
-    assert "lawbench.core.commands.main:main" in (ROOT / "pyproject.toml").read_text()
+    assert "lawbench.core.commands.main:main" in (ROOT / "pyproject.toml").read_text(encoding="utf-8")
 
 
 def test_the_folder_rule_catches_an_upward_import():

@@ -80,8 +80,8 @@ def _anchor(aid: str, law: str = "law4", claims=()) -> LoadedAnchor:
 
 
 def _inventory(tmp_path, body: str):
-    (tmp_path / "laws.toml").write_text('[law.law4]\ntitle = "Law 4"\n[law.law9]\ntitle = "Law 9"\n')
-    (tmp_path / "lines.toml").write_text(body)
+    (tmp_path / "laws.toml").write_text('[law.law4]\ntitle = "Law 4"\n[law.law9]\ntitle = "Law 9"\n', encoding="utf-8")
+    (tmp_path / "lines.toml").write_text(body, encoding="utf-8")
     return load_inventory(sorted(tmp_path.glob("*.toml")))
 
 

@@ -21,7 +21,7 @@ DATA = Path(__file__).parent / "data" / "kernels"
 
 
 def trace(name: str) -> kernels.KernelTrace:
-    return kernels.parse_trace((DATA / f"trace-{name}.tsv").read_text())
+    return kernels.parse_trace((DATA / f"trace-{name}.tsv").read_text(encoding="utf-8"))
 
 
 def labels(name: str, opt_outs=()) -> dict[str, int]:
@@ -72,7 +72,7 @@ def test_ncu_and_tracer_template_spellings_map_alike():
     assert kernels.weight_type("2") == kernels.weight_type("(ggml_type)2") == "q4_0"
     assert kernels.weight_type("(ggml_type)12") == "q4_k" and kernels.weight_type("__half") == "f16"
     # the recorded ncu summary names the same decode kernel
-    text = (DATA / "ncu-q4_0-p8-n1.csv").read_text()
+    text = (DATA / "ncu-q4_0-p8-n1.csv").read_text(encoding="utf-8")
     assert "void mul_mat_vec_q<2, 1, 0, 1, 0>" in text
 
 
@@ -84,7 +84,7 @@ def test_a_bad_trace_is_an_engine_error(bad):
 
 def test_dropped_records_refuse_the_census(tmp_path):
     f = tmp_path / "t.tsv"
-    f.write_text(kernels.TRACE_MAGIC + " dropped=3\n5\t0\tvoid k()\n")
+    f.write_text(kernels.TRACE_MAGIC + " dropped=3\n5\t0\tvoid k()\n", encoding="utf-8")
     with pytest.raises(EngineError, match="dropped 3"):
         kernels.read_trace(f, "a run")
     with pytest.raises(EngineError, match="wrote no"):
@@ -177,7 +177,7 @@ def test_tracer_counts_a_real_engine_run(tmp_path):
     out = tmp_path / "trace.tsv"
     p = subprocess.run([str(Path(bin_dir) / "llama-bench"), "-m", str(model), "-p", "64", "-n", "4", "-r", "1",
                         "-ngl", "99", "-o", "json"], env={**os.environ, **kernels.traced_env(lib, out)},
-                       capture_output=True, text=True, timeout=120)
+                       capture_output=True, text=True, timeout=120, encoding="utf-8")
     assert p.returncode == 0, p.stderr[-500:]
     got = kernels.kernel_labels(kernels.read_trace(out, "llama-bench"))
     assert got["mmvq:q4_0"] >= 10 * 5 and got["mmq:q4_0"] >= 10 * 2
@@ -200,8 +200,8 @@ def test_planted_fault_proves_the_cpu_repack_census(tmp_path):
                         "(seen on the H200 machine, results/h200/census/README.md)")
     p = subprocess.run([sys.executable, "-m", "lawbench.core.commands.main", "census", "plant", "--profile", "cpu",
                         "--anchor", "law4.cpu.census.q4_0-repack", "--out", str(tmp_path)],
-                       capture_output=True, text=True, timeout=600, cwd=tmp_path)
-    record = json.loads((tmp_path / "planted.json").read_text())
+                       capture_output=True, text=True, timeout=600, cwd=tmp_path, encoding="utf-8")
+    record = json.loads((tmp_path / "planted.json").read_text(encoding="utf-8"))
     [anchor] = record["anchors"]
     assert anchor["unplanted"]["verdict"] == "PASS", anchor["unplanted"].get("reason")  # a SKIP fails here
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
@@ -238,7 +238,7 @@ def test_pure_cpu_placement_census_turns_red_when_the_engine_reports_an_offload(
             (standin / f.name).symlink_to(f)
     recorded = Path(__file__).parent / "data" / "loadlog_cuda_ngl99.log"
     bench = standin / "llama-bench"
-    bench.write_text(f'#!/bin/sh\n"{bin_dir / "llama-bench"}" "$@"\nrc=$?\ncat "{recorded}" >&2\nexit $rc\n')
+    bench.write_text(f'#!/bin/sh\n"{bin_dir / "llama-bench"}" "$@"\nrc=$?\ncat "{recorded}" >&2\nexit $rc\n', encoding="utf-8")
     bench.chmod(0o755)
 
     anchors = {la.anchor.id: la.anchor for la in load_all(get_registry()).anchors}
@@ -314,7 +314,7 @@ def test_the_memory_census_goes_red_on_either_side_of_its_bounds():
 
     anchors = {la.anchor.id: la.anchor for la in load_all(get_registry()).anchors}
     anchor = anchors["law4.h200.census.gpu-memory.syn-100m-q4_0"]
-    log = parse_load_log((Path(__file__).parent / "data" / "loadlog_cuda_ngl99.log").read_text())
+    log = parse_load_log((Path(__file__).parent / "data" / "loadlog_cuda_ngl99.log").read_text(encoding="utf-8"))
     memory = SimpleNamespace(instrument="stand-in")
 
     def judge(peak_mib, readings=20):

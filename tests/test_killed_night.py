@@ -41,19 +41,19 @@ def test_a_night_killed_at_its_timeout_is_filed_as_interrupted_and_never_a_basel
     job.mkdir()
     (job / "scripts").symlink_to(ROOT / "scripts")
     nox = tmp_path / "nox"  # `nox -s anchors -- ARGS` is `lawbench run ARGS` (its check is not at stake)
-    nox.write_text(f'#!/bin/bash\nexec "{BIN}/lawbench" run "${{@:4}}"\n')
+    nox.write_text(f'#!/bin/bash\nexec "{BIN}/lawbench" run "${{@:4}}"\n', encoding="utf-8")
     nox.chmod(0o755)
     runner_env = dict(env, NOX=str(nox), STANDIN_MODE="hang", GITHUB_RUN_ID="5001", GITHUB_RUN_ATTEMPT="1",
                       GITHUB_JOB="anchors", LAWBENCH_BOX="cpu", GITHUB_SHA=head, GITHUB_REPOSITORY="o/r")
     run_args = ["--law", "standin", "-k", "standin.sum or standin.engine", "--llama-dir", str(llama_dir)]
     proc = subprocess.Popen(["bash", "scripts/nightly_runner.sh", "cpu:nightly:30", "data", "out", *run_args],
                             cwd=job, env=runner_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, encoding="utf-8")
     wait_for(state / "hanging", proc)  # the engine is measuring when the job's timeout comes
     os.killpg(proc.pid, signal.SIGTERM)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 143, out + err
-    record = json.loads((job / "out" / "cpu" / "run.json").read_text())
+    record = json.loads((job / "out" / "cpu" / "run.json").read_text(encoding="utf-8"))
     assert record["interrupted"] == "SIGTERM" and record["exit_code"] == 143 and record["gate"] is None
     assert (job / "out" / "cpu" / "binding.json").is_file()
 
@@ -64,15 +64,15 @@ def test_a_night_killed_at_its_timeout_is_filed_as_interrupted_and_never_a_basel
     fetched(tmp_path / "tonight", artifact, "5001", head, created)
     collect_env = dict(env, GITHUB_STEP_SUMMARY=str(tmp_path / "summary.md"))
     done = subprocess.run(["bash", str(ROOT / "scripts" / "nightly_collect.sh"), "data", "tonight", "site", "quarantine"],
-                          cwd=tmp_path, env=collect_env, capture_output=True, text=True, timeout=600)
+                          cwd=tmp_path, env=collect_env, capture_output=True, text=True, timeout=600, encoding="utf-8")
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stdout + done.stderr
     run_id = record["run_id"]
     assert (f"nightly_collect: filed {run_id} ({Path('tonight') / artifact / 'cpu' / 'run.json'}): INTERRUPTED by "
             "SIGTERM, never a baseline") in done.stdout, done.stdout
     filed = tmp_path / "data" / "runs" / "cpu"
     assert sorted(p.name for p in filed.iterdir()) == [f"{run_id}.binding.json", f"{run_id}.json"]
-    assert json.loads((filed / f"{run_id}.json").read_text())["interrupted"] == "SIGTERM"
-    summary = (tmp_path / "summary.md").read_text()
+    assert json.loads((filed / f"{run_id}.json").read_text(encoding="utf-8"))["interrupted"] == "SIGTERM"
+    summary = (tmp_path / "summary.md").read_text(encoding="utf-8")
     assert "1 run record(s) filed (1 interrupted), 0 refused" in summary
     assert "cpu: interrupted by SIGTERM: filed, never a baseline (the gate did not judge it)" in summary
 
@@ -80,9 +80,9 @@ def test_a_night_killed_at_its_timeout_is_filed_as_interrupted_and_never_a_basel
     # and is no baseline, so tonight starts one; its PASS of standin.sum is no accepted state
     night = subprocess.run([str(BIN / "lawbench"), "run", "--profile", "cpu", *run_args, "--gate", "baseline",
                             "--baseline", str(filed), "--out", "night2"], cwd=tmp_path,
-                           env=dict(env, STANDIN_MODE="ok"), capture_output=True, text=True, timeout=300)
+                           env=dict(env, STANDIN_MODE="ok"), capture_output=True, text=True, timeout=300, encoding="utf-8")
     assert "Traceback" not in night.stderr and "left out" not in night.stderr, night.stderr
-    gate = json.loads((tmp_path / "night2" / "run.json").read_text())["gate"]
+    gate = json.loads((tmp_path / "night2" / "run.json").read_text(encoding="utf-8"))["gate"]
     assert gate["baseline_run_id"] is None and gate["baseline_runs"] == 0, gate
     assert gate["new_baseline"] == "no accepted night of profile cpu in the history: tonight starts its baseline"
     assert night.returncode == 0, night.stdout + night.stderr

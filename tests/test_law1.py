@@ -91,7 +91,7 @@ def test_every_gauge_returns_the_native_basis():
     ("bits = 12", "bits = 2, activations = \"engine\"", "case.activations"),
 ])
 def test_bad_case_is_one_line_naming_file_anchor_field(tmp_path, cli_env, old, new, field):
-    text = (DATA / "bad-case.toml").read_text().replace(old, new)
+    text = (DATA / "bad-case.toml").read_text(encoding="utf-8").replace(old, new)
     package = carrier_plugin(tmp_path / "site", "extra", {"extra.toml": text}, dist="lawbench-extra-anchors")
     proc = run_cli(["check"], dict(cli_env, PYTHONPATH=str(package.parent)), tmp_path)
     assert proc.returncode == 2, proc.stderr

@@ -113,10 +113,10 @@ def _words(text: str) -> str:
 
 
 def test_shipped_law3_anchors_quote_their_sources_verbatim_and_cite_law3_lines():
-    seed = _words((ROOT / "sources" / "seeds" / "000_4a91008eeaefec79.txt").read_text())
-    register = (ROOT / "sources" / "register" / "quantprobe-REGISTER.json").read_text()
+    seed = _words((ROOT / "sources" / "seeds" / "000_4a91008eeaefec79.txt").read_text(encoding="utf-8"))
+    register = (ROOT / "sources" / "register" / "quantprobe-REGISTER.json").read_text(encoding="utf-8")
     files = sorted((ROOT / "anchors" / "law3").glob("*.toml"))
-    anchors = [a for f in files for a in tomllib.loads(f.read_text()).get("anchor", [])]
+    anchors = [a for f in files for a in tomllib.loads(f.read_text(encoding="utf-8")).get("anchor", [])]
     assert anchors
     for a in anchors:
         quote = a["provenance"]["quote"]

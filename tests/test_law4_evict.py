@@ -26,7 +26,7 @@ CPU = load_profiles()["cpu"]
 
 def _is_tmpfs(path: Path) -> bool:
     best = ("", "")
-    for line in Path("/proc/mounts").read_text().splitlines():
+    for line in Path("/proc/mounts").read_text(encoding="utf-8").splitlines():
         _, mnt, fstype, *_ = line.split()
         if str(path).startswith(mnt) and len(mnt) > len(best[0]):
             best = (mnt, fstype)

@@ -316,7 +316,7 @@ def test_census_counts_a_real_load_log(res, cpu_profile):
                          census={"minimum": {"repacked_tensors": 70, "buffer:CPU_REPACK": 1,
                                              "kv_buffer:CPU": 1}, "forbidden": ["offloaded_layers"],
                                  "exact": {"model_loads": 1}})
-    if "avx2" not in open("/proc/cpuinfo").read():
+    if "avx2" not in open("/proc/cpuinfo", encoding="utf-8").read():
         pytest.skip("Q4_0 repacks (q4_0_8x8) only where the CPU has AVX2 or a NEON/SVE variant")
     r = evaluate_anchor(anchor, Law4(), profile=cpu_profile, resources=res)
     counts = r.census_counts
@@ -365,7 +365,7 @@ def test_smollm2_lawbench_matches_a_direct_llama_bench(res, cpu_profile):
     direct_ts: list[float] = []
 
     def direct() -> None:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True).stdout
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True, encoding="utf-8").stdout
         direct_ts.extend(float(x) for x in parse_records(out)[0]["samples_ts"])
 
     subprocess.run(cmd, capture_output=True, timeout=120, check=True)  # warm the bare path too

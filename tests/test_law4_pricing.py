@@ -292,7 +292,7 @@ def test_byte_group_manifest_spreads_its_total():
 
 def _manifest(tmp_path: Path, name: str, body: str) -> Path:
     p = tmp_path / f"{name}.toml"
-    p.write_text(f'id = "{name}"\nname = "t"\narchitecture = "llama"\nsource = "test"\n{body}')
+    p.write_text(f'id = "{name}"\nname = "t"\narchitecture = "llama"\nsource = "test"\n{body}', encoding="utf-8")
     return p
 
 

@@ -92,7 +92,7 @@ def manifest_like(path: Path, n_expert: int, n_layer: int = 8) -> Path:
             "attention.value_length = 64", f"expert_count = {n_expert}", "expert_used_count = 2"]
     for name, shape, typ in rows:
         text += ["[[tensor]]", f'name = "{name}"', f"shape = {shape}"] + ([f'type = "{typ}"'] if typ else [])
-    path.write_text("\n".join(text) + "\n")
+    path.write_text("\n".join(text) + "\n", encoding="utf-8")
     return path
 
 

@@ -24,9 +24,9 @@ def test_last_level_cache_is_read_from_sysfs(tmp_path):
                                              (3, "Unified", "32768K")]):
         d = tmp_path / f"index{i}"
         d.mkdir()
-        (d / "level").write_text(f"{level}\n")
-        (d / "type").write_text(f"{kind}\n")
-        (d / "size").write_text(f"{size}\n")
+        (d / "level").write_text(f"{level}\n", encoding="utf-8")
+        (d / "type").write_text(f"{kind}\n", encoding="utf-8")
+        (d / "size").write_text(f"{size}\n", encoding="utf-8")
     assert scope.last_level_cache_bytes(tmp_path) == 32 * 2**20
     assert scope.last_level_cache_bytes(tmp_path / "none") is None
 

@@ -14,7 +14,7 @@ from lawbench.core.store.synthetic import build_synthetic
 
 def _read(name: str) -> str:
     assert (DATA / f"{name}.cmd").is_file(), f"{name} has no .cmd naming the command that made it"
-    return (DATA / name).read_text()
+    return (DATA / name).read_text(encoding="utf-8")
 
 
 def test_f16_on_cpu_is_mapped_and_refused_by_repack():

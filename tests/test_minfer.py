@@ -158,7 +158,7 @@ def test_hang_is_an_error_after_the_timeout_and_kills_the_whole_group(engine, an
     r = run(with_case(anchors["minfer.r54.census.default"], timeout_s=1.5))
     assert r.verdict is Verdict.ERROR and "did not finish within 1.5 s" in r.reason
     assert time.monotonic() - started < 20
-    child = int(pidfile.read_text())
+    child = int(pidfile.read_text(encoding="utf-8"))
     for _ in range(50):  # SIGKILL is delivered asynchronously
         try:
             if psutil.Process(child).status() == psutil.STATUS_ZOMBIE:

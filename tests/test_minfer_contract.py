@@ -32,7 +32,7 @@ def standin_run(probe: bool = False, debug: bool = True, **env: str) -> EngineRu
     if debug:
         e["MINFER_MMQ_RAW_NB_DEBUG"] = "1"
     e.update(env)
-    p = subprocess.run(standin.argv(), env=e, capture_output=True, text=True, timeout=60)
+    p = subprocess.run(standin.argv(), env=e, capture_output=True, text=True, timeout=60, encoding="utf-8")
     return EngineRun(standin.argv(), p.returncode, p.stdout, p.stderr, 0.0)
 
 
@@ -122,7 +122,7 @@ def _norm(text: str) -> str:
 
 
 def test_every_quotation_on_the_page_is_verbatim_in_seed_002():
-    doc, seed = DOC.read_text(), _norm(SEED.read_text())
+    doc, seed = DOC.read_text(encoding="utf-8"), _norm(SEED.read_text(encoding="utf-8"))
     quotes = [_norm(" ".join(line[2:] for line in block.splitlines()))
               for block in re.findall(r"(?m)(?:^> .*\n?)+", doc)]
     blocks = [_norm(b) for b in re.findall(r"```seed002\n(.*?)```", doc, re.S)]
@@ -132,7 +132,7 @@ def test_every_quotation_on_the_page_is_verbatim_in_seed_002():
 
 
 def test_the_page_names_the_version_the_labels_and_the_faults_the_code_has():
-    doc = DOC.read_text()
+    doc = DOC.read_text(encoding="utf-8")
     assert doc.startswith(f"# The lawbench minfer contract, version {CONTRACT_VERSION}\n")
     section = doc[doc.index("### 3.1"):doc.index("### 3.2")]
     table_labels = re.findall(r"^\| `([^`]+)` \|", section, re.M)

@@ -164,7 +164,7 @@ def test_two_engine_revisions_in_one_ratio(engine, anchors, monkeypatch, tmp_pat
     assert r.verdict is Verdict.FAIL and "set LAWBENCH_MINFER_PREV_CMD" in r.reason
     # the previous build: the same double behind a wrapper that reports r52
     prev = tmp_path / "prev.sh"
-    prev.write_text(f"#!/bin/sh\n{standin.REVISION_ENV}=r52 exec {os.environ['LAWBENCH_MINFER_CMD']}\n")
+    prev.write_text(f"#!/bin/sh\n{standin.REVISION_ENV}=r52 exec {os.environ['LAWBENCH_MINFER_CMD']}\n", encoding="utf-8")
     prev.chmod(0o755)
     monkeypatch.setenv("LAWBENCH_MINFER_PREV_CMD", str(prev))
     r = run(a)

@@ -22,7 +22,7 @@ provenance = { seed = "000_4a91008eeaefec79.txt" }
 
 def write(tmp_path, text, name="a.toml"):
     p = tmp_path / name
-    p.write_text(text)
+    p.write_text(text, encoding="utf-8")
     return p
 
 

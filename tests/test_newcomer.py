@@ -64,11 +64,11 @@ def test_the_build_lines_it_reads_are_the_ones_the_builder_prints(tmp_path):
 
 def test_per_file_durations_come_from_pytests_own_lines(tmp_path):
     (tmp_path / "test_slow.py").write_text("import time\n\ndef test_a():\n    time.sleep(0.2)\n\n"
-                                           "def test_b():\n    time.sleep(0.1)\n")
-    (tmp_path / "test_quick.py").write_text("def test_c():\n    pass\n")
+                                           "def test_b():\n    time.sleep(0.1)\n", encoding="utf-8")
+    (tmp_path / "test_quick.py").write_text("def test_c():\n    pass\n", encoding="utf-8")
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-c", "/dev/null",
                           "--rootdir", str(tmp_path), "--durations=0", "--durations-min=0", str(tmp_path)],
-                         capture_output=True, text=True, cwd=tmp_path, timeout=120)
+                         capture_output=True, text=True, cwd=tmp_path, timeout=120, encoding="utf-8")
     lines = [(0.0, "nox > Running session tests"), (3.0, "nox > pytest -q -ra")]
     lines += [(4.0, line) for line in out.stdout.splitlines()]
     p = newcomer.where_it_went("tests-cold", lines, 10.0, 0)
@@ -101,4 +101,4 @@ def test_lines_are_stamped_as_they_arrive_and_logged(tmp_path):
     lines, wall, rc = newcomer.run_timed([sys.executable, "-c", code], tmp_path, None, tmp_path / "x.log")
     assert rc == 0 and [t for _, t in lines] == ["first", "second"]
     assert lines[1][0] - lines[0][0] >= 0.4 and wall >= lines[1][0]
-    assert (tmp_path / "x.log").read_text().splitlines()[1].endswith("] second")
+    assert (tmp_path / "x.log").read_text(encoding="utf-8").splitlines()[1].endswith("] second")

@@ -20,7 +20,7 @@ BIN = Path(sys.executable).parent
 def lawbench(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
     env = env or {k: v for k, v in os.environ.items() if not k.startswith(("LAWBENCH_", "GITHUB_"))}
     done = subprocess.run([str(BIN / "lawbench"), *args], capture_output=True, text=True, cwd=cwd, env=env,
-                          timeout=300)
+                          timeout=300, encoding="utf-8")
     assert "Traceback" not in done.stdout + done.stderr, done.stderr
     return done
 
@@ -32,7 +32,7 @@ def record(tmp_path_factory) -> dict:
     done = lawbench("run", "--profile", "cpu", "-k", "prediction", "--out", str(out / "r"), "--no-history",
                     "--contribute", str(out / "bundle.json"), cwd=out)
     assert done.returncode in (0, 1), done.stderr
-    data = json.loads((out / "r" / "run.json").read_text())
+    data = json.loads((out / "r" / "run.json").read_text(encoding="utf-8"))
     data["_bundle"] = str(out / "bundle.json")
     return data
 
@@ -41,7 +41,7 @@ def _write(folder: Path, name: str, record: dict, **changes) -> Path:
     data = {k: v for k, v in record.items() if not k.startswith("_")}
     data.update(changes)
     path = folder / name
-    path.write_text(json.dumps(data))
+    path.write_text(json.dumps(data), encoding="utf-8")
     return path
 
 
@@ -67,14 +67,14 @@ def test_a_record_with_sorted_keys_is_the_same_run(record, tmp_path):
     db = str(tmp_path / "h.sqlite")
     plain = _write(tmp_path, "plain.json", record)
     assert lawbench("history", "import", "--db", db, str(plain), cwd=tmp_path).returncode == 0
-    (tmp_path / "sorted.json").write_text(json.dumps(json.loads(plain.read_text()), indent=7, sort_keys=True))
+    (tmp_path / "sorted.json").write_text(json.dumps(json.loads(plain.read_text(encoding="utf-8")), indent=7, sort_keys=True), encoding="utf-8")
     again = lawbench("history", "import", "--db", db, str(tmp_path / "sorted.json"), cwd=tmp_path)
     assert again.returncode == 0 and again.stdout.startswith("already"), again.stdout + again.stderr
 
 
 def test_empty_paths_and_windows_are_refused(record, tmp_path):
     db = str(tmp_path / "h.sqlite")
-    (tmp_path / "stray.json").write_text("{}")  # an empty PATH must not sweep the current folder
+    (tmp_path / "stray.json").write_text("{}", encoding="utf-8")  # an empty PATH must not sweep the current folder
     done = lawbench("history", "import", "--db", db, "", cwd=tmp_path)
     assert done.returncode == 2 and "an empty PATH" in done.stderr
     for hours in ("nan", "0", "-3", "inf"):
@@ -89,7 +89,7 @@ def test_empty_paths_and_windows_are_refused(record, tmp_path):
 def test_the_report_reads_a_contribution_bundle(record, tmp_path):
     done = lawbench("report", record["_bundle"], "--out", str(tmp_path / "b.html"), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert record["run_id"] in (tmp_path / "b.html").read_text()
+    assert record["run_id"] in (tmp_path / "b.html").read_text(encoding="utf-8")
 
 
 def test_runner_matrix_refuses_an_empty_selection_and_shared_labels(tmp_path):
@@ -101,8 +101,8 @@ def test_runner_matrix_refuses_an_empty_selection_and_shared_labels(tmp_path):
     assert absent.returncode == 2 and "profile 'h200' is not deployed" in absent.stderr
     extra = tmp_path / "profiles"
     extra.mkdir()
-    (extra / "twin.toml").write_text((ROOT / "hardware_profiles" / "cpu.toml").read_text()
-                                     .replace('id = "cpu"', 'id = "twin"').replace("generic = true", 'cpu_model_contains = "x"'))
+    (extra / "twin.toml").write_text((ROOT / "hardware_profiles" / "cpu.toml").read_text(encoding="utf-8")
+                                     .replace('id = "cpu"', 'id = "twin"').replace("generic = true", 'cpu_model_contains = "x"'), encoding="utf-8")
     done = lawbench("profiles", "--profile-dir", str(extra), "runners", cwd=tmp_path)
     assert done.returncode == 2 and "carry the same runner labels" in done.stderr, done.stdout + done.stderr
 
@@ -113,13 +113,13 @@ def test_the_first_night_collects_nothing_and_still_builds_the_report(tmp_path):
     (tmp_path / "tonight").mkdir()
     done = subprocess.run(["bash", str(ROOT / "scripts" / "nightly_collect.sh"), str(tmp_path / "data"),
                            str(tmp_path / "tonight"), str(tmp_path / "site")], capture_output=True, text=True,
-                          env=env, timeout=300)
+                          env=env, timeout=300, encoding="utf-8")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "no runner job left a record tonight" in done.stdout
     assert (tmp_path / "site" / "index.html").is_file()
     missing = subprocess.run(["bash", str(ROOT / "scripts" / "nightly_collect.sh"), str(tmp_path / "data"),
                               str(tmp_path / "nope"), str(tmp_path / "site")], capture_output=True, text=True,
-                             env=env, timeout=300)
+                             env=env, timeout=300, encoding="utf-8")
     # download-artifact makes no folder on a night with no artifacts: that night is reported, not an error
     assert missing.returncode == 0 and "no folder" in missing.stdout, missing.stdout + missing.stderr
 

@@ -39,7 +39,7 @@ def nights(tmp_path_factory) -> dict[str, Path]:
         out = base / "runs" / name
         done = subprocess.run([str(BIN / "lawbench"), "run", "--profile", "cpu", "-k", "prediction", "--out",
                                str(out), "--no-history"], capture_output=True, text=True, env=_env(base),
-                              cwd=base, timeout=300)
+                              cwd=base, timeout=300, encoding="utf-8")
         assert (out / "run.json").is_file(), done.stdout[-2000:] + done.stderr[-2000:]
         tonight = base / "artifacts" / name
         workflow_run = str(int.from_bytes(name.encode(), "big"))  # one workflow run per night
@@ -51,7 +51,7 @@ def nights(tmp_path_factory) -> dict[str, Path]:
 def _collect(tmp_path: Path, tonight: Path, site: str) -> subprocess.CompletedProcess:
     return subprocess.run(["bash", str(ROOT / "scripts" / "nightly_collect.sh"), str(tmp_path / "data"),
                            str(tonight), str(tmp_path / site)], capture_output=True, text=True,
-                          env=_env(tmp_path), cwd=tmp_path, timeout=600)
+                          env=_env(tmp_path), cwd=tmp_path, timeout=600, encoding="utf-8")
 
 
 def _filed(tmp_path: Path) -> list[Path]:
@@ -62,7 +62,7 @@ def test_three_nights_carry_one_history_forward(tmp_path, nights):
     ids = []
     for night in ("n1", "n2", "n3"):
         tonight = nights[night]
-        ids.append(json.loads(next(tonight.rglob("run.json")).read_text())["run_id"])
+        ids.append(json.loads(next(tonight.rglob("run.json")).read_text(encoding="utf-8"))["run_id"])
         done = _collect(tmp_path, tonight, f"site-{night}")
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
         assert "Traceback" not in done.stdout + done.stderr
@@ -75,15 +75,15 @@ def test_three_nights_carry_one_history_forward(tmp_path, nights):
     # The data branch alone rebuilds the whole history: every night, comparable night to night.
     db = tmp_path / "rebuilt.sqlite"
     run = subprocess.run([str(BIN / "lawbench"), "history", "import", "--db", str(db), str(tmp_path / "data")],
-                         capture_output=True, text=True, env=_env(tmp_path), timeout=300)
+                         capture_output=True, text=True, env=_env(tmp_path), timeout=300, encoding="utf-8")
     assert run.returncode == 0, run.stderr
     listed = subprocess.run([str(BIN / "lawbench"), "history", "--db", str(db), "--json"],
-                            capture_output=True, text=True, env=_env(tmp_path), timeout=300)
+                            capture_output=True, text=True, env=_env(tmp_path), timeout=300, encoding="utf-8")
     assert sorted(r["run_id"] for r in json.loads(listed.stdout)) == sorted(ids)
     compare = subprocess.run([str(BIN / "lawbench"), "history", "--db", str(db), "compare", "latest~1", "latest"],
-                             capture_output=True, text=True, env=_env(tmp_path), timeout=300)
+                             capture_output=True, text=True, env=_env(tmp_path), timeout=300, encoding="utf-8")
     assert compare.returncode == 0, compare.stderr
-    assert "nightly" in (tmp_path / "summary.md").read_text()
+    assert "nightly" in (tmp_path / "summary.md").read_text(encoding="utf-8")
 
 
 def test_a_retried_collect_files_nothing_twice_and_a_bad_record_stops_it(tmp_path, nights):
@@ -96,7 +96,7 @@ def test_a_retried_collect_files_nothing_twice_and_a_bad_record_stops_it(tmp_pat
 
     broken = tmp_path / "artifacts" / "bad" / "lawbench-h200-x" / "h200"
     broken.mkdir(parents=True)
-    (broken / "run.json").write_text('{"profile": "h200", "run_id": "x"}')
+    (broken / "run.json").write_text('{"profile": "h200", "run_id": "x"}', encoding="utf-8")
     done = _collect(tmp_path, broken.parent.parent, "site2")
     assert done.returncode == 3
     assert f"REFUSED {broken / 'run.json'}" in done.stdout
@@ -114,7 +114,7 @@ def test_collect_names_every_file_it_saw(tmp_path, nights):
     elsewhere = tmp_path / "elsewhere.json"
     shutil.move(record, elsewhere)
     record.symlink_to(elsewhere)
-    (record.parent / "junit.xml").write_text("<testsuites/>")
+    (record.parent / "junit.xml").write_text("<testsuites/>", encoding="utf-8")
     done = _collect(tmp_path, tonight, "site")
     out = done.stdout + done.stderr
     assert done.returncode == 3 and "Traceback" not in out, out

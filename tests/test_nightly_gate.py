@@ -27,6 +27,7 @@ from standin.planted_llama_bench import make_wrapper
 from lawbench.core.commands.profiles import runner_matrix
 from lawbench.core.hardware.profiles import load_profiles
 from lawbench.core.models.gate import AcknowledgedFile
+from lawbench.core.paths import cache_root
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -42,16 +43,16 @@ class Nights:
         self.tmp = tmp
         (tmp / "scripts").symlink_to(ROOT / "scripts")  # the steps run in the checkout's root
         # scripts/nightly_data.sh's word for data/, which the collect step below fills night by night
-        (tmp / "data.fetch").write_text("fetched (the collect step's own folder in this test)\n")
+        (tmp / "data.fetch").write_text("fetched (the collect step's own folder in this test)\n", encoding="utf-8")
         self.wrapper = make_wrapper(tmp / "llama", llama_bin)
         nox = tmp / "nox"
         nox.write_text("#!/bin/bash\n# stand-in for `nox -s anchors -- ARGS`: the session's own two commands\n"
                        '[ "$1 $2 $3" = "-s anchors --" ] || { echo "unexpected nox call: $*" >&2; exit 3; }\n'
-                       f'"{BIN}/lawbench" check && exec "{BIN}/lawbench" run "${{@:4}}"\n')
+                       f'"{BIN}/lawbench" check && exec "{BIN}/lawbench" run "${{@:4}}"\n', encoding="utf-8")
         nox.chmod(0o755)
         self.env = {k: v for k, v in os.environ.items() if not k.startswith(("LAWBENCH_", "GITHUB_"))}
         self.env.update(NOX=str(nox), PATH=f"{BIN}:{self.env.get('PATH', '/usr/bin:/bin')}",
-                        LAWBENCH_CACHE=os.environ.get("LAWBENCH_CACHE", str(Path.home() / ".cache" / "lawbench")))
+                        LAWBENCH_CACHE=str(cache_root()))  # the machine's own, wherever it keeps it
         matrix = {job["box"]: job for job in runner_matrix(load_profiles())["include"]}
         assert set(matrix) == {"cpu", "ref-desktop"}
         # The cpu box's job as the workflow runs it (its nightly cadence and window); -k picks two
@@ -68,7 +69,7 @@ class Nights:
         from lawbench.core.record.reports import git_commit
 
         self.n += 1
-        (self.wrapper / "planted.json").write_text(json.dumps(planted))
+        (self.wrapper / "planted.json").write_text(json.dumps(planted), encoding="utf-8")
         # the job's out folder is its artifact, fetched into tonight-N/ (scripts/nightly_fetch.sh)
         workflow_run, head = str(700 + self.n), git_commit() or "0" * 40
         tonight, summary = self.tmp / f"tonight-{self.n}", self.tmp / f"summary-{self.n}.md"
@@ -79,18 +80,18 @@ class Nights:
                               "--llama-dir", str(self.wrapper), *extra], cwd=self.tmp,
                              env=dict(env, GITHUB_RUN_ID=workflow_run, GITHUB_RUN_ATTEMPT="1", GITHUB_JOB="anchors",
                                       LAWBENCH_BOX="cpu", GITHUB_SHA=head),
-                             capture_output=True, text=True, timeout=1800)
+                             capture_output=True, text=True, timeout=1800, encoding="utf-8")
         assert "Traceback" not in job.stdout + job.stderr, job.stdout[-3000:] + job.stderr[-3000:]
         self.records[self.n] = out / "cpu" / "run.json"  # where the job left this night's record
-        record = json.loads(self.records[self.n].read_text())
+        record = json.loads(self.records[self.n].read_text(encoding="utf-8"))
         fetched(tonight, out.name, workflow_run, head, created)
         # the collect step: tonight's artifacts are the job's out folder; ref-desktop left none
         collect = subprocess.run(["bash", "scripts/nightly_collect.sh", "data", str(tonight), f"site-{self.n}",
-                                  "quarantine"], cwd=self.tmp, env=env, capture_output=True, text=True, timeout=600)
+                                  "quarantine"], cwd=self.tmp, env=env, capture_output=True, text=True, timeout=600, encoding="utf-8")
         assert collect.returncode == 0, collect.stdout[-3000:] + collect.stderr[-3000:]
         assert (self.tmp / "data" / "runs" / "cpu" / f"{record['run_id']}.json").is_file()
         assert (self.tmp / f"site-{self.n}" / "index.html").is_file()
-        self.done[self.n] = Night(job.returncode, record, summary.read_text(), job.stdout)
+        self.done[self.n] = Night(job.returncode, record, summary.read_text(encoding="utf-8"), job.stdout)
         return self.done[self.n]
 
 
@@ -152,12 +153,12 @@ def story(llama, tmp_path_factory) -> Nights:  # noqa: F811
     # The third night's red, accepted by a person: the proposal, reviewed, is the acknowledged file.
     proposal = subprocess.run([str(BIN / "lawbench"), "baseline", "propose", str(nights.records[3]),
                                "--who", "reviewer"], capture_output=True, text=True,
-                              env=nights.env, timeout=120)
+                              env=nights.env, timeout=120, encoding="utf-8")
     assert proposal.returncode == 0, proposal.stderr
     reviewed = proposal.stdout.replace("TO REVIEW: ", "reviewed: syn-100m-q4_0 slowdown planted by the test; ")
     ack = AcknowledgedFile.model_validate(tomllib.loads(reviewed))
     assert [a.anchor for a in ack.acknowledged] == [RATIO]
-    (tmp / "cpu.toml").write_text(reviewed)
+    (tmp / "cpu.toml").write_text(reviewed, encoding="utf-8")
     nights.run(slow, BOTH, "--acknowledged", str(tmp / "cpu.toml"))
     return nights
 
@@ -185,8 +186,10 @@ def test_nights_through_the_gate(story):
     assert (fifth.rc, fifth.record["gate"]["verdict"], red(fifth.record)) == (0, "green", {}), fifth.record["gate"]
     assert verdicts(fifth.record)[RATIO] == "FAIL" and fifth.record["gate"]["acknowledged"] == [RATIO]
     # the red is shown, with its date (propose's default: 30 days ahead, within check's 90)
-    until = (datetime.now().date() + timedelta(days=30)).isoformat()  # propose reads the local date
-    assert f"acknowledged until {until} (reviewer)" in fifth.summary
+    # propose's day is UTC's, as the gate's; the night may have crossed midnight before this line
+    now = datetime.now(timezone.utc).date()
+    untils = {(day + timedelta(days=30)).isoformat() for day in (now - timedelta(days=1), now)}
+    assert any(f"acknowledged until {until} (reviewer)" in fifth.summary for until in untils), (untils, fifth.summary)
 
     filed = sorted(p.stem for p in (story.tmp / "data" / "runs").rglob("*.json"))
     runs = sorted(story.done[n].record["run_id"] for n in range(1, 6))

@@ -27,7 +27,7 @@ def _nox(tmp_path: Path, *args: str) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LAWBENCH_", "NOX"))}
     return subprocess.Popen([NOX, "-R", "--envdir", str(tmp_path / "envs"), "-f", str(ROOT / "noxfile.py"), "-s",
                              "anchors", "--", *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True)
+                            text=True, start_new_session=True, encoding="utf-8")
 
 
 def test_bad_data_through_nox_exits_2_not_1(tmp_path):

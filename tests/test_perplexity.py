@@ -34,7 +34,7 @@ DATA = Path(__file__).parent / "data" / "perplexity"
 
 
 def recorded(name: str) -> tuple[str, str]:
-    return (DATA / f"{name}.stdout").read_text(), (DATA / f"{name}.stderr").read_text()
+    return (DATA / f"{name}.stdout").read_text(encoding="utf-8"), (DATA / f"{name}.stderr").read_text(encoding="utf-8")
 
 
 # One SmolLM2 run (slice0.txt, -c 128 --chunks 4 -t 1) as the real tool printed it on each kind of
@@ -125,12 +125,12 @@ def _fake_perplexity(tmp_path: Path, body: str):
 
 def test_too_short_text_exits_0_but_is_an_engine_error(tmp_path):
     out, err = recorded("smollm2-too-short")
-    (tmp_path / "o").write_text(out)
-    (tmp_path / "e").write_text(err)
+    (tmp_path / "o").write_text(out, encoding="utf-8")
+    (tmp_path / "e").write_text(err, encoding="utf-8")
     fake = _fake_perplexity(tmp_path, f"cat {tmp_path}/o; cat {tmp_path}/e >&2; exit 0\n")
     model, text = tmp_path / "m.gguf", tmp_path / "t.txt"
     model.write_bytes(b"GGUF")
-    text.write_text("x")
+    text.write_text("x", encoding="utf-8")
     with pytest.raises(EngineError) as exc:
         run_perplexity(fake, model, text)
     msg = str(exc.value)
@@ -140,12 +140,12 @@ def test_too_short_text_exits_0_but_is_an_engine_error(tmp_path):
 
 def test_fewer_chunks_than_asked_is_an_engine_error(tmp_path):
     out, err = recorded("smollm2-c128-chunks4")
-    (tmp_path / "o").write_text(out)
-    (tmp_path / "e").write_text(err)
+    (tmp_path / "o").write_text(out, encoding="utf-8")
+    (tmp_path / "e").write_text(err, encoding="utf-8")
     fake = _fake_perplexity(tmp_path, f"cat {tmp_path}/o; cat {tmp_path}/e >&2\n")
     model, text = tmp_path / "m.gguf", tmp_path / "t.txt"
     model.write_bytes(b"GGUF")
-    text.write_text("x")
+    text.write_text("x", encoding="utf-8")
     assert len(run_perplexity(fake, model, text, chunks=4).chunk_nll) == 4
     with pytest.raises(EngineError, match="scored 4 chunks, not the 8 asked for"):
         run_perplexity(fake, model, text, chunks=8)
@@ -156,27 +156,27 @@ def test_a_run_whose_last_chunk_line_was_lost_is_run_again(tmp_path):
     lines are lost at exit now and then: a clean run short of the chunks it announced runs again."""
     out, err = recorded("smollm2-c128-chunks4")
     chunk_lines = [ln for ln in out.splitlines() if ln.strip() and ln.strip()[0].isdigit()]
-    (tmp_path / "short").write_text(out.replace(chunk_lines[-1] + "\n", ""))
-    (tmp_path / "o").write_text(out)
-    (tmp_path / "e").write_text(err)
+    (tmp_path / "short").write_text(out.replace(chunk_lines[-1] + "\n", ""), encoding="utf-8")
+    (tmp_path / "o").write_text(out, encoding="utf-8")
+    (tmp_path / "e").write_text(err, encoding="utf-8")
     runs = tmp_path / "runs"
     fake = _fake_perplexity(tmp_path, f"echo x >> {runs}; cat {tmp_path}/e >&2\n"
                                       f"if [ $(wc -l < {runs}) -eq 1 ]; then cat {tmp_path}/short; "
                                       f"else cat {tmp_path}/o; fi\n")
     model, text = tmp_path / "m.gguf", tmp_path / "t.txt"
     model.write_bytes(b"GGUF")
-    text.write_text("x")
+    text.write_text("x", encoding="utf-8")
     run = run_perplexity(fake, model, text, chunks=4)
     assert len(run.chunk_nll) == 4 and run.lost_runs == 1 and run.record()["lost_runs"] == 1
     assert run.chunk_nll == parse_perplexity(out, err).chunk_nll
-    assert len(runs.read_text().splitlines()) == 2
+    assert len(runs.read_text(encoding="utf-8").splitlines()) == 2
 
 
 def test_hang_is_killed_at_the_timeout(tmp_path):
     fake = _fake_perplexity(tmp_path, "sleep 300 & sleep 300\n")
     model, text = tmp_path / "m.gguf", tmp_path / "t.txt"
     model.write_bytes(b"GGUF")
-    text.write_text("x")
+    text.write_text("x", encoding="utf-8")
     with pytest.raises(EngineError, match="did not finish within 1 s"):
         run_perplexity(fake, model, text, timeout_s=1)
 
@@ -195,17 +195,17 @@ def test_missing_model_and_text_name_the_file(tmp_path):
 
 def test_shipped_text_matches_its_recorded_source_and_hash():
     path = shipped_text()
-    meta = tomllib.loads((path.parent / "texts.toml").read_text())["text"]
+    meta = tomllib.loads((path.parent / "texts.toml").read_text(encoding="utf-8"))["text"]
     entry = next(t for t in meta if t["name"] == DEFAULT_TEXT)
     data = path.read_bytes()
     assert hashlib.sha256(data).hexdigest() == entry["sha256"] and len(data) == entry["bytes"]
     lic = path.parent / entry["license_file"]
     assert hashlib.sha256(lic.read_bytes()).hexdigest() == entry["license_file_sha256"]
-    assert "PYTHON SOFTWARE FOUNDATION LICENSE VERSION 2" in lic.read_text()
+    assert "PYTHON SOFTWARE FOUNDATION LICENSE VERSION 2" in lic.read_text(encoding="utf-8")
 
 
 def test_slices_are_disjoint_ordered_and_cut_at_line_ends():
-    body = shipped_text().read_text()
+    body = shipped_text().read_text(encoding="utf-8")
     slices = text_slices(body, 20, 3000)
     assert len(slices) == 20 and all(s.endswith("\n") and len(s) >= 3000 for s in slices)
     assert "".join(slices) == body[: sum(map(len, slices))]  # consecutive, nothing twice
@@ -215,8 +215,8 @@ def test_slices_are_disjoint_ordered_and_cut_at_line_ends():
 def test_slice_visits_keep_two_arms_on_the_same_slice(tmp_path):
     # each fake visit prints the slice file's first line as its "model": the arms must agree
     out, err = recorded("smollm2-c128-chunks4")
-    (tmp_path / "o").write_text(out)
-    (tmp_path / "e").write_text(err)
+    (tmp_path / "o").write_text(out, encoding="utf-8")
+    (tmp_path / "e").write_text(err, encoding="utf-8")
     fake = _fake_perplexity(tmp_path, f"cat {tmp_path}/o; cat {tmp_path}/e >&2\n")
     model = tmp_path / "m.gguf"
     model.write_bytes(b"GGUF")
@@ -236,7 +236,7 @@ def test_slice_visits_keep_two_arms_on_the_same_slice(tmp_path):
 @pytest.mark.integration
 def test_real_smollm2_reproduces_the_recorded_run(llama, smollm2, tmp_path):  # noqa: F811
     text = tmp_path / "slice0.txt"
-    text.write_text((DATA / "slice0.txt").read_text())
+    text.write_text((DATA / "slice0.txt").read_text(encoding="utf-8"), encoding="utf-8")
     run = run_perplexity(llama, smollm2, text, ctx=128, chunks=4, threads=1, timeout_s=300)
     assert math.isfinite(run.ppl) and run.wall_s > 0
     here = cpu_features(run.log)

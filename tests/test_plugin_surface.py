@@ -51,7 +51,7 @@ def test_every_name_of_a_public_module_resolves(module):
 def test_the_third_party_law_imports_only_from_lawbench():
     """The test plugin is the smallest real law: it must need nothing behind `lawbench.`."""
     for path in (DUMMY_SRC / "lawbench_dummy").glob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
                 [node.module or ""] if isinstance(node, ast.ImportFrom) else []
             for name in names:
@@ -81,7 +81,7 @@ def test_broken_plugins_are_named_by_distribution_and_the_good_one_still_runs(cl
     run = run_cli(["run", "--profile", "cpu", "--law", "dummy", "--out", str(out), "--no-history"], env, tmp_path)
     assert "Traceback" not in run.stdout + run.stderr
     assert run.returncode == 1, run.stdout[-2000:]  # dummy.sum-fail is a real FAIL
-    verdicts = {r["anchor_id"]: r["verdict"] for r in json.loads((out / "run.json").read_text())["results"]}
+    verdicts = {r["anchor_id"]: r["verdict"] for r in json.loads((out / "run.json").read_text(encoding="utf-8"))["results"]}
     assert verdicts["dummy.sum-pass"] == "PASS" and verdicts["dummy.sum-fail"] == "FAIL"
 
 
@@ -90,9 +90,9 @@ def _dummy_with(tmp_path: Path, old: str, new: str) -> Path:
     src = tmp_path / "src"
     shutil.copytree(DUMMY_SRC, src, ignore=shutil.ignore_patterns("build", "*.egg-info"))
     anchors = src / "lawbench_dummy" / "anchors" / "dummy.toml"
-    text = anchors.read_text()
+    text = anchors.read_text(encoding="utf-8")
     assert old in text
-    anchors.write_text(text.replace(old, new, 1))
+    anchors.write_text(text.replace(old, new, 1), encoding="utf-8")
     return pip_install_into(src, tmp_path / "site", tmp_path)
 
 
@@ -136,7 +136,7 @@ def test_a_typo_in_anchors_package_names_the_distribution(cli_env, tmp_path):
 
 def test_a_plugin_brings_a_command_a_profile_and_catalogue_models(cli_env, tmp_path):
     """Everything Law 4 brings through hooks, a third party can bring the same way."""
-    profile = (HERE.parent / "hardware_profiles" / "cpu-ddr4.toml").read_text()
+    profile = (HERE.parent / "hardware_profiles" / "cpu-ddr4.toml").read_text(encoding="utf-8")
     profile = profile.replace('id = "cpu-ddr4"', 'id = "my-box"', 1)
     site = write_plugin(tmp_path / "site", "lawbench-extras", {"extras": "lawbench_extras.plugin"}, {
         "lawbench_extras/__init__.py": "",
@@ -331,4 +331,4 @@ def test_a_failing_exporter_is_named_and_changes_no_verdict(cli_env, tmp_path):
     assert p.returncode == 1 and "Traceback" not in p.stderr  # dummy.sum-fail, as without the exporter
     assert "lawbench_run_finished of distribution lawbench-export 0.1.0" in p.stderr
     assert "RuntimeError: exporter down" in p.stderr
-    assert json.loads((out / "run.json").read_text())["exit_code"] == 1
+    assert json.loads((out / "run.json").read_text(encoding="utf-8"))["exit_code"] == 1

@@ -66,5 +66,5 @@ def test_no_module_starts_a_process_group_of_its_own():
 
     root = Path(__file__).resolve().parents[1] / "core"
     users = sorted(str(p.relative_to(root)) for p in root.rglob("*.py")
-                   if "start_new_session" in p.read_text() and p.name != "procgroup.py")
+                   if "start_new_session" in p.read_text(encoding="utf-8") and p.name != "procgroup.py")
     assert users == []

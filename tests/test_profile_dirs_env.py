@@ -15,12 +15,12 @@ CPU_TOML = Path(__file__).resolve().parents[1] / "hardware_profiles" / "cpu.toml
 def my_box(folder: Path) -> Path:
     """The cpu profile made specific to this machine, as `profiles measure --base cpu` makes it."""
     fp = fingerprint_machine()
-    text = CPU_TOML.read_text().replace('id = "cpu"', 'id = "my-box"', 1)
+    text = CPU_TOML.read_text(encoding="utf-8").replace('id = "cpu"', 'id = "my-box"', 1)
     text = text.replace('runner_labels = ["self-hosted", "lawbench-cpu"]', 'runner_labels = ["self-hosted", "lawbench-my-box"]')
     text = text.replace("[fingerprint]\ngeneric = true", f"[fingerprint]\ncpu_model_contains = {fp.cpu_model!r}")
     assert "my-box" in text and "generic = true" not in text
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "my-box.toml").write_text(text)
+    (folder / "my-box.toml").write_text(text, encoding="utf-8")
     return folder
 
 
@@ -67,14 +67,14 @@ def test_a_folder_named_twice_is_read_once_and_a_builtin_id_is_refused(tmp_path)
     folder = my_box(tmp_path / "profiles")
     p = run_cli(["check"], env_with(f"{folder}{os.pathsep}{folder}"), tmp_path)
     assert p.returncode == 0 and "6 profiles" in p.stdout, p.stdout + p.stderr
-    (folder / "my-box.toml").write_text(CPU_TOML.read_text())  # id "cpu", the built-in's
+    (folder / "my-box.toml").write_text(CPU_TOML.read_text(encoding="utf-8"), encoding="utf-8")  # id "cpu", the built-in's
     p = run_cli(["profiles"], env_with(str(folder)), tmp_path)
     assert p.returncode == 2 and "profile id 'cpu' is already defined" in p.stderr, p.stderr
 
 
 def test_measure_refuses_an_out_or_id_it_cannot_use_before_measuring(tmp_path):
     """Checked before the measurement, not after it: a traceback used to end a finished measure."""
-    (tmp_path / "afile").write_text("x")
+    (tmp_path / "afile").write_text("x", encoding="utf-8")
     cases = [(["--out", str(tmp_path / "afile" / "x.toml")], f"its folder {tmp_path / 'afile'}: it is a file, not a folder"),
              (["--out", str(tmp_path)], f"--out {tmp_path} is a folder; give the profile's file path"),
              (["--id", "cpu"], "profile id 'cpu' is already a profile")]

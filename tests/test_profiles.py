@@ -244,8 +244,8 @@ def test_core_names_no_law_in_a_profile():
     core = Path(__file__).resolve().parent.parent / "core"
     words = re.compile(r"eta_format|\beta_for\b|\beta_fact\b|[\"']eta[\"']|\.eta\b|(?<!gguf)\.constants\b|\[eta\]|ETA_MAX")
     found = [f"{path.relative_to(core.parent)}:{n}: {line.strip()}"
-             for path in sorted(core.rglob("*.py")) for n, line in enumerate(path.read_text().splitlines(), 1)
+             for path in sorted(core.rglob("*.py")) for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
              if words.search(line)]
     assert found == []
-    text = (core / "models" / "profile.py").read_text()
+    text = (core / "models" / "profile.py").read_text(encoding="utf-8")
     assert "η" not in text and not re.search(r"\beta(_\w+)?\b", text)

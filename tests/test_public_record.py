@@ -45,7 +45,7 @@ def _repo(tmp_path: Path) -> tuple[Path, str]:
     (work / "notes.md").write_text("line one\nthe figure is 2.10x\nline three\n", encoding="utf-8")
     for cmd in (["init", "-q"], ["add", "notes.md"], ["commit", "-qm", "c"]):
         subprocess.run(["git", *cmd], cwd=work, env=env, check=True)
-    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=work, capture_output=True, text=True, check=True).stdout.strip()
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=work, capture_output=True, text=True, check=True, encoding="utf-8").stdout.strip()
     return work, head
 
 
@@ -132,7 +132,7 @@ def test_a_looked_at_file_without_a_line_read_and_a_document_quote_off_the_cache
            "GIT_COMMITTER_EMAIL": "t@t"}
     for cmd in (["add", "other.md"], ["commit", "-qm", "c2"]):
         subprocess.run(["git", *cmd], cwd=work, env=env, check=True)
-    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=work, capture_output=True, text=True, check=True).stdout.strip()
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=work, capture_output=True, text=True, check=True, encoding="utf-8").stdout.strip()
     path = _cache(tmp_path, head)
     rec = load_record(path)
     add_excerpt(rec, "o/r", "notes.md", 2, 2, git_dir(str(work)))

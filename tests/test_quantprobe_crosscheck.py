@@ -69,7 +69,7 @@ def load_cases() -> tuple[str, list[Case]]:
     cases = [Case(**c) for c in data["case"]]
     ladder = data.get("ladder")
     if ladder:
-        for model_id in json.loads((DATA / "ladder.json").read_text()):
+        for model_id in json.loads((DATA / "ladder.json").read_text(encoding="utf-8")):
             cases.append(Case(id=f"{model_id}.d{ladder['ctx']}", ctx=ladder["ctx"],
                               placements=list(ladder["placements"]), model=f"ladder:{model_id}"))
     return data["profile"], cases
@@ -79,7 +79,7 @@ def ladder_dump(model_id: str) -> dict:
     """A rung of the synthetic ladder as a header dump: the factory's layout, the file's types."""
     from lawbench.core.store.synthetic import _tensors, load_ladder
 
-    entry = json.loads((DATA / "ladder.json").read_text())[model_id]
+    entry = json.loads((DATA / "ladder.json").read_text(encoding="utf-8"))[model_id]
     spec = next(s for s in load_ladder(HERE.parent / "anchors" / "models_synthetic.toml") if s.id == model_id)
     tensors = [[name, list(reversed(shape)), "F32" if len(shape) == 1 else entry["other"].get(name, entry["type"])]
                for name, shape, _ in _tensors(spec)]
@@ -103,7 +103,7 @@ def model_file(case: Case, folder: Path) -> tuple[Optional[Path], Any]:
             shape = apply_mix(shape, case.mix)
         Q.sparse_from_shape(shape, path)
     elif kind == "dump":
-        Q.sparse_from_dump(json.loads((DATA / name).read_text()), path)
+        Q.sparse_from_dump(json.loads((DATA / name).read_text(encoding="utf-8")), path)
     elif kind == "ladder":
         Q.sparse_from_dump(ladder_dump(name), path)
     else:
@@ -322,7 +322,7 @@ def test_the_sparse_file_carries_the_header(tmp_path):
     and takes (almost) no disk."""
     from quantprobe.spec import from_gguf
 
-    dump = json.loads((DATA / "gemma3-270m-q4_k_m.json").read_text())
+    dump = json.loads((DATA / "gemma3-270m-q4_k_m.json").read_text(encoding="utf-8"))
     path = Q.sparse_from_dump(dump, tmp_path / "g.gguf")
     h = read_header(path, use_cache=False)
     assert [[t.name, list(t.shape), t.type_name] for t in h.tensors] == dump["tensors"]
@@ -334,7 +334,7 @@ def test_the_sparse_file_carries_the_header(tmp_path):
     assert os.stat(path).st_blocks * 512 < 16 * 2 ** 20 < os.path.getsize(path)
 
 
-@pytest.mark.parametrize("model_id", ["gemma3-270m-q4_k_m", *json.loads((DATA / "ladder.json").read_text())])
+@pytest.mark.parametrize("model_id", ["gemma3-270m-q4_k_m", *json.loads((DATA / "ladder.json").read_text(encoding="utf-8"))])
 def test_header_dumps_are_the_files(model_id, request):
     """Each dump is its file's header: the file as lawbench builds or fetches it (once, into the cache)."""
     from lawbench.core.paths import cache_root
@@ -343,7 +343,7 @@ def test_header_dumps_are_the_files(model_id, request):
         from lawbench.core.engines.bench import quantize
         from lawbench.core.store.synthetic import build_synthetic, load_ladder
 
-        entry = json.loads((DATA / "ladder.json").read_text())[model_id]
+        entry = json.loads((DATA / "ladder.json").read_text(encoding="utf-8"))[model_id]
         dump, path = ladder_dump(model_id), cache_root() / "synthetic" / entry["file"]
         if not path.is_file():  # the real llama-quantize writes it, as for an anchor run
             llama = request.getfixturevalue("llama")
@@ -354,7 +354,7 @@ def test_header_dumps_are_the_files(model_id, request):
     else:
         from lawbench.core.store.real import ModelStore
 
-        dump = json.loads((DATA / f"{model_id}.json").read_text())
+        dump = json.loads((DATA / f"{model_id}.json").read_text(encoding="utf-8"))
         path = ModelStore().path(model_id)
         assert path.name == dump["file"]
     h = read_header(path)
@@ -401,11 +401,11 @@ def test_causes_quote_their_sources():
     def norm(text: str) -> str:
         return re.sub(r"\s+", " ", text).strip()
 
-    seed = norm(SEED.read_text())
+    seed = norm(SEED.read_text(encoding="utf-8"))
     for name, c in causes.items():
         q = c.get("quantprobe_quote")
         if q:
-            lines = (root / q["file"]).read_text().splitlines()
+            lines = (root / q["file"]).read_text(encoding="utf-8").splitlines()
             assert norm(q["text"]) in norm(lines[q["line"] - 1]), f"cause {name}: {q['file']}:{q['line']}"
         if c.get("seed_quote"):
             assert norm(c["seed_quote"]) in seed, f"cause {name}: seed_quote is not in seed 000 verbatim"
@@ -424,8 +424,8 @@ def test_quantprobe_prices_its_published_anchors(results):
 def test_doc_is_current(results):
     text = render(results)
     if WRITE:
-        DOC.write_text(text)
-    assert DOC.is_file() and DOC.read_text() == text, \
+        DOC.write_text(text, encoding="utf-8")
+    assert DOC.is_file() and DOC.read_text(encoding="utf-8") == text, \
         "docs/quantprobe.md is stale: LAWBENCH_QUANTPROBE_WRITE=1 pytest tests/test_quantprobe_crosscheck.py"
 
 

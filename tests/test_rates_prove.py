@@ -74,21 +74,21 @@ def test_the_command_prints_its_table_and_refuses_too_short_a_history(tmp_path):
     _history(tmp_path / "h.sqlite", 8)
     out = subprocess.run([LAWBENCH, "gate", "prove", "--profile", "p",
                           "--baseline", str(tmp_path / "h.sqlite"), "--sizes", "10,40"],
-                         capture_output=True, text=True, timeout=120)
+                         capture_output=True, text=True, timeout=120, encoding="utf-8")
     assert out.returncode == 0, out.stderr
     assert "| one format: Q4_0 | " in out.stdout and "| all formats | " in out.stdout
     assert "| planted slowdown on | 10 % | 40 % |" in out.stdout
     assert "false alarms:" in out.stdout and "of 8 unplanted nights" in out.stdout
     _history(tmp_path / "short.sqlite", 4)
     out = subprocess.run([LAWBENCH, "gate", "prove", "--profile", "p",
-                          "--baseline", str(tmp_path / "short.sqlite")], capture_output=True, text=True, timeout=120)
+                          "--baseline", str(tmp_path / "short.sqlite")], capture_output=True, text=True, timeout=120, encoding="utf-8")
     assert out.returncode == 1 and "cannot prove" in out.stdout and "Traceback" not in out.stderr
     out = subprocess.run([LAWBENCH, "gate", "prove", "--profile", "p",
                           "--baseline", str(tmp_path / "h.sqlite"), "--sizes", "ten"],
-                         capture_output=True, text=True, timeout=120)
+                         capture_output=True, text=True, timeout=120, encoding="utf-8")
     assert out.returncode == 2 and "--sizes" in out.stderr and "Traceback" not in out.stderr
     out = subprocess.run([LAWBENCH, "gate", "prove", "--profile", "p", "--baseline", str(tmp_path / "nothing-here")],
-                         capture_output=True, text=True, timeout=120)
+                         capture_output=True, text=True, timeout=120, encoding="utf-8")
     assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
     assert "cannot prove" in out.stdout and "does not exist" in out.stdout, out.stdout
 

@@ -142,14 +142,14 @@ def standin_site(tmp_path_factory) -> Path:
     site = tmp_path_factory.mktemp("standin-site")
     pkg = site / "lawbench_standin"
     (pkg / "anchors").mkdir(parents=True)
-    (pkg / "__init__.py").write_text("")
-    (pkg / "law.py").write_text(LAW)
-    (pkg / "anchors" / "__init__.py").write_text("")
-    (pkg / "anchors" / "standin.toml").write_text(ANCHORS)
+    (pkg / "__init__.py").write_text("", encoding="utf-8")
+    (pkg / "law.py").write_text(LAW, encoding="utf-8")
+    (pkg / "anchors" / "__init__.py").write_text("", encoding="utf-8")
+    (pkg / "anchors" / "standin.toml").write_text(ANCHORS, encoding="utf-8")
     info = site / "lawbench_standin-0.1.0.dist-info"
     info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: lawbench-standin\nVersion: 0.1.0\n")
-    (info / "entry_points.txt").write_text("[lawbench]\nstandin = lawbench_standin.law\n")
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: lawbench-standin\nVersion: 0.1.0\n", encoding="utf-8")
+    (info / "entry_points.txt").write_text("[lawbench]\nstandin = lawbench_standin.law\n", encoding="utf-8")
     return site
 
 
@@ -167,7 +167,7 @@ def standin(standin_site, cli_env, tmp_path):
 
 def start_run(args: list[str], env: dict, cwd: Path) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "lawbench.core.commands.main", "run", *args], env=env,
-                            cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8")
 
 
 def utc(stamp: str) -> float:
@@ -238,7 +238,7 @@ def test_pytest_driven_directly_is_stopped_the_same_way(standin, standin_site, t
         [sys.executable, "-m", "pytest", str(anchors), "-c", os.devnull, "--rootdir", str(anchors.parent),
          "-p", "no:cacheprovider", "--lawbench-profile", "cpu", "--lawbench-law", "standin",
          "--lawbench-llama-dir", str(llama_dir), "--lawbench-out", "out", "-k", "standin.engine"],
-        env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8")
     shell, child = map(int, wait_for(state / "hanging", proc).split())
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
@@ -259,11 +259,11 @@ def test_a_selection_of_nothing_is_a_usage_error_that_records_nothing(cli_env, t
     assert not (tmp_path / "out" / "run.json").exists()
     assert not (tmp_path / "out" / "history.sqlite").exists()
     assert not (tmp_path / "out" / "junit.xml").exists()  # pytest wrote one: it is taken back
-    (tmp_path / "out" / "junit.xml").write_text("<testsuites><!-- the last real run --></testsuites>")
+    (tmp_path / "out" / "junit.xml").write_text("<testsuites><!-- the last real run --></testsuites>", encoding="utf-8")
     p = run_cli(["run", "--profile", "cpu", "--law", "dummy", "-k", "no-such-anchor", "--out", "out"],
                 cli_env, tmp_path)
     assert p.returncode == 2
-    assert "the last real run" in (tmp_path / "out" / "junit.xml").read_text()  # an earlier run's, untouched
+    assert "the last real run" in (tmp_path / "out" / "junit.xml").read_text(encoding="utf-8")  # an earlier run's, untouched
 
 
 def test_a_selection_that_does_not_parse_is_one_line_before_anything_runs(cli_env, tmp_path):
@@ -327,7 +327,7 @@ def test_a_prediction_only_run_needs_no_box_lock(cli_env, tmp_path):
 def blocked(tmp_path: Path) -> Path:
     """A path nobody can create, root included: its parent is a regular file."""
     wall = tmp_path / "wall"
-    wall.write_text("a file, not a folder")
+    wall.write_text("a file, not a folder", encoding="utf-8")
     return wall
 
 

@@ -80,7 +80,7 @@ def test_interrupted_bench_ends_its_group_and_keeps_finished_tests(tmp_path, mod
     assert err.signal_name == "SIGTERM" and stop.received == "SIGTERM"
     assert "interrupted by SIGTERM" in str(err) and "1 finished tests kept" in str(err)
     assert [s.value for s in err.samples] == [9.0, 11.0, 10.4]
-    assert not any(alive(int(pid)) for pid in (tmp_path / "pids").read_text().split())
+    assert not any(alive(int(pid)) for pid in (tmp_path / "pids").read_text(encoding="utf-8").split())
 
 
 @pytest.mark.integration
@@ -101,13 +101,13 @@ def test_real_llama_bench_is_ended_with_lawbench_and_its_finished_test_kept(llam
         run_bench(busy, tiny_f16, n_gen=4, repetitions=2, threads=1, timeout_s=300)
     assert "interrupted by SIGTERM" in str(info.value)
     assert len(info.value.samples) == 2 and info.value.samples[0].raw["test"] == "tg4"
-    assert not alive(int((tmp_path / "second").read_text()))
+    assert not alive(int((tmp_path / "second").read_text(encoding="utf-8")))
 
 
 def test_interrupted_quantize_removes_its_half_file(tmp_path, model, stop):
     fake = fake_llama(tmp_path, "exit 0")
     dst = tmp_path / "half.gguf"
-    fake.llama_quantize.write_text(f"#!/bin/sh\necho half > {dst}\ntouch {tmp_path}/began\nsleep 300\n")
+    fake.llama_quantize.write_text(f"#!/bin/sh\necho half > {dst}\ntouch {tmp_path}/began\nsleep 300\n", encoding="utf-8")
     signal_when(tmp_path / "began")
     with pytest.raises(EngineInterrupted, match="interrupted by SIGTERM"):
         quantize(fake, model, dst, "Q4_0")
@@ -117,11 +117,11 @@ def test_interrupted_quantize_removes_its_half_file(tmp_path, model, stop):
 def test_interrupted_build_step_ends_its_group(tmp_path, stop):
     script = tmp_path / "step.sh"
     script.write_text(f"sleep 300 &\necho $! > {tmp_path}/child.tmp; mv {tmp_path}/child.tmp "
-                      f"{tmp_path}/child\necho '[ 10%] building'\nwait\n")
+                      f"{tmp_path}/child\necho '[ 10%] building'\nwait\n", encoding="utf-8")
     signal_when(tmp_path / "child")
     with pytest.raises(KeyboardInterrupt):
         _run_logged(["sh", str(script)], io.StringIO(), None, "build")
-    assert not alive(int((tmp_path / "child").read_text()))
+    assert not alive(int((tmp_path / "child").read_text(encoding="utf-8")))
 
 
 def test_a_second_signal_while_closing_is_only_noted(stop, capsys):
@@ -159,7 +159,7 @@ def test_a_version_1_record_still_reads(tmp_path):
     data["schema_version"] = 1
     del data["interrupted"]
     path = tmp_path / "old.json"
-    path.write_text(json.dumps(data))
+    path.write_text(json.dumps(data), encoding="utf-8")
     old = read_json(path)
     assert old.schema_version == 1 and old.interrupted is None
 

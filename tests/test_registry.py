@@ -89,8 +89,8 @@ def test_lawbench_profile_dirs_extends_profiles(tmp_path, lawbench_plugin):
     from lawbench.core.hardware.profiles import load_profiles
 
     src = Path(__file__).parent.parent / "hardware_profiles" / "cpu.toml"
-    text = src.read_text().replace('id = "cpu"', 'id = "my-box"', 1)
-    (tmp_path / "my-box.toml").write_text(text)
+    text = src.read_text(encoding="utf-8").replace('id = "cpu"', 'id = "my-box"', 1)
+    (tmp_path / "my-box.toml").write_text(text, encoding="utf-8")
     with lawbench_plugin(plugin("prof", lawbench_profile_dirs=lambda: [tmp_path])) as reg:
         assert reg.profile_dirs == [tmp_path]
         profiles = load_profiles(extra_dirs=reg.profile_dirs)
@@ -120,8 +120,8 @@ def test_disable_autoload_env(monkeypatch):
 def test_every_hook_is_tested_and_documented():
     """datasette's meta-test: a hook without a test or a docstring is a hole in the surface."""
     here = Path(__file__).parent
-    text = "\n".join(p.read_text() for p in here.glob("test_*.py") if p.name != "test_registry.py")
-    text += Path(__file__).read_text().split("def test_every_hook")[0]
+    text = "\n".join(p.read_text(encoding="utf-8") for p in here.glob("test_*.py") if p.name != "test_registry.py")
+    text += Path(__file__).read_text(encoding="utf-8").split("def test_every_hook")[0]
     for name in HOOKS:
         assert re.search(rf"\b{name}\b", text), f"hook {name} has no test"
         doc = getattr(hookspecs, name).__doc__ or ""
@@ -133,7 +133,7 @@ def test_builtin_plugin_modules_only_register():
     root = Path(__file__).parent.parent
     for mod in BUILTIN_PLUGINS:
         init = root / mod.replace("lawbench.", "").replace(".", "/") / "__init__.py"
-        body = init.read_text()
+        body = init.read_text(encoding="utf-8")
         assert "class " not in body, f"{init} defines a class; move the law into its own module"
         assert len(body.splitlines()) < 30
 
@@ -146,7 +146,7 @@ def test_packages_listed_in_pyproject():
     else:
         import tomli as tomllib
     root = Path(__file__).parent.parent
-    cfg = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]
+    cfg = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
     mapped = {v.rstrip("/") for v in cfg["package-dir"].values()}
     for init in root.glob("**/__init__.py"):
         rel = init.parent.relative_to(root).as_posix()

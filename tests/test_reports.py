@@ -89,13 +89,13 @@ def test_git_commit_of_a_checkout(tmp_path):
         subprocess.run(git[:3] + ["init", "-q"], check=True)
     except (OSError, subprocess.CalledProcessError):
         pytest.skip("git is not available")
-    (tmp_path / "pyproject.toml").write_text("[project]\nname='x'\n")
+    (tmp_path / "pyproject.toml").write_text("[project]\nname='x'\n", encoding="utf-8")
     (tmp_path / "core").mkdir()
     assert git_commit(tmp_path / "core" / "reports.py") is None  # no commit yet
     subprocess.run(git + ["add", "."], check=True)
     subprocess.run(git + ["commit", "-q", "-m", "x"], check=True)
     head = subprocess.run(git[:3] + ["rev-parse", "HEAD"], capture_output=True, text=True,
-                          check=True).stdout.strip()
+                          check=True, encoding="utf-8").stdout.strip()
     assert git_commit(tmp_path / "core" / "reports.py") == head
 
 
@@ -118,7 +118,7 @@ def test_json_round_trip_keeps_everything(tmp_path):
 
 def test_json_is_standard_and_indented(tmp_path):
     path = write_json(make_record(), tmp_path / "run.json")
-    text = path.read_text()
+    text = path.read_text(encoding="utf-8")
     assert text.splitlines()[1].startswith('  "schema_version": 4')
 
     def refuse(name):
@@ -131,9 +131,9 @@ def test_json_is_standard_and_indented(tmp_path):
 
 def test_write_json_is_atomic_and_replaces(tmp_path):
     path = tmp_path / "run.json"
-    path.write_text("old")
+    path.write_text("old", encoding="utf-8")
     write_json(make_record(), path)
-    assert json.loads(path.read_text())["profile"] == "gtx1060"
+    assert json.loads(path.read_text(encoding="utf-8"))["profile"] == "gtx1060"
     assert [p.name for p in tmp_path.iterdir()] == ["run.json"]  # no temp file left behind
 
 
@@ -144,7 +144,7 @@ def test_write_json_is_atomic_and_replaces(tmp_path):
 ])
 def test_read_json_names_the_file(tmp_path, text, needle):
     path = tmp_path / "bad.json"
-    path.write_text(text)
+    path.write_text(text, encoding="utf-8")
     with pytest.raises(DataError) as info:
         read_json(path)
     message = str(info.value)
@@ -157,11 +157,11 @@ def test_report_on_a_binary_file_or_a_folder_is_one_line(tmp_path):
     import sys
 
     (tmp_path / "history.sqlite").write_bytes(b"SQLite format 3\x00\xf8\xff" * 8)
-    (tmp_path / "run.json").write_text("{}")
+    (tmp_path / "run.json").write_text("{}", encoding="utf-8")
     for arg, words in (("history.sqlite", "not UTF-8 text (a history is read with `lawbench report --history"),
                        (".", "is a folder, not a run record; give the run.json inside it")):
         p = subprocess.run([sys.executable, "-m", "lawbench.core.commands.main", "report", arg], cwd=tmp_path,
-                           capture_output=True, text=True, timeout=120)
+                           capture_output=True, text=True, timeout=120, encoding="utf-8")
         assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
         (line,) = p.stderr.strip().splitlines()
         assert words in line, line
@@ -171,7 +171,7 @@ def test_report_on_a_binary_file_or_a_folder_is_one_line(tmp_path):
 
 
 def _doc_fields(section: str) -> set[str]:
-    text = DOC.read_text()
+    text = DOC.read_text(encoding="utf-8")
     body = text.split(f"\n## {section}\n", 1)[1].split("\n## ", 1)[0]
     return set(re.findall(r"^\| `([a-z_]+)` \|", body, flags=re.M))
 
@@ -223,12 +223,12 @@ def test_history_as_the_runner_marks_it():
 
 def test_step_summary_appends_to_the_named_file(tmp_path, monkeypatch):
     target = tmp_path / "summary.md"
-    target.write_text("earlier step\n")
+    target.write_text("earlier step\n", encoding="utf-8")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(target))
     record = make_record()
     assert append_step_summary(record) == target
     append_step_summary(record)
-    text = target.read_text()
+    text = target.read_text(encoding="utf-8")
     assert text.startswith("earlier step\n")
     assert text.count(markdown_summary(record)) == 2
 

@@ -76,7 +76,7 @@ def finished(tmp_path: Path, code: int):
 def no_group_left(state: Path) -> None:
     """Neither the stand-in shell nor its child outlived the run."""
     if (state / "hanging").exists():
-        shell, child = map(int, (state / "hanging").read_text().split())
+        shell, child = map(int, (state / "hanging").read_text(encoding="utf-8").split())
         deadline = time.monotonic() + 10
         while (alive(shell) or alive(child)) and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -106,7 +106,7 @@ def test_a_failing_run_with_stdout_closed_from_the_start_exits_1_with_its_record
     p = subprocess.run(f"{sys.executable} -m lawbench.core.commands.main run --profile cpu --law standin -k "
                        f"'standin.sum or standin.engine' --llama-dir {llama_dir} --out out >&-",
                        shell=True, env=dict(env, STANDIN_MODE="huge"), cwd=tmp_path, capture_output=True,
-                       text=True, timeout=300)
+                       text=True, timeout=300, encoding="utf-8")
     assert p.returncode == 1, p.stderr
     assert "Traceback" not in p.stderr and "INTERNALERROR" not in p.stderr
     assert finished(tmp_path, 1)["standin.engine"].verdict.value == "ERROR"

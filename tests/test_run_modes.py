@@ -26,7 +26,7 @@ def report(out: Path, env: dict, *args: str) -> str:  # noqa: F811
     page = out / "page.html"
     p = lawbench(["report", *args, "--out", str(page)], env, out)
     assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr[-2000:]
-    return page.read_text()
+    return page.read_text(encoding="utf-8")
 
 
 @pytest.mark.integration
@@ -38,7 +38,7 @@ def test_ab_runs_are_run_records_in_history_compare_and_report(tmp_path, env, ll
         assert p.returncode == 0, p.stderr[-3000:]
         assert "B/A per anchor" in p.stdout and "record: " in p.stdout  # the A/B's own table, as before
         record = read_json(out / "run.json")  # the RunRecord schema, validated
-        view = json.loads((out / "ab.json").read_text())
+        view = json.loads((out / "ab.json").read_text(encoding="utf-8"))
         assert record.mode == "ab" and record.run_id.startswith("ab-") and record.run_id == view["run_id"]
         (r,) = record.results
         assert r.anchor_id == "law4.cpu.l15.syn-100m-q4_0~ab" and r.verdict.value == "PASS"
@@ -73,7 +73,7 @@ def test_census_plant_runs_are_run_records_in_history_compare_and_report(tmp_pat
     assert set(got) == {"law4.cpu.census.q4_0-repack", "law4.cpu.census.q4_0-repack~no-repack"}, set(got)
     fault = got["law4.cpu.census.q4_0-repack~no-repack"]
     assert fault.verdict.value == "PASS" and fault.plant.fault["result"]["verdict"] == "FAIL"
-    view = json.loads((out / "planted.json").read_text())
+    view = json.loads((out / "planted.json").read_text(encoding="utf-8"))
     assert view["run_id"] == record.run_id and view["anchors"][0]["faults"] == [fault.plant.fault]
 
     p = lawbench(["run", "--profile", "cpu", "-k", "census.q4_0-repack", "--out", str(out)], env, tmp_path)
@@ -102,7 +102,7 @@ def test_an_ab_json_from_before_ab_runs_were_run_records_is_read_as_one(tmp_path
     assert record.mode == "ab" and record.exit_code == 0 and record.counts["PASS"] == 3
     assert [r.anchor_id for r in record.results] == [
         "law4.cpu.agree.syn-25m-q4_0~ab", "law4.cpu.agree.syn-25m-q4_k_m~ab", "law4.cpu.agree.syn-100m-q8_0~ab"]
-    raw = json.loads(old.read_text())
+    raw = json.loads(old.read_text(encoding="utf-8"))
     assert json.loads(ab_view(record).model_dump_json()) == {**raw, "format": "lawbench-ab/2"}
     assert ABRecord.model_validate(raw).results[2].ratio == record.results[2].measured
     p = lawbench(["history", "import", "--db", str(tmp_path / "h.sqlite"), str(old)], env, tmp_path, timeout=120)

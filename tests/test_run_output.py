@@ -33,7 +33,7 @@ def test_the_run_context_is_built_once(cli_env, tmp_path):
         "def counted(self, *a, **k):\n"
         "    print('RunContext built', flush=True)\n"
         "    _init(self, *a, **k)\n"
-        "s.RunContext.__init__ = counted\n")
+        "s.RunContext.__init__ = counted\n", encoding="utf-8")
     env = dict(cli_env, PYTHONPATH=os.pathsep.join([str(probe), cli_env["PYTHONPATH"]]))
     p = run_cli(["run", "--profile", "cpu", "--law", "dummy", "--out", str(tmp_path / "out"), "--no-history"],
                 env, tmp_path)
@@ -45,12 +45,12 @@ def test_python_m_pytest_from_the_repository_root_with_a_regular_install(tmp_pat
     site = pip_install_into(ROOT, tmp_path / "site", tmp_path)
     env = {**os.environ, "PYTHONPATH": str(site)}
     where = subprocess.run([sys.executable, "-c", "import lawbench.core.commands.main, lawbench; print(lawbench.__file__)"],
-                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, encoding="utf-8")
     assert where.returncode == 0, where.stderr
     assert where.stdout.strip().startswith(str(site)), where.stdout
     p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                         "tests/test_verdicts.py", "tests/test_evaluate.py"],
-                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, encoding="utf-8")
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-2000:]
     assert " passed" in p.stdout
 

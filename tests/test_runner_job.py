@@ -24,7 +24,7 @@ DATA = Path(__file__).parent / "data" / "h200"
 
 def _lawbench(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "lawbench.core.commands.main", *args], capture_output=True,
-                          text=True, env=env, cwd=cwd, timeout=300)
+                          text=True, env=env, cwd=cwd, timeout=300, encoding="utf-8")
 
 
 def _no_gpu_env(tmp_path: Path) -> dict[str, str]:
@@ -40,7 +40,7 @@ def _no_gpu_env(tmp_path: Path) -> dict[str, str]:
 
 
 def test_nvidia_smi_gpu_list_of_the_h200_parses():
-    text = (DATA / "smi-gpus.csv").read_text()
+    text = (DATA / "smi-gpus.csv").read_text(encoding="utf-8")
     [gpu] = gpus.parse_smi_gpus(text)
     assert (gpu.index, gpu.name, gpu.compute_capability, gpu.driver, gpu.source) == \
         (0, "NVIDIA H200", "9.0", "580.159.04", "nvidia-smi")
@@ -50,7 +50,7 @@ def test_nvidia_smi_gpu_list_of_the_h200_parses():
 def test_h200_found_by_nvidia_smi_alone_matches_its_profile():
     profiles = load_profiles()
     fp = detect.MachineFingerprint(cpu_model="Intel(R) Xeon(R) Processor", ram_total_gb=125.87,
-                                   gpus=gpus.parse_smi_gpus((DATA / "smi-gpus.csv").read_text()))
+                                   gpus=gpus.parse_smi_gpus((DATA / "smi-gpus.csv").read_text(encoding="utf-8")))
     assert detect.match_profile(fp, profiles)[0] == "h200"
     assert not detect.profile_matches(fp, profiles["gtx1060"])
 
@@ -58,7 +58,7 @@ def test_h200_found_by_nvidia_smi_alone_matches_its_profile():
 def test_nvidia_smi_na_cell_reads_as_unknown():
     # Seed 002: on GB10 "nvidia-smi's aggregate usage field reads [N/A]". The real H200 row with
     # that cell as the seed quotes it: the GPU is still found, its memory is unknown, not 0.
-    real = (DATA / "smi-gpus.csv").read_text().strip().split(", ")
+    real = (DATA / "smi-gpus.csv").read_text(encoding="utf-8").strip().split(", ")
     real[3] = "[N/A]"
     [gpu] = gpus.parse_smi_gpus(", ".join(real))
     assert gpu.memory_total_gb is None and gpu.compute_capability == "9.0"
@@ -66,7 +66,7 @@ def test_nvidia_smi_na_cell_reads_as_unknown():
 
 
 def test_nvidia_smi_state_of_the_h200_parses():
-    [state] = gpus.parse_smi_state((DATA / "smi-state.csv").read_text())
+    [state] = gpus.parse_smi_state((DATA / "smi-state.csv").read_text(encoding="utf-8"))
     assert state["name"] == "NVIDIA H200" and state["pstate"] == "P0"
     assert state["sm_mhz"] == 345 and state["mem_mhz"] == 3201 and state["power_w"] == pytest.approx(78.24)
     assert state["memory_total_gb"] == pytest.approx(143771 / 1024, abs=0.001)
@@ -96,7 +96,7 @@ def test_the_build_follows_the_profiles_compute_capability():
 
 
 def test_cuda13_on_the_h200_cannot_build_for_pascal_and_says_which_toolkit_can():
-    text = (DATA / "nvcc.txt").read_text()
+    text = (DATA / "nvcc.txt").read_text(encoding="utf-8")
     release, targets = cuda.parse_release(text), cuda.parse_gpu_codes(text)
     assert release == "13.0" and "90" in targets and "121" in targets and "61" not in targets
     cuda.refuse_unbuildable("90", targets, "/usr/local/cuda/bin/nvcc", release)  # Hopper: fine
@@ -121,9 +121,9 @@ def test_strict_job_on_a_machine_without_its_gpu_fails_with_reasons(tmp_path, pr
     assert f"this machine does not match profile {profile!r}" in done.stderr
     assert "no: GPU with name containing" in done.stderr and "found: no GPU" in done.stderr
     assert f"lawbench-{profile}" in done.stderr  # which runner the job belongs on
-    assert "runner refused" in (tmp_path / "summary.md").read_text()
+    assert "runner refused" in (tmp_path / "summary.md").read_text(encoding="utf-8")
     assert "the job fails" in done.stderr  # -k prediction selected nothing measured: still a failure
-    assert json.loads((tmp_path / "out" / "run.json").read_text())["results"]  # the predictions ran
+    assert json.loads((tmp_path / "out" / "run.json").read_text(encoding="utf-8"))["results"]  # the predictions ran
 
 
 def test_strict_job_fails_each_measurement_anchor_with_its_reason(tmp_path):
@@ -132,7 +132,7 @@ def test_strict_job_fails_each_measurement_anchor_with_its_reason(tmp_path):
     done = _lawbench("run", "--profile", "gtx1060", "--strict", "-k", "not agree and not census",
                      "--out", str(tmp_path / "o"), env=_no_gpu_env(tmp_path), cwd=tmp_path)
     assert done.returncode == 1, done.stderr
-    results = json.loads((tmp_path / "o" / "run.json").read_text())["results"]
+    results = json.loads((tmp_path / "o" / "run.json").read_text(encoding="utf-8"))["results"]
     measured = [r for r in results if r["kind"] != "prediction" and r["profile"] == "gtx1060"]
     assert measured, "no gtx1060 measurement anchor was selected"
     for r in measured:

@@ -90,8 +90,8 @@ def test_ngram_speculation_drafts_on_copy_prompt(llama, tiny_4k, no_leftover):
     assert 0 <= t["draft_n_accepted"] <= t["draft_n"]
     if os.environ.get("LAWBENCH_RECORD_SERVER"):  # re-record: LAWBENCH_RECORD_SERVER=1 pytest …
         DATA.mkdir(parents=True, exist_ok=True)
-        RECORDED.write_text(json.dumps(run.responses[0], indent=1) + "\n")
-        (DATA / "completion_ngram_copy.json.cmd").write_text(" ".join(run.cmd) + "\n")
+        RECORDED.write_text(json.dumps(run.responses[0], indent=1) + "\n", encoding="utf-8")
+        (DATA / "completion_ngram_copy.json.cmd").write_text(" ".join(run.cmd) + "\n", encoding="utf-8")
 
 
 def test_bad_model_path_is_engine_error_and_server_stopped(llama, tmp_path, no_leftover):
@@ -144,7 +144,7 @@ def test_every_spec_type_is_known_to_the_build(llama):
     from lawbench.core.engines.server import server_binary  # compiled on first need (engines.tools)
 
     out = subprocess.run([str(server_binary(llama)), "--help"], capture_output=True, text=True, check=False,
-                         timeout=60).stdout
+                         timeout=60, encoding="utf-8").stdout
     line = next(ln for ln in out.splitlines() if "--spec-type" in ln)
     for name in SPEC_TYPES:
         assert name in line, f"{name} not in {line!r}"
@@ -154,7 +154,7 @@ def test_every_spec_type_is_known_to_the_build(llama):
 
 def test_recorded_response_parses():
     """A response the real server returned (recorded by the test above): the fields a visit reads."""
-    resp = json.loads(RECORDED.read_text())
+    resp = json.loads(RECORDED.read_text(encoding="utf-8"))
     t = resp["timings"]
     assert t["predicted_per_second"] > 0 and t["predicted_n"] == 128
     assert t["draft_n"] > 0 and 0 <= t["draft_n_accepted"] <= t["draft_n"]
@@ -317,7 +317,7 @@ def test_a_request_that_drafted_nothing_has_no_acceptance():
     from lawbench.plugins.law4 import speculative
     from lawbench.plugins.law4.case import parse_case
 
-    t = json.loads(RECORDED.read_text())["timings"]  # a real response: 128 tokens, some drafted
+    t = json.loads(RECORDED.read_text(encoding="utf-8"))["timings"]  # a real response: 128 tokens, some drafted
     assert speculative.acceptance([t], 0.01) == [pytest.approx(100 * t["draft_n_accepted"] / t["draft_n"])]
     undrafted = {"predicted_per_second": 30.0, "draft_n": 0, "draft_n_accepted": 0}
     assert speculative.acceptance([undrafted, {"predicted_per_second": 30.0}]) == []

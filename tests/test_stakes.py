@@ -42,15 +42,15 @@ def _anchor_ids() -> set[str]:
 
 
 def test_lock_then_edit_is_refused_and_the_lock_is_append_only(tmp_path):
-    (tmp_path / "a.toml").write_text(STAKE)
+    (tmp_path / "a.toml").write_text(STAKE, encoding="utf-8")
     with pytest.raises(DataError, match="a.toml: field stake: is not locked"):
         load_stakes(tmp_path)
     assert lock_new(tmp_path) == ["a.toml"]
-    first = (tmp_path / "LOCK").read_text()
+    first = (tmp_path / "LOCK").read_text(encoding="utf-8")
     assert load_stakes(tmp_path, anchors={"x.one"})[0].stake.id == "lb-test"
-    (tmp_path / "b.toml").write_text(STAKE.replace("lb-test", "lb-two"))
-    assert lock_new(tmp_path) == ["b.toml"] and (tmp_path / "LOCK").read_text().startswith(first)
-    (tmp_path / "a.toml").write_text(STAKE.replace("hi = 1.1", "hi = 1.5"))  # widened after the fact
+    (tmp_path / "b.toml").write_text(STAKE.replace("lb-test", "lb-two"), encoding="utf-8")
+    assert lock_new(tmp_path) == ["b.toml"] and (tmp_path / "LOCK").read_text(encoding="utf-8").startswith(first)
+    (tmp_path / "a.toml").write_text(STAKE.replace("hi = 1.1", "hi = 1.5"), encoding="utf-8")  # widened after the fact
     with pytest.raises(DataError, match="a.toml: field stake: was edited after it was staked"):
         load_stakes(tmp_path)
     assert lock_new(tmp_path) == []  # re-locking does not bless an edit: the old line stays
@@ -59,7 +59,7 @@ def test_lock_then_edit_is_refused_and_the_lock_is_append_only(tmp_path):
 
 
 def test_a_removed_stake_and_a_stake_of_an_unknown_anchor_are_refused(tmp_path):
-    (tmp_path / "a.toml").write_text(STAKE)
+    (tmp_path / "a.toml").write_text(STAKE, encoding="utf-8")
     lock_new(tmp_path)
     with pytest.raises(DataError, match="field stake.prediction.0.anchor: stakes anchor 'x.one', which does not exist"):
         load_stakes(tmp_path, anchors={"other"})
@@ -69,7 +69,7 @@ def test_a_removed_stake_and_a_stake_of_an_unknown_anchor_are_refused(tmp_path):
 
 
 def test_a_malformed_stake_is_refused_before_it_is_locked(tmp_path):
-    (tmp_path / "a.toml").write_text(STAKE.replace('rationale = "why"\n', ""))
+    (tmp_path / "a.toml").write_text(STAKE.replace('rationale = "why"\n', ""), encoding="utf-8")
     done = run_cli(["stakes", "lock", "--dir", str(tmp_path)], env=None, cwd=tmp_path)
     assert done.returncode == 2 and "a.toml" in done.stderr and "rationale" in done.stderr
     assert "Traceback" not in done.stderr and not (tmp_path / "LOCK").exists()
@@ -93,7 +93,7 @@ def test_scores(result, score):
 
 def test_the_committed_h200_scores_are_what_the_committed_run_gives():
     record = ROOT / "results" / "h200" / "run-1.json"  # the first run after staking scores the stake
-    committed = json.loads(next((ROOT / "results" / "stakes").glob("lb-h200-gpu-tier.*.json")).read_text())
+    committed = json.loads(next((ROOT / "results" / "stakes").glob("lb-h200-gpu-tier.*.json")).read_text(encoding="utf-8"))
     scored = [s for s in score_run(record, load_stakes(anchors=_anchor_ids())) if s["score"] != "not run"]
     assert [(s["anchor"], s["score"], s["why"]) for s in scored] == \
         [(s["anchor"], s["score"], s["why"]) for s in committed]
@@ -111,13 +111,13 @@ def test_register_md_is_what_the_data_gives(tmp_path):
 def test_a_stale_register_md_fails_the_check(tmp_path):
     stale = tmp_path / "REGISTER.md"
     shutil.copy(ROOT / "REGISTER.md", stale)
-    stale.write_text(stale.read_text().replace("encoded", "encoded!", 1))
+    stale.write_text(stale.read_text(encoding="utf-8").replace("encoded", "encoded!", 1), encoding="utf-8")
     done = run_cli(["register", "--results", str(ROOT / "results"), "--check", str(stale)], env=None, cwd=ROOT)
     assert done.returncode == 1 and "is stale: regenerate it with `lawbench register" in done.stderr
 
 
 def test_register_md_lists_every_claim_history_and_stake():
-    text = (ROOT / "REGISTER.md").read_text()
+    text = (ROOT / "REGISTER.md").read_text(encoding="utf-8")
     from lawbench.core.claims.inventory import load_inventory
 
     for cid in load_inventory().claims:
@@ -150,17 +150,17 @@ def test_register_check_and_out_name_the_file_they_cannot_use(tmp_path):
     res = ["register", "--results", str(ROOT / "results")]
     line = _one_line_exit_2(run_cli([*res, "--check", str(tmp_path / "none.md")], env=None, cwd=tmp_path))
     assert f"--check {tmp_path / 'none.md'}: cannot read it" in line
-    (tmp_path / "afile").write_text("x")
+    (tmp_path / "afile").write_text("x", encoding="utf-8")
     line = _one_line_exit_2(run_cli([*res, "--out", str(tmp_path / "afile" / "R.md")], env=None, cwd=tmp_path))
     assert f"cannot write --out {tmp_path / 'afile' / 'R.md'}" in line
 
 
 def test_stakes_score_refuses_what_is_not_a_run_record_and_an_out_it_cannot_write(tmp_path):
     bad = tmp_path / "bad.json"
-    bad.write_text('{"not": "a record"}')
+    bad.write_text('{"not": "a record"}', encoding="utf-8")
     line = _one_line_exit_2(run_cli(["stakes", "score", str(bad)], env=None, cwd=tmp_path))
     assert f"{bad}: not a lawbench run record" in line
-    (tmp_path / "afile").write_text("x")
+    (tmp_path / "afile").write_text("x", encoding="utf-8")
     record = ROOT / "results" / "h200" / "run.json"
     line = _one_line_exit_2(run_cli(["stakes", "score", str(record), "--out", str(tmp_path / "afile")], env=None,
                                     cwd=tmp_path))
@@ -168,10 +168,10 @@ def test_stakes_score_refuses_what_is_not_a_run_record_and_an_out_it_cannot_writ
 
 
 def test_an_empty_record_or_a_results_folder_without_records_is_named(tmp_path):
-    (tmp_path / "empty.json").write_text("")
+    (tmp_path / "empty.json").write_text("", encoding="utf-8")
     line = _one_line_exit_2(run_cli(["stakes", "score", str(tmp_path / "empty.json")], env=None, cwd=tmp_path))
     assert "empty.json: the file is empty, not a run record" in line
     (tmp_path / "res").mkdir()
-    (tmp_path / "res" / "notes.json").write_text('{"not": "a record"}')
+    (tmp_path / "res" / "notes.json").write_text('{"not": "a record"}', encoding="utf-8")
     line = _one_line_exit_2(run_cli(["register", "--results", str(tmp_path / "res")], env=None, cwd=tmp_path))
     assert f"--results {tmp_path / 'res'} holds no lawbench run record" in line

@@ -72,7 +72,7 @@ def test_shipped_catalogue_declares_both_real_models():
 
 def _write(tmp_path: Path, name: str, text: str) -> Path:
     p = tmp_path / name
-    p.write_text(textwrap.dedent(text))
+    p.write_text(textwrap.dedent(text), encoding="utf-8")
     return p
 
 
@@ -122,7 +122,7 @@ def test_smollm2_is_fetched_verified_and_reused(tmp_path, smol_file, monkeypatch
     assert path.stat().st_size == entry.size and real.sha256_of(path) == entry.sha256
     assert read_header(path).architecture == "llama"
     assert not [p for p in path.parent.iterdir() if p.name.startswith(".fetch-")]  # temp dir cleaned up
-    stamp = json.loads(path.with_name(path.name + ".verified.json").read_text())
+    stamp = json.loads(path.with_name(path.name + ".verified.json").read_text(encoding="utf-8"))
     assert stamp["sha256"] == entry.sha256 and stamp["mtime_ns"] == path.stat().st_mtime_ns
 
     def no_rehash(p):

@@ -19,7 +19,7 @@ SIGNALS_ITSELF = re.compile(r"os\.kill\(os\.getpid\(\)|signal\.raise_signal\(|os
 
 def test_every_module_that_needs_the_box_to_itself_is_serial():
     needs = {p.name for p in HERE.glob("test_*.py")
-             if STRIPS_LAWBENCH_ENV.search(p.read_text()) or SIGNALS_ITSELF.search(p.read_text())}
+             if STRIPS_LAWBENCH_ENV.search(p.read_text(encoding="utf-8")) or SIGNALS_ITSELF.search(p.read_text(encoding="utf-8"))}
     assert needs, "the patterns no longer find the modules they were written for"
     assert needs <= SERIAL_MODULES, f"run these in the serial pass (tests/conftest.py): {sorted(needs - SERIAL_MODULES)}"
     assert {m for m in SERIAL_MODULES if not (HERE / m).is_file()} == set(), "a listed module is gone"
@@ -28,7 +28,7 @@ def test_every_module_that_needs_the_box_to_itself_is_serial():
 def test_the_parallel_pass_holds_no_engine_test_and_the_serial_pass_holds_them_all():
     def collected(marker: str) -> list[str]:
         p = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
-                            "-m", marker, str(HERE)], capture_output=True, text=True, cwd=HERE.parent, timeout=300)
+                            "-m", marker, str(HERE)], capture_output=True, text=True, cwd=HERE.parent, timeout=300, encoding="utf-8")
         assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
         return [line for line in p.stdout.splitlines() if "::" in line]
 

@@ -106,11 +106,11 @@ def test_ladder_loads_and_fits_k_quants():
 
 
 def test_ladder_duplicate_id_is_refused(tmp_path):
-    text = LADDER.read_text()
+    text = LADDER.read_text(encoding="utf-8")
     start = text.index("[[synthetic]]")
     first = text[start:text.index("[[synthetic]]", start + 1)]
     bad = tmp_path / "dup.toml"
-    bad.write_text(first + "\n" + first)
+    bad.write_text(first + "\n" + first, encoding="utf-8")
     with pytest.raises(DataError, match="listed twice"):
         load_ladder(bad)
 

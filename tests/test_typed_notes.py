@@ -11,8 +11,8 @@ from lawbench.core.models.run_record import RunRecord
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDS = sorted(p for p in (ROOT / "results").rglob("*.json")
-                 if isinstance(json.loads(p.read_text()), dict) and "results" in json.loads(p.read_text())
-                 and "schema_version" in json.loads(p.read_text()))
+                 if isinstance(json.loads(p.read_text(encoding="utf-8")), dict) and "results" in json.loads(p.read_text(encoding="utf-8"))
+                 and "schema_version" in json.loads(p.read_text(encoding="utf-8")))
 
 
 def test_there_are_committed_records_to_import():
@@ -21,12 +21,12 @@ def test_there_are_committed_records_to_import():
 
 @pytest.mark.parametrize("path", RECORDS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_committed_record_imports(path):
-    record = RunRecord.model_validate_json(path.read_text())
+    record = RunRecord.model_validate_json(path.read_text(encoding="utf-8"))
     assert record.results, path
 
 
 def test_an_old_record_s_detail_notes_move_to_the_typed_fields():
-    raw = json.loads(RECORDS[0].read_text())
+    raw = json.loads(RECORDS[0].read_text(encoding="utf-8"))
     r = raw["results"][0]
     r["detail"] = {**r.get("detail", {}), "expected_void": "register C-34 scored it VOID",
                    "print_limited": "the register publishes no prompt", "law_own": 1}

@@ -65,7 +65,7 @@ def test_core_reads_no_result_detail_by_key():
     json_extract left reads a schema-3 row's sampling (docs/run-record.md) and is named here."""
     found = []
     for path in sorted((ROOT / "core").rglob("*.py")):
-        for n, line in enumerate(path.read_text().splitlines(), 1):
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if READS.search(line) and "'$.detail.interval" not in line:
                 found.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
     assert found == []

@@ -16,7 +16,7 @@ BIN = Path(sys.executable).parent
 
 def _lawbench(*args: str) -> str:
     done = subprocess.run([str(BIN / "lawbench"), *args], capture_output=True, text=True, timeout=120,
-                          env=dict(os.environ, COLUMNS="240"))
+                          env=dict(os.environ, COLUMNS="240"), encoding="utf-8")
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stdout + done.stderr
     return done.stdout
 

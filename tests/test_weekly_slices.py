@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _lawbench(*args: str, cwd: Path = ROOT, ok: bool = True) -> subprocess.CompletedProcess:
     done = subprocess.run([str(BIN / "lawbench"), *args], capture_output=True, text=True, timeout=300, cwd=cwd,
-                          env=dict(os.environ, COLUMNS="240"))
+                          env=dict(os.environ, COLUMNS="240"), encoding="utf-8")
     assert "Traceback" not in done.stderr, done.stderr
     if ok:
         assert done.returncode == 0, done.stdout + done.stderr
@@ -191,7 +191,7 @@ def test_run_weekly_runs_this_weeks_slice_or_the_one_named(shipped, tmp_path, ch
     if chosen is None and rot.this_week() != before:
         pytest.skip("the week turned during the run")  # only at midnight on a Sunday
     k = before if chosen is None else chosen
-    record = json.loads((tmp_path / "out" / "run.json").read_text())
+    record = json.loads((tmp_path / "out" / "run.json").read_text(encoding="utf-8"))
     assert sorted(r["anchor_id"] for r in record["results"]) == sorted(rot.slices[k])
     assert record["weekly_slice"] == {"index": k, "count": rot.count, "week": iso_week(), "chosen": chosen is not None}
     assert f"weekly slice {k} of 0-{rot.count - 1}" in done.stdout
@@ -225,7 +225,7 @@ def test_the_profile_table_is_what_lawbench_plan_prints(shipped, doc):
     """The README's and RUNNERS.md's profile tables are `lawbench plan --profile P --markdown`,
     row for row (the cpu row said 87 anchors, 116 min, a 120-min window after those had changed)."""
     profiles, _ = shipped
-    text = (ROOT / doc).read_text()
+    text = (ROOT / doc).read_text(encoding="utf-8")
     rows = [line for line in text.splitlines() if re.match(r"\| ([a-z0-9.-]+) \| (yes|no) \|", line)]
     printed = [_lawbench("plan", "--profile", pid, "--markdown").stdout.strip() for pid in sorted(profiles)]
     assert sorted(rows) == sorted(printed)

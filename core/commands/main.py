@@ -98,7 +98,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
     try:
         out.mkdir(parents=True, exist_ok=True)
         for name, schema in rendered.items():
-            (out / f"{name}.schema.json").write_text(json.dumps(schema, indent=2) + "\n")
+            (out / f"{name}.schema.json").write_text(json.dumps(schema, indent=2) + "\n", encoding="utf-8")
             print(out / f"{name}.schema.json")
     except OSError as exc:
         raise UsageError(f"cannot write the schemas into --out {out}: {exc.strerror or exc}; "
@@ -230,9 +230,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     from lawbench.core.errors import DataError, UsageError
     from lawbench.core.run import signals
     from lawbench.core.laws.registry import PluginError, get_registry
-    from lawbench.core.commands.streams import guard_std_fds
+    from lawbench.core.commands.streams import escape_unencodable, guard_std_fds
 
     guard_std_fds()  # a closed stdout's fd 1 must not become the history file's
+    escape_unencodable()  # a non-UTF-8 locale's terminal gets \u2014, not a traceback
     # Every command stops on SIGINT / SIGTERM / SIGHUP the same way (lawbench.core.run.signals, installed
     # here once): its engine's process group ended, 128 + the signal's number; a Run records first.
     stop = signals.install()

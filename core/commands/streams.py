@@ -33,6 +33,26 @@ def guard_std_fds() -> None:
             setattr(sys, name, os.fdopen(fd, "r" if fd == 0 else "w", closefd=False))
 
 
+def escape_unencodable() -> None:
+    """stdout and stderr escape what their encoding cannot hold instead of raising.
+
+    On a terminal whose locale is not UTF-8 (``LANG=en_US.ISO-8859-1``, or ``LC_ALL=C`` with
+    ``PYTHONUTF8=0``), printing an anchor's claim ("±25 %", "α", "—") or a stranger's record raised
+    UnicodeEncodeError and ended the command in a traceback (issue 35). Now such a character is
+    written as ``\\xb1`` / ``\\u2014``: the words stay readable and nothing is lost. A UTF-8 stream
+    holds every character, so nothing changes there."""
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        reconfigure = getattr(stream, "reconfigure", None)
+        encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "").replace("_", "")
+        if reconfigure is None or encoding == "utf8":
+            continue
+        try:
+            reconfigure(errors="backslashreplace")
+        except (ValueError, OSError):  # a closed or detached stream: nothing to print on
+            pass
+
+
 # What a write to a stream whose reader is gone raises: a closed pipe (EPIPE), a closed fd (EBADF),
 # a terminal that vanished (EIO: the pty's other end was closed).
 _GONE = (errno.EPIPE, errno.EBADF, errno.EIO)

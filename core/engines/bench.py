@@ -118,7 +118,7 @@ TOK_S_MIN, TOK_S_MAX = 1e-6, 1e9
 @functools.lru_cache(maxsize=16)
 def _help(tool: str, mtime: float) -> str:
     try:
-        proc = subprocess.run([tool, "--help"], capture_output=True, text=True, timeout=30,
+        proc = subprocess.run([tool, "--help"], capture_output=True, text=True, encoding="utf-8", timeout=30,
                               errors="replace")
     except (OSError, subprocess.TimeoutExpired):
         return ""

@@ -229,7 +229,7 @@ def _build_locked(version, backend, cuda_arch, commit, jobs, root, key_dir, tool
     compile_cmd = [tools["cmake"], "--build", str(build), "--config", "Release",
                    "-j", str(jobs or os.cpu_count() or 1), "--target", *build_targets(src, extra)]
     deadline = time.monotonic() + timeout_s
-    with open(log_path, "w") as log:
+    with open(log_path, "w", encoding="utf-8") as log:
         for stage, cmd in (("configuring llama.cpp", configure),
                            (f"building llama.cpp {source.key if source else f'b{number}'} ({backend})",
                             compile_cmd)):
@@ -250,12 +250,12 @@ def _build_locked(version, backend, cuda_arch, commit, jobs, root, key_dir, tool
                           f"next to the tools; found: {llama.backend}); full log: {log_path}")
     record = {"version": version, "backend": backend, "cpu_flags_hash": cpu_flags_hash(),
               "cuda_arch": cuda_arch if backend == "cuda" else None,
-              "build_seconds": seconds, "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+              "build_seconds": seconds, "built_at": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()),
               "jobs": jobs or os.cpu_count(), "configure": configure[1:], "targets": build_targets(src, extra),
               **facts,
               **llama.build_info}
     tmp = key_dir / "build_info.json.tmp"
-    tmp.write_text(json.dumps(record, indent=2))
+    tmp.write_text(json.dumps(record, indent=2), encoding="utf-8")
     os.replace(tmp, key_dir / "build_info.json")
     build_trust.write_manifest(key_dir, _archive(root, version, source))
     name = source.key if source else f"b{record['build_number']}"
@@ -291,7 +291,7 @@ def missing_targets(key_dir: Path, extra: Sequence[str] = ()) -> list[str]:
     """The targets a finished build in ``key_dir`` lacks, or has without its record saying how
     they were built, among the three and the asked-for ``extra`` tools its source has."""
     try:
-        record = json.loads((key_dir / "build_info.json").read_text())
+        record = json.loads((key_dir / "build_info.json").read_text(encoding="utf-8"))
         configure = record.get("configure", [])
         src = Path(configure[configure.index("-S") + 1])
     except (OSError, ValueError, IndexError):
@@ -309,7 +309,7 @@ def add_targets(key_dir: Path, missing: list[str], tools: dict[str, str], jobs: 
     if not (build / "CMakeCache.txt").is_file():
         raise EngineError(f"the llama.cpp build in {build} lacks {', '.join(missing)} and has no CMake "
                           f"cache to add them to; delete {key_dir} and lawbench rebuilds it")
-    record = json.loads(info_file.read_text())
+    record = json.loads(info_file.read_text(encoding="utf-8"))
     configure = record.get("configure", [])
     flags = [f for t in missing for f in EXTRA_TOOLS.get(t, ("", ()))[1] if f not in configure]
     steps = []
@@ -322,7 +322,7 @@ def add_targets(key_dir: Path, missing: list[str], tools: dict[str, str], jobs: 
     started = time.monotonic()
     log_path = key_dir / "build.log"
     deadline = time.monotonic() + build_timeout()
-    with open(log_path, "a") as log:
+    with open(log_path, "a", encoding="utf-8") as log:
         for cmd in steps:
             rc, tail, timed_out = _run_logged(cmd, log, progress, stage, deadline)
             if rc != 0 or timed_out:
@@ -338,7 +338,7 @@ def add_targets(key_dir: Path, missing: list[str], tools: dict[str, str], jobs: 
     record.setdefault("added_targets", []).extend(missing)
     record["configure"] = [a for a in configure if a.split("=")[0] not in {f.split("=")[0] for f in flags}] + flags
     tmp = key_dir / "build_info.json.tmp"
-    tmp.write_text(json.dumps(record, indent=2))
+    tmp.write_text(json.dumps(record, indent=2), encoding="utf-8")
     os.replace(tmp, info_file)
     build_trust.record_added(key_dir)  # the new tools join the manifest, or the next run sets the build aside
 
@@ -346,7 +346,7 @@ def add_targets(key_dir: Path, missing: list[str], tools: dict[str, str], jobs: 
 def extra_targets(key_dir: Path) -> list[str]:
     """The extra tools a finished build recorded (so a build made again keeps them)."""
     try:
-        targets = json.loads((key_dir / "build_info.json").read_text()).get("targets", [])
+        targets = json.loads((key_dir / "build_info.json").read_text(encoding="utf-8")).get("targets", [])
     except (OSError, ValueError, AttributeError):
         return []
     return [t for t in targets if isinstance(t, str) and t in EXTRA_TOOLS]

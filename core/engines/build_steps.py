@@ -33,7 +33,7 @@ def _run_logged(cmd: list[str], log, progress, stage: str, deadline: Optional[fl
     # after lawbench has released its lock.
     from lawbench.core.procgroup import end_group, group_ended, popen_group
 
-    proc = popen_group(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    proc = popen_group(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, encoding="utf-8",
                        errors="replace", env=env)  # ended by the supervisor if lawbench dies
     assert proc.stdout is not None
     expired = threading.Event()

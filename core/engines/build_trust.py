@@ -156,10 +156,10 @@ def write_manifest(key_dir: Path, source: Optional[Path] = None) -> dict:
 def _write(key_dir: Path, source: Optional[str], source_sha256: Optional[str]) -> dict:
     body = {"files": _files(key_dir / "build" / "bin"), "source": source, "source_sha256": source_sha256,
             "build_info_sha256": _digest_or_none(key_dir / "build_info.json"), "tree": _tree(key_dir),
-            "written_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+            "written_at": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime())}
     manifest = {**body, "hmac_sha256": sign(body)}
     tmp = key_dir / f"{MANIFEST}.tmp"
-    tmp.write_text(json.dumps(manifest, indent=2))
+    tmp.write_text(json.dumps(manifest, indent=2), encoding="utf-8")
     os.replace(tmp, key_dir / MANIFEST)
     return manifest
 
@@ -169,7 +169,7 @@ def record_added(key_dir: Path) -> dict:
     before): record its files, tree and build_info.json again, keeping the source archive the
     manifest already names."""
     try:
-        old = json.loads((key_dir / MANIFEST).read_text())
+        old = json.loads((key_dir / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         old = {}
     return _write(key_dir, old.get("source"), old.get("source_sha256"))
@@ -178,7 +178,7 @@ def record_added(key_dir: Path) -> dict:
 def _read(key_dir: Path) -> tuple[Optional[dict], Optional[str]]:
     """The manifest, if it is one this lawbench signed (or, without the key, wrote), else why not."""
     try:
-        manifest = json.loads((key_dir / MANIFEST).read_text())
+        manifest = json.loads((key_dir / MANIFEST).read_text(encoding="utf-8"))
     except FileNotFoundError:
         return None, "no manifest"
     except (OSError, ValueError) as exc:
@@ -252,7 +252,7 @@ def trusted(key_dir: Path, archive: Optional[Path], set_aside_untrusted: bool = 
             if why == "no manifest":
                 write_manifest(key_dir, archive)
             else:  # what the old manifest says of the tools and the archive still holds
-                old = json.loads((key_dir / MANIFEST).read_text())
+                old = json.loads((key_dir / MANIFEST).read_text(encoding="utf-8"))
                 if _differs("build/bin", _files(key_dir / "build" / "bin"), old["files"]) is not None:
                     raise ValueError("changed since")
                 record_added(key_dir)

@@ -105,7 +105,8 @@ def refuse_unbuildable(arches: str, targets: set[str], nvcc: str, release: str) 
 
 def _ask(nvcc: str, flag: str) -> Optional[str]:
     try:
-        done = subprocess.run([nvcc, flag], capture_output=True, text=True, timeout=60)
+        done = subprocess.run([nvcc, flag], capture_output=True,
+                              text=True, encoding="utf-8", errors="replace", timeout=60)
     except (OSError, subprocess.SubprocessError):
         return None
     return done.stdout if done.returncode == 0 else None

@@ -167,7 +167,7 @@ def cached_imatrix(llama: "LlamaCpp", model: os.PathLike | str, model_sha: str, 
     key = f"{model_sha[:16]}-{tsha[:12]}-c{ctx}-n{chunks}-b{build}"
     target, record_file = folder / f"{key}.imatrix.gguf", folder / f"{key}.json"
     if target.is_file() and record_file.is_file():
-        settings = json.loads(record_file.read_text())
+        settings = json.loads(record_file.read_text(encoding="utf-8"))
         return Imatrix(parse_imatrix(target), settings, 0.0, cached=True, path=target)
     folder.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=folder, prefix=".imatrix-") as tmp:
@@ -178,9 +178,9 @@ def cached_imatrix(llama: "LlamaCpp", model: os.PathLike | str, model_sha: str, 
         settings = {"tool": TOOL, "model": model.name, "model_sha256": model_sha, "text": text.name,
                     "text_sha256": tsha, "ctx": ctx, "chunks": chunks, "tokens": ctx * chunks,
                     "engine_build": build, "threads": threads, "wall_s": round(wall, 2),
-                    "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+                    "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime())}
         os.replace(out, target)  # the data first: a record never names a file that is not there
         tmp_rec = Path(tmp) / record_file.name
-        tmp_rec.write_text(json.dumps(settings, indent=2))
+        tmp_rec.write_text(json.dumps(settings, indent=2), encoding="utf-8")
         os.replace(tmp_rec, record_file)
     return Imatrix(entries, settings, wall, cached=False, path=target)

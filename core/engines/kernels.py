@@ -177,7 +177,7 @@ def tracer_inputs() -> dict[str, str]:
         raise NotApplicable(f"the CUDA toolkit at {root} has no CUPTI (cupti_activity.h: {header}, "
                             f"libcupti.so: {lib}): the kernel census needs it")
     records = {int(n) for h in header.parent.glob("cupti_activity*.h")
-               for n in re.findall(r"CUpti_ActivityKernel(\d+)\s*;", h.read_text(errors="replace"))}
+               for n in re.findall(r"CUpti_ActivityKernel(\d+)\s*;", h.read_text(errors="replace", encoding="utf-8"))}
     if not records:
         raise NotApplicable(f"{header} declares no CUpti_ActivityKernel<N> record")
     cxx = shutil.which("g++") or shutil.which("c++")
@@ -201,7 +201,7 @@ def build_tracer(cache: Path, timeout_s: float = 300) -> Path:
            f"-I{inputs['include']}", f"-I{inputs['root']}/include", str(SOURCE), "-o", str(tmp),
            f"-L{inputs['libdir']}", "-lcupti", f"-Wl,-rpath,{inputs['libdir']}"]
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+        p = subprocess.run(cmd, capture_output=True, text=True, encoding="utf-8", errors="replace", timeout=timeout_s)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise EngineError(f"building the kernel tracer failed: {exc}; command: {' '.join(cmd)}") from None
     if p.returncode != 0 or not tmp.is_file():
@@ -222,7 +222,7 @@ def read_trace(trace_file: Path, what: str) -> KernelTrace:
     if not trace_file.is_file():
         raise EngineError(f"the kernel tracer wrote no {trace_file} for {what}: the engine loaded no CUDA "
                           f"(a CPU build, or it died before exit)")
-    trace = parse_trace(trace_file.read_text(errors="replace"), where=f"kernel trace of {what}")
+    trace = parse_trace(trace_file.read_text(errors="replace", encoding="utf-8"), where=f"kernel trace of {what}")
     if trace.dropped:
         raise EngineError(f"the kernel tracer dropped {trace.dropped} kernel records for {what}: "
                           f"the counts would be low")

@@ -78,7 +78,7 @@ class Source(Protocol):
 def cpu_flags() -> list[str]:
     """This CPU's instruction-set flags (x86 ``flags``, Arm ``Features``), sorted; [] where unknown."""
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
             key = line.split(":", 1)[0].strip().lower()
             if key in ("flags", "features"):
                 return sorted(line.split(":", 1)[1].split())
@@ -125,7 +125,7 @@ def probe_version(llama_bench: Path, timeout_s: float = 30) -> dict:
     """Build number, commit, compiler and target from ``llama-bench --version``."""
     try:
         proc = subprocess.run([str(llama_bench), "--version"], capture_output=True, text=True,
-                              timeout=timeout_s, errors="replace")
+                              encoding="utf-8", timeout=timeout_s, errors="replace")
     except subprocess.TimeoutExpired:
         raise EngineError(f"{llama_bench} --version did not answer in {timeout_s:.0f} s") from None
     except OSError as exc:
@@ -149,7 +149,7 @@ def probe_common_version(tool: Path, timeout_s: float = 30) -> Optional[dict]:
     ("version: 10103 (unknown)"); None when the tool does not answer so."""
     try:
         proc = subprocess.run([str(tool), "--version"], capture_output=True, text=True,
-                              timeout=timeout_s, errors="replace")
+                              encoding="utf-8", timeout=timeout_s, errors="replace")
     except (OSError, subprocess.TimeoutExpired):
         return None
     text = proc.stdout + proc.stderr
@@ -237,7 +237,7 @@ def locate_llamacpp(llama_dir: Optional[os.PathLike | str] = None) -> LlamaCpp:
     for candidate in (bin_dir.parent.parent / "build_info.json", bin_dir / "build_info.json"):
         if candidate.is_file():
             try:
-                recorded = json.loads(candidate.read_text())
+                recorded = json.loads(candidate.read_text(encoding="utf-8"))
             except ValueError:
                 recorded = {}
             break
@@ -250,7 +250,7 @@ def locate_llamacpp(llama_dir: Optional[os.PathLike | str] = None) -> LlamaCpp:
 def _check_runs(tool: Path) -> None:
     """A tool that cannot even print its usage (missing shared library, wrong arch) is broken."""
     try:
-        proc = subprocess.run([str(tool), "--help"], capture_output=True, text=True,
+        proc = subprocess.run([str(tool), "--help"], capture_output=True, text=True, encoding="utf-8",
                               timeout=30, errors="replace")
     except subprocess.TimeoutExpired:
         raise EngineError(f"{tool} --help did not answer in 30 s") from None

@@ -130,7 +130,7 @@ def server_command(llama: LlamaCpp, model: Union[Path, str], port: int, *, ctx: 
 
 def _tail(log: Path) -> str:
     try:
-        lines = log.read_text(errors="replace").strip().splitlines()
+        lines = log.read_text(errors="replace", encoding="utf-8").strip().splitlines()
     except OSError:
         return ""
     return "\n".join(lines[-LOG_TAIL_LINES:])
@@ -187,7 +187,7 @@ def serve(llama: LlamaCpp, model: Union[Path, str], requests: Sequence[Request],
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="lawbench-server-") as tmp:
         log = Path(tmp) / "server.log"  # a file, not a pipe: a chatty server never blocks on it
-        with open(log, "w") as sink:
+        with open(log, "w", encoding="utf-8") as sink:
             try:
                 proc = popen_group(cmd, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT,
                                    env={**os.environ, "NO_PROXY": HOST})

@@ -77,7 +77,7 @@ def _extract_vendored(sdist: Path, src_root: Path) -> tuple[Path, str | None]:
     src = src_root / "llama.cpp"
     commit_file = src_root / "vendored_commit"
     if (src / "CMakeLists.txt").is_file():
-        return src, (commit_file.read_text().strip() or None) if commit_file.is_file() else None
+        return src, (commit_file.read_text(encoding="utf-8").strip() or None) if commit_file.is_file() else None
     src_root.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=src_root.parent, prefix=".extract-"))
     commit = None
@@ -99,7 +99,7 @@ def _extract_vendored(sdist: Path, src_root: Path) -> tuple[Path, str | None]:
             tar.extractall(tmp, members=members, **kwargs)
         top = next(tmp.iterdir()) / "vendor" / "llama.cpp"
         os.replace(top, src)
-        commit_file.write_text(commit or "")
+        commit_file.write_text(commit or "", encoding="utf-8")
     except (tarfile.TarError, OSError) as exc:
         raise EngineError(f"cannot unpack {sdist}: {exc}") from None
     finally:

@@ -56,7 +56,7 @@ def build_request(key_dir: Path) -> Optional[dict]:
     if build_trust.problem(key_dir) is not None:
         return None
     try:
-        record = json.loads((key_dir / "build_info.json").read_text())
+        record = json.loads((key_dir / "build_info.json").read_text(encoding="utf-8"))
         request = {"version": str(record["version"]), "backend": str(record["backend"]),
                    "cache_dir": key_dir.parent, "commit": record.get("commit")}
     except (OSError, ValueError, KeyError, TypeError):

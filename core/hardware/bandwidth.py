@@ -62,7 +62,7 @@ def last_level_cache_bytes() -> Optional[int]:
     sizes = []
     for index in base.glob("index*"):
         try:
-            text = (index / "size").read_text().strip()
+            text = (index / "size").read_text(encoding="utf-8").strip()
         except OSError:
             continue
         m = re.fullmatch(r"(\d+)([KMG]?)", text)
@@ -172,7 +172,7 @@ def measured_profile(base: HardwareProfile, result: BandwidthResult,
                      fp: detect.MachineFingerprint, profile_id: Optional[str] = None,
                      when: Optional[datetime.date] = None) -> HardwareProfile:
     """`base` with its RAM tier's measured bandwidth and capacity from this machine."""
-    when = when or datetime.date.today()
+    when = when or datetime.datetime.now(datetime.timezone.utc).date()  # the day as records count it (UTC)
     ram = next((t for t in base.tiers if t.kind == "ram"), None)
     if ram is None:
         raise UsageError(f"profile {base.id!r} has no RAM tier to measure; "

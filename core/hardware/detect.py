@@ -176,7 +176,7 @@ def environment_snapshot() -> dict[str, Any]:
     """The machine state next to one measurement: memory, page cache, clocks, load, GPUs."""
     vm = psutil.virtual_memory()
     snap: dict[str, Any] = {
-        "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "time": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()),
         "hostname": socket.gethostname(),
         "kernel": platform.release(),
         "os": platform.platform(),

@@ -79,7 +79,8 @@ def _nvml_reader() -> Callable[[], dict[int, Optional[float]]]:
 def _smi_reader(exe: str) -> Callable[[], dict[int, Optional[float]]]:
     def read() -> dict[int, Optional[float]]:
         try:
-            proc = subprocess.run([exe, *NVIDIA_SMI_QUERY], capture_output=True, text=True, timeout=30)
+            proc = subprocess.run([exe, *NVIDIA_SMI_QUERY], capture_output=True,
+                                  text=True, encoding="utf-8", errors="replace", timeout=30)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise NotApplicable(f"nvidia-smi could not be run: {exc}") from None
         if proc.returncode != 0:

@@ -156,7 +156,8 @@ def run_smi(args: list[str]) -> Optional[str]:
     if smi is None or _hung:
         return None
     try:
-        done = subprocess.run([smi, *args], capture_output=True, text=True, timeout=SMI_TIMEOUT_S)
+        done = subprocess.run([smi, *args], capture_output=True,
+                              text=True, encoding="utf-8", errors="replace", timeout=SMI_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         _hung = True
         _warn_once(f"{smi} did not answer within {SMI_TIMEOUT_S} s (a hung driver?); no GPU found through it")

@@ -70,7 +70,7 @@ def git_commit(start: Optional[Path] = None) -> Optional[str]:
         return None
     try:
         out = subprocess.run(["git", "-C", str(folder), "rev-parse", "HEAD"], capture_output=True,
-                             text=True, timeout=10, check=False)
+                             text=True, encoding="utf-8", errors="replace", timeout=10, check=False)
     except (OSError, subprocess.SubprocessError):
         return None
     commit = out.stdout.strip()

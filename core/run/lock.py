@@ -37,7 +37,7 @@ class BoxBusy(LawbenchError):
 def read_holder(holder_file: Path) -> dict:
     """The holder record, or {} when it is missing or half written (the holder may be starting)."""
     try:
-        return json.loads(holder_file.read_text())
+        return json.loads(holder_file.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
 
@@ -45,7 +45,7 @@ def read_holder(holder_file: Path) -> dict:
 def _describe(holder: dict) -> str:
     if not holder.get("pid"):
         return "another process (its PID is not recorded yet)"
-    since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(holder.get("since", 0)))
+    since = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(holder.get("since", 0)))  # as records say time
     return f"PID {holder['pid']} ({holder.get('cmd', '?')}) since {since}"
 
 
@@ -83,7 +83,7 @@ def box_lock(name: str = "lawbench", timeout: float = 0, cache_dir: Optional[Pat
         record = {"pid": os.getpid(), "cmd": " ".join(sys.argv)[:200] or "python",
                   "since": time.time()}
         tmp = holder_file.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(record))
+        tmp.write_text(json.dumps(record), encoding="utf-8")
         os.replace(tmp, holder_file)  # atomic: a contender never reads half a record
         yield lock_file
     finally:

@@ -202,7 +202,7 @@ def run_plant(profile_id: str, ids: tuple[str, ...] = (), out: Any = None, llama
 
         target = Path(out) / "planted.json"
         try:
-            target.write_text(json.dumps(view, indent=1, default=str) + "\n")
+            target.write_text(json.dumps(view, indent=1, default=str) + "\n", encoding="utf-8")
         except OSError as exc:  # the folder went away or filled up during the run
             run.output_error(f"cannot write the planted-fault record {target}: {exc.strerror or exc}")
     return run, view

@@ -341,7 +341,7 @@ def _disk_entry(key: tuple[str, int, int]) -> Path:
 
 def _load_disk(key: tuple[str, int, int], path: str) -> GGUFHeader | None:
     try:
-        d = json.loads(_disk_entry(key).read_text())
+        d = json.loads(_disk_entry(key).read_text(encoding="utf-8"))
         if d.get("format") != CACHE_FORMAT or d.get("key") != list(key):
             return None
         return _from_json(d["header"], path)
@@ -354,7 +354,7 @@ def _save_disk(key: tuple[str, int, int], h: GGUFHeader) -> None:
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"format": CACHE_FORMAT, "key": list(key), "header": _to_json(h)}))
+        tmp.write_text(json.dumps({"format": CACHE_FORMAT, "key": list(key), "header": _to_json(h)}), encoding="utf-8")
         os.replace(tmp, target)  # readers never see a half-written entry
     except OSError:
         pass  # a read-only cache costs speed, never correctness

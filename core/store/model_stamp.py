@@ -44,7 +44,7 @@ def stamp(model: Path) -> None:
     """Record what ``model`` is now: call right after the cache created it."""
     body = {"file": model.name, "sha256": sha256_of(model), "size": model.stat().st_size}
     tmp = _stamp_path(model).with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({**body, "hmac_sha256": sign(body)}, indent=2))
+    tmp.write_text(json.dumps({**body, "hmac_sha256": sign(body)}, indent=2), encoding="utf-8")
     os.replace(tmp, _stamp_path(model))
 
 
@@ -52,7 +52,7 @@ def problem(model: Path) -> Optional[str]:
     """Why ``model`` must not be used (None: it is the file its stamp names). A file without a stamp
     (made before stamps) is stamped now, unless $LAWBENCH_CACHE_KEY is set: then it is made again."""
     try:
-        stamped = json.loads(_stamp_path(model).read_text())
+        stamped = json.loads(_stamp_path(model).read_text(encoding="utf-8"))
     except FileNotFoundError:
         if os.environ.get(KEY_ENV):
             return "it has no stamp"
@@ -99,7 +99,7 @@ def verified_problem(model: Path, sha256: str) -> Optional[str]:
     file, unchanged since it hashed to ``sha256``). "its stamp is not signed …" is the one answer
     that says someone other than lawbench wrote it (RunRecord.cache_repairs lists it)."""
     try:
-        stamped = json.loads(verified_stamp(model).read_text())
+        stamped = json.loads(verified_stamp(model).read_text(encoding="utf-8"))
     except FileNotFoundError:
         return "no stamp"
     except (OSError, ValueError) as e:
@@ -119,7 +119,7 @@ def write_verified(model: Path, sha256: str) -> None:
     body = _state(model, sha256)
     tmp = verified_stamp(model).with_suffix(f".{os.getpid()}.tmp")
     try:
-        tmp.write_text(json.dumps({**body, "hmac_sha256": sign(body)}))
+        tmp.write_text(json.dumps({**body, "hmac_sha256": sign(body)}), encoding="utf-8")
         os.replace(tmp, verified_stamp(model))
     except OSError:
         pass  # a read-only cache (a runner's own model folder): the next run hashes again

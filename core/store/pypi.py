@@ -54,7 +54,7 @@ def _pip_resumes() -> bool:
     """Whether this pip has ``--resume-retries`` (25.1 on); asked once per process."""
     try:
         p = subprocess.run([sys.executable, "-m", "pip", "download", "--help"], stdin=subprocess.DEVNULL,
-                           capture_output=True, text=True, timeout=60, check=False)
+                           capture_output=True, text=True, encoding="utf-8", errors="replace", timeout=60, check=False)
     except (OSError, subprocess.SubprocessError):
         return False
     return "--resume-retries" in p.stdout

@@ -134,7 +134,7 @@ def load_ladder(path: os.PathLike | str) -> list[SyntheticSpec]:
         import tomli as tomllib  # type: ignore[no-redef]
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text())
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise DataError(str(path), f"cannot read: {exc}") from None
     specs = [parse_spec(entry, str(path)) for entry in data.get("synthetic", [])]

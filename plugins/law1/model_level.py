@@ -108,7 +108,7 @@ def fake_quantized_file(src: Path, source_sha256: str, names: list[str], case: L
     dst = folder / f"{src.stem}.{case.role}.{gauge}-{case.bits}bit-g{case.group}-{key}.gguf"
     sidecar = dst.with_name(dst.name + ".json")
     if dst.is_file() and sidecar.is_file():
-        return dst, {**json.loads(sidecar.read_text()), "cached": True}
+        return dst, {**json.loads(sidecar.read_text(encoding="utf-8")), "cached": True}
     folder.mkdir(parents=True, exist_ok=True)
     shared = {} if shared is None else shared
     if "reader" not in shared:
@@ -135,7 +135,7 @@ def fake_quantized_file(src: Path, source_sha256: str, names: list[str], case: L
               "source_sha256": source_sha256, "source_type": tf.read(names[0]).source_type,
               "build_wall_s": round(time.monotonic() - t0, 2), "tensors": stats}
     part.rename(dst)
-    sidecar.write_text(json.dumps(record, indent=1))
+    sidecar.write_text(json.dumps(record, indent=1), encoding="utf-8")
     return dst, {**record, "cached": False}
 
 

@@ -96,7 +96,7 @@ def build_recipe(llama, src: Path, layers: Iterable[int], low_type: str, workdir
     if dst.is_file():
         return dst
     type_file = workdir / f"{dst.stem}.tensor-types.txt"
-    type_file.write_text("\n".join(override_lines(header, layers, low_type)) + "\n")
+    type_file.write_text("\n".join(override_lines(header, layers, low_type)) + "\n", encoding="utf-8")
     part = dst.with_suffix(".part")
     cmd = quantize_command(llama.llama_quantize, src, part, type_file, threads)
     p = run_process(cmd, timeout_s)

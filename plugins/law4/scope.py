@@ -39,9 +39,9 @@ def last_level_cache_bytes(sysfs: Path = Path("/sys/devices/system/cpu/cpu0/cach
     best: tuple[int, int] = (0, 0)
     for index in sorted(sysfs.glob("index*")):
         try:
-            level = int((index / "level").read_text())
-            text = (index / "size").read_text().strip()
-            kind = (index / "type").read_text().strip()
+            level = int((index / "level").read_text(encoding="utf-8"))
+            text = (index / "size").read_text(encoding="utf-8").strip()
+            kind = (index / "type").read_text(encoding="utf-8").strip()
         except (OSError, ValueError):
             continue
         if kind == "Instruction":

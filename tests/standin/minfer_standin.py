@@ -190,7 +190,7 @@ def main() -> int:
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
         pidfile = environ.get("MINFER_STANDIN_PIDFILE")
         if pidfile:
-            with open(pidfile, "w") as f:
+            with open(pidfile, "w", encoding="utf-8") as f:
                 f.write(str(child.pid))
         time.sleep(120)
     tokens, all_fast = prefill(environ, planted)

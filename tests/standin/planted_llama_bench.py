@@ -41,9 +41,9 @@ def _scale(rec: dict, slow: dict, slow_files: dict) -> dict:
 def main() -> int:
     real, args = sys.argv[1], sys.argv[2:]
     plan_file = Path(os.environ.get("PLANTED_DIR", Path(real).parent)) / "planted.json"
-    plan = json.loads(plan_file.read_text()) if plan_file.is_file() else {}
+    plan = json.loads(plan_file.read_text(encoding="utf-8")) if plan_file.is_file() else {}
     args = [*args, *(str(a) for a in plan.get("args") or [])]
-    proc = subprocess.Popen([real, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([real, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8")
     out, err = proc.communicate()
     drop = plan.get("drop") or []
     sys.stderr.write("".join(line for line in err.splitlines(keepends=True)
@@ -68,7 +68,7 @@ def make_wrapper(folder: Path, real_bin: Path) -> Path:
             (folder / tool.name).symlink_to(tool)
     script = folder / "llama-bench"
     script.write_text(f'#!/bin/sh\nPLANTED_DIR="{folder}" exec "{sys.executable}" "{Path(__file__).resolve()}" '
-                      f'"{real_bin / "llama-bench"}" "$@"\n')
+                      f'"{real_bin / "llama-bench"}" "$@"\n', encoding="utf-8")
     script.chmod(0o755)
     return folder
 
