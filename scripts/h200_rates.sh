@@ -54,8 +54,10 @@ PY
 night() {  # LABEL PLANTED-JSON BASELINE OUTDIR LOG
   echo "$2" > "$W/planted.json"
   local t0=$(date +%s)
+  # no history yet: a declared first night (a missing baseline is "cannot judge", red, never accepted)
+  local against=(--baseline "$3"); [ "$3" = first-night ] && against=(--first-night)
   lawbench run --profile "$PROFILE" --strict -k "$SEL" --llama-dir "$W" --gate baseline \
-    --baseline "$3" --out "$4" > "$5" 2>&1
+    "${against[@]}" --out "$4" > "$5" 2>&1
   local rc=$?
   python3 -P - "$1" "$rc" "$(( $(date +%s) - t0 ))" "$4/run.json" <<'PY' | tee -a "$OUT/rates-summary.tsv"
 import json, sys
@@ -121,7 +123,7 @@ done
 n=$(ls "$H" | grep -c '^night-.*\.log$')
 while [ "$(accepted)" -lt "$NIGHTS" ] && [ "$(date +%s)" -lt "$STOP_AT" ]; do
   n=$((n + 1)); base=$H/history.sqlite
-  [ -f "$base" ] && cp "$base" "$WORK/baseline.sqlite" && base=$WORK/baseline.sqlite || { mkdir -p "$WORK/empty"; base=$WORK/empty; }
+  [ -f "$base" ] && cp "$base" "$WORK/baseline.sqlite" && base=$WORK/baseline.sqlite || base=first-night
   night "night-$n" '{}' "$base" "$H" "$H/night-$n.log"
   cp "$H/run.json" "$H/night-$n.json" 2>/dev/null
 done
