@@ -135,7 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     for k, v in sorted(tally.items()):
         if k.startswith("kind:"):
             print(f"  red with {k[5:]}: {v} runner-night(s)")
-    names = (f"< {BUCKETS[0]:.0%} (or a statistical rule)", f"{BUCKETS[0]:.0%}-{BUCKETS[1]:.0%}", f">= {BUCKETS[1]:.0%}")
+    names = (f"< {BUCKETS[0]:.0%} (or a statistical rule)", f"{BUCKETS[0]:.0%}-{BUCKETS[1]:.0%}",
+             f">= {BUCKETS[1]:.0%}")
     for i, name in enumerate(names):
         v = tally[f"bucket:{i}"]
         print(f"  red, the least flaky red anchor not PASS on {name} of nights: {v} runner-night(s) "
