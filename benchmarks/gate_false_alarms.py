@@ -17,6 +17,14 @@ One runner's night (a cpu nightly's shape, 35 anchors):
 The first night of each runner starts its baseline; every later night is one runner-night. A
 runner-night is a false alarm when the gate says red. Printed: red runner-nights, per news kind,
 and the measured anchors' VOID rate per anchor-night (what flapping and void-twice feed on).
+
+The verdict rules (turned, void-twice, flapping, new-not-green) have no alpha: how often they are
+red is how often an anchor does not PASS, which its true value's distance to the band's edge sets.
+So each red runner-night is also counted by the least flaky anchor red that night: its chance of
+not being PASS on a night (computed from its true value, the scatter and the se's distribution,
+not simulated), 0 for a statistical rule (drift, finding-moved, slower). A night red only from
+anchors that miss PASS on >= 5 % of their nights is an instrument that flips at its band's edge:
+by design news, reported apart from the nights red on a healthy anchor.
 """
 from __future__ import annotations
 
@@ -38,6 +46,23 @@ from lawbench.core.stats.verdicts import classify
 MACHINE = {"hostname": "sim", "cpu_model": "Sim CPU", "cpu_count_logical": 2, "ram_total_gb": 8.0, "gpus": []}
 ENGINE = {"name": "llama.cpp", "build_number": 11434, "backend": "cpu"}
 BAND = (0.75, 1.25)
+BUCKETS = (0.01, 0.05)  # a red runner-night by its least flaky red anchor: not PASS on < 1 %, 1-5 %, >= 5 % of nights
+
+
+def not_pass(true: float, scatter: float) -> float:
+    """The chance that a measured anchor of true value ``true`` is not PASS on a night: its reading
+    is log-normal about it with sd sqrt(se^2 + scatter^2), se uniform in [1 %, 3 %], PASS when its
+    +-1.96 se interval lies inside BAND (core.stats.verdicts.classify). Midpoint rule over se."""
+    def phi(x: float) -> float:
+        return 0.5 * (1 + math.erf(x / math.sqrt(2)))
+
+    lo, hi, mu, steps = math.log(BAND[0]), math.log(BAND[1]), math.log(true), 200
+    ok = 0.0
+    for i in range(steps):
+        se = 0.01 + 0.02 * (i + 0.5) / steps
+        sd = math.sqrt(se * se + scatter * scatter)
+        ok += max(0.0, phi((hi - 1.96 * se - mu) / sd) - phi((lo + 1.96 * se - mu) / sd)) / steps
+    return 1 - ok
 
 
 def measured(anchor: str, true: float, rng: random.Random, scatter: float, finding: bool) -> Result:
@@ -59,6 +84,7 @@ def measured(anchor: str, true: float, rng: random.Random, scatter: float, findi
 
 def runner(history: History, rng: random.Random, args: argparse.Namespace, tally: collections.Counter) -> None:
     trues = {f"m{i}": math.exp(rng.uniform(math.log(args.lo), math.log(args.hi))) for i in range(10)}
+    flaky = {a: not_pass(t, args.scatter) for a, t in trues.items()}
     for night in range(args.nights):
         results = [Result(anchor_id=f"p{i}", law="law4", kind="prediction", profile="sim", verdict=Verdict.PASS,
                           measured=1.0, band=BAND) for i in range(20)]
@@ -80,6 +106,8 @@ def runner(history: History, rng: random.Random, args: argparse.Namespace, tally
             tally["red"] += 1
             for kind in sorted({n.kind for n in rec.gate.red_news}):
                 tally[f"kind:{kind}"] += 1
+            least = min(flaky.get(n.anchor_id, 0.0) for n in rec.gate.red_news)
+            tally[f"bucket:{sum(least >= b for b in BUCKETS)}"] += 1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -107,6 +135,12 @@ def main(argv: list[str] | None = None) -> int:
     for k, v in sorted(tally.items()):
         if k.startswith("kind:"):
             print(f"  red with {k[5:]}: {v} runner-night(s)")
+    names = (f"< {BUCKETS[0]:.0%} (or a statistical rule)", f"{BUCKETS[0]:.0%}-{BUCKETS[1]:.0%}",
+             f">= {BUCKETS[1]:.0%}")
+    for i, name in enumerate(names):
+        v = tally[f"bucket:{i}"]
+        print(f"  red, the least flaky red anchor not PASS on {name} of nights: {v} runner-night(s) "
+              f"= {100 * v / n:.2f} %")
     return 0
 
 

@@ -24,11 +24,15 @@ from typing import Any, Optional
 
 from lawbench.core.models import Result, Verdict
 from lawbench.core.models.gate import AcknowledgedFile, GateNews, GateVerdict
-from lawbench.core.history.gate_news import (FLAP_WINDOW, accepts, anchor_news, counts_of, drift_news,
-                                              flapping_news, gone_news, ran, scope_news, skip_news)
+from lawbench.core.history.gate_news import (FINDING_ALPHA, FINDING_WINDOW, FLAP_WINDOW, accepts, anchor_news,
+                                              counts_of, drift_news, flapping_news, gone_news, ran, scope_news,
+                                              skip_news)
 from lawbench.core.history.run_keys import engine_key
 
-DRIFT_ALPHA = 0.01  # per series and night; tests/test_gate.py measures the false-alarm rate by simulation
+# drift's share of the gate's 1 % per runner-night (core/history/gate_news.py says how it is split):
+# family-wise over the night, shared (Bonferroni) among the series measured tonight;
+# tests/test_gate.py measures the rate by simulation, benchmarks/gate_false_alarms.py the whole gate's
+DRIFT_ALPHA = 0.002
 
 
 def machine_fingerprint(machine: dict[str, Any]) -> str:
@@ -83,6 +87,18 @@ class Baseline:
         """The anchor's results in the last ``nights`` accepted nights, oldest first (None: not run)."""
         return [next((r for r in rec.results if r.anchor_id == anchor_id), None) for rec in self.accepted[-nights:]]
 
+    def readings(self, anchor_id: str, nights: int) -> list[Result]:
+        """The anchor's measured results, oldest first, in the last ``nights`` accepted nights where
+        it was neither acknowledged nor held (what its accepted state looked like, night to night)."""
+        out = []
+        for rec in self.accepted[-nights:]:
+            if rec.gate is not None and (anchor_id in rec.gate.acknowledged or anchor_id in rec.gate.held):
+                continue
+            hit = next((r for r in rec.results if r.anchor_id == anchor_id), None)
+            if hit is not None and hit.measured is not None and ran(hit):
+                out.append(hit)
+        return out
+
     def previous(self, anchor_id: str) -> Optional[Result]:
         """The anchor's result on the night before tonight, accepted or not."""
         for rec in reversed(self.nights):
@@ -135,13 +151,16 @@ def judge(record: Any, history: Any, acks: Optional[AcknowledgedFile] = None, *,
     strict_runner = deployed and bool(record.strict)
     news: list[GateNews] = []
     live = [r for r in record.results if not is_retired(r)]
+    # finding-moved's share of the budget, split among the open findings measured tonight
+    finding_alpha = FINDING_ALPHA / max(1, sum(1 for r in live if r.open_finding and r.measured is not None))
     for r in live:
         seen = baseline.last_seen(r.anchor_id)
         if r.verdict is Verdict.SKIP and not r.blocking:
             if ran(seen):  # issue 30 item 5: a skip where the anchor ran is news, with its reason
                 news.append(skip_news(r, seen, red=strict_runner))
             continue
-        n = anchor_news(r, baseline.anchor_base(r.anchor_id), baseline.previous(r.anchor_id))
+        n = anchor_news(r, baseline.anchor_base(r.anchor_id), baseline.previous(r.anchor_id),
+                        earlier=baseline.readings(r.anchor_id, FINDING_WINDOW), finding_alpha=finding_alpha)
         if r.verdict is Verdict.VOID and (n is None or n.kind == "void-once"):  # item 7: VOIDs that keep coming back
             n = flapping_news(r, baseline.recent(r.anchor_id, FLAP_WINDOW - 1)) or n
         n = n or scope_news(r, seen)

@@ -6,9 +6,10 @@ core/history/gate.py finds the baseline and applies these rules; nothing here op
 file of its own."""
 from __future__ import annotations
 
+import math
 import tempfile
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from lawbench.core.models import Result, Verdict
 from lawbench.core.models.gate import GateNews
@@ -16,6 +17,15 @@ from lawbench.core.models.gate import GateNews
 RAN = (Verdict.PASS, Verdict.FAIL, Verdict.VOID)  # a verdict that measured something (SKIP / ERROR did not)
 FLAP_WINDOW = 5  # tonight and the anchor's last four accepted nights
 FLAP_VOIDS = 2  # VOIDs in that window, beside a verdict that resolved, that make an anchor flapping
+# The gate's false-alarm budget is 1 % per runner-night, shared among its rules (docs/gate.md,
+# "The whole gate's false alarms"): `slower` (core/history/rates.py, alpha 1 % two-sided, red one
+# side) about 0.5 %, `drift` 0.2 % (core/history/gate.py DRIFT_ALPHA), `finding-moved` 0.1 %, and the
+# rest for the verdict rules, which have no alpha (their rate is the instrument's VOID rate).
+FINDING_ALPHA = 0.001  # finding-moved per runner-night, shared (Bonferroni) among tonight's open findings
+FINDING_NIGHTS = 4  # accepted readings of a finding before its own night-to-night spread is its noise
+FINDING_WINDOW = 20  # the finding's last accepted readings that spread is taken from
+FINDING_SCATTER = 0.05  # until then: night-to-night scatter beyond the intervals assumed (log; drift's
+#                         simulation covers up to 0.05), added to both readings' errors
 
 
 def _lost_labels(base: Result, now: Result) -> list[str]:
@@ -61,19 +71,72 @@ def accepts(ack: Any, n: GateNews, now: Optional[Result]) -> bool:
     return True
 
 
-def _moved(base: Result, now: Result) -> Optional[str]:
-    """``base -> now`` when the statistic moved by more than both readings' half-intervals (what
-    neither reading could tell apart); None when it did not or cannot be compared."""
+def _reading(r: Result, log: bool) -> tuple[float, float]:
+    """A reading's value and standard error, on logs (``log``) or as measured: the error is its
+    interval's half-width over the quantile that made it (Student-t at its per-look confidence and
+    sample count, 95 % normal without: core/history/drift.py's rule); 0 without a usable interval."""
+    from scipy.special import ndtri, stdtrit
+
+    assert r.measured is not None
+    if not r.interval:
+        return (math.log(r.measured) if log else r.measured), 0.0
+    lo, hi = r.interval
+    s = r.sampling
+    if s is not None and s.n >= 2 and 0 < s.confidence_per_look < 1:
+        q = float(stdtrit(s.n - 1, (1 + s.confidence_per_look) / 2))
+    else:
+        q = float(ndtri(0.975))
+    if not log:
+        return r.measured, max(hi - lo, 0.0) / (2 * q)
+    ok = 0 < lo <= hi and all(map(math.isfinite, (lo, hi)))
+    return math.log(r.measured), (math.log(hi / lo) / (2 * q) if ok else 0.0)
+
+
+def _moved(base: Result, now: Result, earlier: Sequence[Result] = (), alpha: float = FINDING_ALPHA) -> Optional[str]:
+    """``base -> now`` when an open finding's statistic moved beyond its noise at two-sided level
+    ``alpha`` (FINDING_ALPHA over tonight's findings); None when it did not or cannot be compared.
+
+    With FINDING_NIGHTS or more accepted readings (``earlier``, the finding's, oldest first; the
+    last FINDING_WINDOW count), the noise is their spread night to night: tonight against their
+    mean, Student-t with k - 1 degrees of freedom, tonight's own error taking the spread's place
+    when tonight is noisier (core/history/rates.py's test). With fewer, tonight against ``base``
+    with both readings' errors and FINDING_SCATTER of unexplained scatter on each night added: what
+    neither interval shows until the finding's own nights have shown it. On logs when every value
+    is positive (a move is a factor), else as measured (the scatter then relative to the base)."""
+    from scipy.special import ndtr, stdtr
+
     if base.measured is None or now.measured is None:
         return None
-    noise = sum((r.interval[1] - r.interval[0]) / 2 for r in (base, now) if r.interval)
-    return f"{base.measured:.4g} -> {now.measured:.4g} (noise {noise:.2g})" \
-        if abs(now.measured - base.measured) > noise else None
+    seen = [r for r in earlier if r.measured is not None][-FINDING_WINDOW:]
+    log = all(r.measured > 0 for r in [base, now, *seen])
+    y, se = _reading(now, log)
+    if len(seen) >= FINDING_NIGHTS:
+        ys = [_reading(r, log)[0] for r in seen]
+        k = len(ys)
+        mean = sum(ys) / k
+        var = sum((v - mean) ** 2 for v in ys) / (k - 1)
+        t = abs(y - mean) / math.sqrt(max(var, se * se) + var / k or 1e-300)
+        p, centre = float(2 * stdtr(k - 1, -t)), (math.exp(mean) if log else mean)
+        what = f"against its {k} accepted nights' spread, t-test"
+    else:
+        yb, seb = _reading(base, log)
+        scatter = FINDING_SCATTER * (1.0 if log else abs(base.measured))
+        z = abs(y - yb) / math.sqrt(se * se + seb * seb + 2 * scatter * scatter or 1e-300)
+        p, centre = float(2 * ndtr(-z)), base.measured
+        what = (f"against {len(seen)} accepted night(s): both intervals and {FINDING_SCATTER:.0%} "
+                "night scatter assumed")
+    if p >= alpha:
+        return None
+    return f"{centre:.4g} -> {now.measured:.4g} (p = {p:.2g} < {alpha:.2g}, {what})"
 
 
-def anchor_news(now: Result, base: Optional[Result], prev: Optional[Result]) -> Optional[GateNews]:
+def anchor_news(now: Result, base: Optional[Result], prev: Optional[Result], *,
+                earlier: Sequence[Optional[Result]] = (), finding_alpha: float = FINDING_ALPHA) -> Optional[GateNews]:
     """What one anchor's result says against its baseline (None: nothing new). A skip the run
-    turned FAIL (--strict, the anchor's own runner) is said as the skip it is, never as "turned"."""
+    turned FAIL (--strict, the anchor's own runner) is said as the skip it is, never as "turned".
+    ``earlier``: the anchor's results on its accepted nights, oldest first (an open finding's
+    statistic is watched against their spread); ``finding_alpha``: finding-moved's level for this
+    anchor (FINDING_ALPHA shared among tonight's findings)."""
     v, b = now.verdict.value, (base.verdict.value if base else None)
 
     def news(kind: str, why: str) -> GateNews:
@@ -98,7 +161,7 @@ def anchor_news(now: Result, base: Optional[Result], prev: Optional[Result]) -> 
             return news("void-once", f"open finding VOID (red if the next night is VOID too): {now.reason}")
         if not now.open_finding and now.verdict is Verdict.FAIL:
             return news("finding-removed", f"the anchor's open finding was removed: its FAIL now blocks: {now.reason}")
-        moved = _moved(base, now)
+        moved = _moved(base, now, [r for r in earlier if r is not None and r.open_finding], finding_alpha)
         if moved:
             return news("finding-moved", f"open finding's statistic moved beyond its noise: {moved}")
         return None
@@ -124,9 +187,9 @@ def drift_news(record: Any, baseline: Any, alpha: float) -> list[GateNews]:
     (issue 30, item 3): a step the accepted nights alone do not show is news; a step they show only
     because a person acknowledged it stays news (shown as acknowledged while the entry holds, red when
     it expires); and after a known step, the segment since that step is tested again, so a second
-    step on the same series is news too."""
-    import math
-
+    step on the same series is news too. ``alpha`` is per runner-night: each series tonight measured
+    is tested at alpha / their number (Bonferroni), so a runner with ten measured anchors is not ten
+    times as often red as one with one."""
     from lawbench.core.history.drift import find_drifts, series, step_test
     from lawbench.core.history.store import History
 
@@ -141,7 +204,7 @@ def drift_news(record: Any, baseline: Any, alpha: float) -> list[GateNews]:
         r = now.get(anchor_id)
         out.append(GateNews(anchor_id=anchor_id, kind="drift", before=None, after=r.verdict.value if r else None,
                             why=f"{what}drift step: {before:.4g} -> {after:.4g} from run {first[:12]} "
-                                f"(p = {p:.2g} < alpha {alpha:g}, {runs} nights)"))
+                                f"(p = {p:.2g} < alpha {alpha:g} / {tested} series, {runs} nights)"))
 
     with tempfile.TemporaryDirectory(prefix="lawbench-gate-") as tmp:
         with History(Path(tmp) / "before.sqlite") as before, History(Path(tmp) / "with.sqlite") as with_tonight:
@@ -149,9 +212,11 @@ def drift_news(record: Any, baseline: Any, alpha: float) -> list[GateNews]:
                 before.append(rec)
                 with_tonight.append(rec)
             with_tonight.append(record.model_copy(update={"exit_code": -1}))  # judged before its exit code exists
-            old = {d.anchor_id: d for d in find_drifts(before, profile=record.profile, alpha=alpha)}
-            found = {d.anchor_id: d for d in find_drifts(with_tonight, profile=record.profile, alpha=alpha)}
             points = {k[0]: v for k, v in series(with_tonight, record.profile).items()}
+            tested = sum(1 for pts in points.values() if pts and pts[-1][0].run_id == record.run_id)
+            per = alpha / max(tested, 1)
+            old = {d.anchor_id: d for d in find_drifts(before, profile=record.profile, alpha=per)}
+            found = {d.anchor_id: d for d in find_drifts(with_tonight, profile=record.profile, alpha=per)}
     for anchor_id, d in sorted(found.items()):
         if anchor_id not in old:
             news(anchor_id, d.before, d.after, d.first_run_id, d.p_value, d.runs, "")
@@ -166,7 +231,7 @@ def drift_news(record: Any, baseline: Any, alpha: float) -> list[GateNews]:
             continue
         seg = pts[start:]
         step = step_test([y for _, y, _ in seg], [se for _, _, se in seg])
-        if step is not None and step.p_value < alpha:
+        if step is not None and step.p_value < per:
             news(anchor_id, math.exp(step.before), math.exp(step.after), seg[step.index][0].run_id, step.p_value,
                  len(seg), "a second ")
     return out

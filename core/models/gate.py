@@ -71,7 +71,7 @@ class GateVerdict(Strict):
     # "cannot-judge" (a baseline missing, unreadable, empty, entirely refused or another profile's:
     # red, with a "cannot-judge" news saying why; never taken for a first night)
     baseline_state: Literal["judged", "first-night", "cannot-judge"] = "judged"
-    alpha: float  # the drift test's false-alarm level per series and night
+    alpha: float  # the drift test's false-alarm level per runner-night, shared among the series measured that night
     news: list[GateNews] = Field(default_factory=list)
     acknowledged: list[str] = Field(default_factory=list)  # anchors whose red news a person accepted
     held: list[str] = Field(default_factory=list)  # anchors whose baseline did not move tonight (a first VOID)

@@ -55,7 +55,8 @@ def gate_markdown(record: Any) -> str:
     lines: list[str] = []
     if g is not None:
         lines += [f"### {'🔴' if g.verdict == 'red' else '🟢'} {md(gate_headline(record))}", "",
-                  f"machine {code(g.fingerprint)} · engine {code(g.engine)} · drift α = {g.alpha:g} per series and night", ""]
+                  f"machine {code(g.fingerprint)} · engine {code(g.engine)} · "
+                  f"drift α = {g.alpha:g} per runner-night, shared among its series", ""]
         if g.baseline_state == "cannot-judge":
             lines += ["**Cannot judge:** nothing tonight measured was compared with an accepted night. Every "
                       "absolute verdict is in the record (below, as new); this night is never accepted as a "
