@@ -41,12 +41,15 @@ def _sizes(text: str) -> list[float]:
 
 
 def cmd_prove(args: argparse.Namespace) -> int:
-    from lawbench.core.history.gate import open_baseline
+    from lawbench.core.history.gate_inputs import open_baseline
     from lawbench.core.history.prove import proof_markdown, prove, runner_nights
     from lawbench.core.history.rates import MIN_NIGHTS
 
     sizes = _sizes(args.sizes)
-    history = open_baseline(args.baseline)
+    history, blind = open_baseline(args.baseline, args.profile)  # the gate's own reading of a baseline
+    if blind:
+        print(f"lawbench gate prove: cannot prove the gate's power on profile {args.profile}: {blind}")
+        return 1
     nights, setup = runner_nights(history, args.profile)
     proof = prove(nights, sizes)
     proof.setup = setup
