@@ -46,7 +46,7 @@ SERIAL_MODULES = frozenset({
     # the machine's own cache
     "test_ab.py", "test_bad_input_models.py", "test_bad_input_runtime.py", "test_engine_of_record.py",
     "test_nightly_bad_input.py", "test_nightly_collect.py", "test_nightly_gate.py",
-    "test_nightly_pipeline.py", "test_runner_job.py", "test_workflows.py",
+    "test_nightly_pipeline.py", "test_nightly_rates.py", "test_runner_job.py", "test_workflows.py",
     # the real nox runs `lawbench run` on this machine's profile (its box lock and cache)
     "test_nox_exit_codes.py",
     # real nights through scripts/nightly_runner.sh, on the box lock (blind baselines: issue 30 item 6)

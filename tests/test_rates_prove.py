@@ -91,6 +91,10 @@ def test_the_command_prints_its_table_and_refuses_too_short_a_history(tmp_path):
                          capture_output=True, text=True, timeout=120, encoding="utf-8")
     assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
     assert "cannot prove" in out.stdout and "does not exist" in out.stdout, out.stdout
+    # the baseline is read as the gate reads it: another profile's history proves nothing here
+    out = subprocess.run([LAWBENCH, "gate", "prove", "--profile", "cpu", "--baseline", str(tmp_path / "h.sqlite")],
+                         capture_output=True, text=True, timeout=120, encoding="utf-8")
+    assert out.returncode == 1 and "cannot prove" in out.stdout and "Traceback" not in out.stderr, out
 
 
 def test_a_developer_run_says_slower_since_the_last_run_from_the_local_history(tmp_path):
