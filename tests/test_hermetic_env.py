@@ -25,8 +25,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
 
 # Fast, non-serial, no llama.cpp: about 30 s on this project's 2-core machine.

@@ -67,7 +67,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from lawbench.core.hardware.profiles import get_profile, plugin_profiles
     from lawbench.core.history.store import History
     from lawbench.core.claims.loading import load_all
-    from lawbench.core.run.plan import plan, plan_line, print_plan
+    from lawbench.core.run.plan import plan, print_plan
     from lawbench.core.laws.registry import get_registry
 
     reg = get_registry()
