@@ -38,7 +38,12 @@ ANCHORS = {PLANTED_FORMAT: "law4.cpu.l15.syn-100m-q2_k", OTHER_FORMAT: "law4.cpu
 SELECT = " or ".join(ANCHORS.values())
 SLOWDOWN = 0.40  # planted: the format's tests report 0.6 x the speed they ran at
 
-pytestmark = [pytest.mark.integration,
+# nightly, not the default run: seven real nights (~8 min) that need the box to themselves. Beside a
+# second suite (2026-12-07) the control night read 30-40 % slower on every series and was accepted;
+# and syn-100m-q2_k VOIDs on ~1 night in 5 here, so an unplanted night is red (void-twice /
+# flapping) often enough to fail a CI run by chance. nightly.yml's slow-tests job (`nox -s tests --
+# -m nightly`) runs it on a machine of its own.
+pytestmark = [pytest.mark.integration, pytest.mark.nightly,
               pytest.mark.skipif(shutil.which("bash") is None, reason="the job logic is bash scripts")]
 
 
