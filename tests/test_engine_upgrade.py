@@ -71,12 +71,14 @@ class Nights:
 
         self.n += 1
         base = self.tmp / f"baseline-{self.n}"
-        if (self.history / "history.sqlite").is_file():  # what the night is judged against: the nights before
+        first = not (self.history / "history.sqlite").is_file()
+        if not first:  # what the night is judged against: the nights before
             shutil.copy(self.history / "history.sqlite", base)
-        else:
-            base.mkdir()  # an empty folder: the first night starts the baseline
         ctx = RunContext("cpu", strict=True, llama_dir=str(llama_dir))
-        ctx.gate = gate_setup("cpu", str(base), str(acknowledged) if acknowledged else None)
+        # the first night is declared (--first-night), as the runner does where the data branch holds
+        # no run of the profile: a missing or empty baseline is "cannot judge" (issue 30 item 6)
+        ctx.gate = gate_setup("cpu", None if first else str(base), str(acknowledged) if acknowledged else None,
+                              first_night=first)
         loaded = LoadedAnchor(anchor=Anchor.model_validate(ANCHOR), file=str(Path(__file__)))
         ctx.anchor_set.anchors.append(loaded)
         run = Run(ctx, out=self.history)
@@ -98,7 +100,7 @@ def story(llama, old_build, tmp_path_factory):  # noqa: F811
     done[2] = nights.run(new)  # the upgrade: b11434, Q4_0 reported 40 % slower
     # A person reads the upgrade's news and accepts it: the proposal, reviewed, is the acknowledged file.
     proposal = subprocess.run([sys.executable, "-m", "lawbench.core.commands.main", "baseline", "propose",
-                               str(tmp / "night-2.json"), "--who", "reviewer", "--until", "2099-01-01"],
+                               str(tmp / "night-2.json"), "--who", "reviewer"],
                               capture_output=True, text=True, timeout=120, encoding="utf-8")
     assert proposal.returncode == 0, proposal.stderr
     reviewed = proposal.stdout.replace("TO REVIEW: ", "reviewed: the Q4_0 slowdown planted by the test; ")
