@@ -48,25 +48,38 @@ def stamp(model: Path) -> None:
     os.replace(tmp, _stamp_path(model))
 
 
+def _signed_body(path: Path) -> tuple[dict, Optional[str]]:
+    """A stamp's fields without its signature, and why it cannot be trusted (None: it can; its
+    signature is checked when $LAWBENCH_CACHE_KEY is set). FileNotFoundError when there is none:
+    what a missing stamp means differs between synthetic and real models."""
+    try:
+        stamped = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise
+    except (OSError, ValueError) as e:
+        return {}, f"its stamp cannot be read ({e})"
+    if not isinstance(stamped, dict):
+        return {}, "its stamp is not a JSON object"
+    body = {k: v for k, v in stamped.items() if k != "hmac_sha256"}
+    if os.environ.get(KEY_ENV):
+        want = sign(body) or ""
+        if not isinstance(stamped.get("hmac_sha256"), str) or not hmac.compare_digest(want, stamped["hmac_sha256"]):
+            return body, f"its stamp is not signed with ${KEY_ENV}"
+    return body, None
+
+
 def problem(model: Path) -> Optional[str]:
     """Why ``model`` must not be used (None: it is the file its stamp names). A file without a stamp
     (made before stamps) is stamped now, unless $LAWBENCH_CACHE_KEY is set: then it is made again."""
     try:
-        stamped = json.loads(_stamp_path(model).read_text(encoding="utf-8"))
+        body, bad = _signed_body(_stamp_path(model))
     except FileNotFoundError:
         if os.environ.get(KEY_ENV):
             return "it has no stamp"
         stamp(model)
         return None
-    except (OSError, ValueError) as e:
-        return f"its stamp cannot be read ({e})"
-    if not isinstance(stamped, dict):
-        return "its stamp is not a JSON object"
-    body = {k: v for k, v in stamped.items() if k != "hmac_sha256"}
-    if os.environ.get(KEY_ENV):
-        want = sign(body) or ""
-        if not isinstance(stamped.get("hmac_sha256"), str) or not hmac.compare_digest(want, stamped["hmac_sha256"]):
-            return f"its stamp is not signed with ${KEY_ENV}"
+    if bad:
+        return bad
     if body.get("file") != model.name or body.get("sha256") != sha256_of(model):
         return f"it hashes to sha256:{sha256_of(model)[:16]}…, not the sha256 stamped when it was made"
     return None
@@ -99,18 +112,11 @@ def verified_problem(model: Path, sha256: str) -> Optional[str]:
     file, unchanged since it hashed to ``sha256``). "its stamp is not signed …" is the one answer
     that says someone other than lawbench wrote it (RunRecord.cache_repairs lists it)."""
     try:
-        stamped = json.loads(verified_stamp(model).read_text(encoding="utf-8"))
+        body, bad = _signed_body(verified_stamp(model))
     except FileNotFoundError:
         return "no stamp"
-    except (OSError, ValueError) as e:
-        return f"its stamp cannot be read ({e})"
-    if not isinstance(stamped, dict):
-        return "its stamp is not a JSON object"
-    body = {k: v for k, v in stamped.items() if k != "hmac_sha256"}
-    if os.environ.get(KEY_ENV):
-        want = sign(body) or ""
-        if not isinstance(stamped.get("hmac_sha256"), str) or not hmac.compare_digest(want, stamped["hmac_sha256"]):
-            return f"its stamp is not signed with ${KEY_ENV}"
+    if bad:
+        return bad
     return None if body == _state(model, sha256) else "the file changed since its stamp"
 
 
