@@ -217,14 +217,54 @@ class Coverage:
                 f"{t.pending} pending")
 
 
+_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+
+
+def _numbers(text: str) -> set[float]:
+    """The numbers a text prints, as values (0.70 and 0.7 are one figure; 1,521,237,632 one number)."""
+    out = set()
+    for m in _NUMBER.finditer(text):
+        try:
+            out.add(float(m.group().replace(",", "")))
+        except ValueError:
+            continue
+    return out
+
+
+def repeated_figures(claim: Claim) -> set[float]:
+    """The figure(s) a same_as line repeats: the numbers of its quote, a bare digit (a k, a count of
+    arms) left out where the quote prints a larger figure beside it."""
+    found = _numbers(claim.quote)
+    big = {n for n in found if not (n.is_integer() and n < 10)}
+    return big or found
+
+
+def judges_figure(anchor: Any, figures: set[float]) -> bool:
+    """Whether an anchor states one of these figures: in what it claims, its value or its band."""
+    band = anchor.band.model_dump() if hasattr(anchor.band, "model_dump") else anchor.band
+    stated = _numbers(" ".join([anchor.claim, str(anchor.value if anchor.value is not None else ""),
+                                str(band or "")]))
+    return any(abs(f - s) <= 1e-9 * max(1.0, abs(f)) for f in figures for s in stated)
+
+
+def same_quantity(line: Claim, twin_anchors: list[Any]) -> bool:
+    """A same_as line is judged through its twin only where an anchor of the twin states the figure
+    the line repeats (issue 34: a perplexity repeated from an entry whose anchors judge its speed is
+    not encoded by them)."""
+    figures = repeated_figures(line)
+    return any(judges_figure(a, figures) for a in twin_anchors)
+
+
 def coverage(inv: Inventory, anchor_set: Any, registered_laws: Iterable[str]) -> Coverage:
     """Which lines are encoded, explained, work left, missing or pending. No checking: see check_inventory."""
     registered = set(registered_laws)
     cited_by: dict[str, list[str]] = {cid: [] for cid in inv.claims}
+    citing: dict[str, list[Any]] = {cid: [] for cid in inv.claims}
     for la in anchor_set.anchors:
         for cid in la.anchor.claims:
             if cid in cited_by:
                 cited_by[cid].append(la.anchor.id)
+                citing[cid].append(la.anchor)
     by_law: dict[str, LawCoverage] = {law: LawCoverage() for law in inv.laws}
     reasons: Counter = Counter()
     for cid, lc in inv.claims.items():
@@ -232,6 +272,9 @@ def coverage(inv: Inventory, anchor_set: Any, registered_laws: Iterable[str]) ->
         cov.lines += 1
         twin = inv.claims.get(lc.claim.same_as) if lc.claim.same_as else None
         if twin is not None and not cited_by[cid]:
+            if citing[twin.claim.id] and not same_quantity(lc.claim, citing[twin.claim.id]):
+                cov.missing += 1  # the twin's anchors judge another of its figures (check names it)
+                continue
             lc, cid = twin, twin.claim.id
         if lc.claim.unencoded is not None and lc.claim.unencoded.work_left:
             cov.work_left += 1
@@ -286,6 +329,15 @@ def check_inventory(inv: Inventory, anchor_set: Any, registry: Any,
                 problems.append(DataError(lc.file, f"same_as {c.same_as!r}: "
                                                    + ("no such line" if twin is None else "that line is itself a repeat"),
                                           claim=cid, field="same_as"))
+            elif not cov.cited_by[cid] and cov.cited_by[c.same_as]:
+                twin_anchors = [la.anchor for la in anchor_set.anchors if c.same_as in la.anchor.claims]
+                if not same_quantity(c, twin_anchors):
+                    figures = ", ".join(f"{f:g}" for f in sorted(repeated_figures(c)))
+                    problems.append(DataError(lc.file, f"same_as {c.same_as!r}: none of its anchors "
+                                                       f"({', '.join(cov.cited_by[c.same_as][:3])}) states the figure "
+                                                       f"this line repeats ({figures}), so they judge another "
+                                                       "quantity: encode it, or drop same_as and give unencoded",
+                                              claim=cid, field="same_as"))
             continue
         if c.unencoded is None and c.law in registry.laws and not cov.cited_by[cid]:
             problems.append(DataError(lc.file, "no anchor encodes this claim and none says why: cite it from an "
