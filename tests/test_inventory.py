@@ -145,6 +145,8 @@ def test_an_anchor_a_contributor_ships_may_cite_nothing(tmp_path):
      "claim a: field unencoded.reason"),
     (LINE.format(id="a", law="law4").replace('quote = "q"', 'quote = ""'), "claim a: field quote"),
     (LINE.format(id="A B", law="law4"), "claim A B: field id:"),
+    (LINE.format(id="a", law="law4").replace('quote = "q"', 'quote = "2.3x at k=4"') + 'also_judged = ["2.30", "5"]\n',
+     "claim a: field also_judged.1: '5' is not a number of the quote"),
 ])
 def test_a_bad_line_is_one_error_naming_file_claim_and_field(tmp_path, body, want):
     with pytest.raises(DataError) as exc:

@@ -53,6 +53,24 @@ Reason = Literal[
 RECORD_REASONS = ("not-published", "no-public-model", "private-engine", "engine-capability")
 
 
+_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+
+
+def _numbers(text: str) -> set[float]:
+    """The numbers a text prints, as values (0.70 and 0.7 are one figure; 1,521,237,632 one number)."""
+    out = set()
+    for m in _NUMBER.finditer(text):
+        try:
+            out.add(float(m.group().replace(",", "")))
+        except ValueError:
+            continue
+    return out
+
+
+def _same_number(value: float, among: Iterable[float]) -> bool:
+    return any(abs(value - n) <= 1e-9 * max(1.0, abs(value)) for n in among)
+
+
 class Unencoded(Strict):
     reason: Reason
     detail: str = Field(min_length=1)
@@ -86,6 +104,11 @@ class Claim(Strict):
     # the same published figure as another line, quoted where the source says it again: it is
     # encoded or explained exactly as that line is (so one figure is judged once)
     same_as: Optional[Id] = None
+    # numbers of the quote judged with the line's figure though no anchor states them: what it is
+    # computed from, the setting it was measured at, the tolerance the source gives it (as printed;
+    # each must be in the quote). The seed walk counts a quote's number only for the figure its line
+    # encodes, these, or, for a line not encoded, all of them (issue 34)
+    also_judged: list[str] = Field(default_factory=list)
     notes: Optional[str] = None
 
     @model_validator(mode="after")
@@ -93,6 +116,18 @@ class Claim(Strict):
         if sum(x is not None for x in (self.seed, self.register_id, self.document)) != 1:
             raise ValueError("seed: give exactly one source: seed = \"<seed file>\", register_id = \"<id>\" "
                              "or document = \"<owner>/<name>:<path>\" (a file of the public record)")
+        return self
+
+    @model_validator(mode="after")
+    def _judged_in_quote(self) -> "Claim":
+        printed = _numbers(self.quote)
+        for i, n in enumerate(self.also_judged):
+            try:
+                value = float(n.replace(",", ""))
+            except ValueError:
+                raise ValueError(f"also_judged.{i}: {n!r} is not a number") from None
+            if not _same_number(value, printed):
+                raise ValueError(f"also_judged.{i}: {n!r} is not a number of the quote")
         return self
 
     @model_validator(mode="after")
@@ -217,20 +252,6 @@ class Coverage:
                 f"{t.pending} pending")
 
 
-_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
-
-
-def _numbers(text: str) -> set[float]:
-    """The numbers a text prints, as values (0.70 and 0.7 are one figure; 1,521,237,632 one number)."""
-    out = set()
-    for m in _NUMBER.finditer(text):
-        try:
-            out.add(float(m.group().replace(",", "")))
-        except ValueError:
-            continue
-    return out
-
-
 def repeated_figures(claim: Claim) -> set[float]:
     """The figure(s) a same_as line repeats: the numbers of its quote, a bare digit (a k, a count of
     arms) left out where the quote prints a larger figure beside it."""
@@ -239,12 +260,31 @@ def repeated_figures(claim: Claim) -> set[float]:
     return big or found
 
 
-def judges_figure(anchor: Any, figures: set[float]) -> bool:
-    """Whether an anchor states one of these figures: in what it claims, its value or its band."""
+def stated_by(anchor: Any) -> set[float]:
+    """The numbers an anchor states: in what it claims, its value and its band."""
     band = anchor.band.model_dump() if hasattr(anchor.band, "model_dump") else anchor.band
-    stated = _numbers(" ".join([anchor.claim, str(anchor.value if anchor.value is not None else ""),
-                                str(band or "")]))
-    return any(abs(f - s) <= 1e-9 * max(1.0, abs(f)) for f in figures for s in stated)
+    return _numbers(" ".join([anchor.claim, str(anchor.value if anchor.value is not None else ""),
+                              str(band or "")]))
+
+
+def judges_figure(anchor: Any, figures: set[float]) -> bool:
+    """Whether an anchor states one of these figures."""
+    stated = stated_by(anchor)
+    return any(_same_number(f, stated) for f in figures)
+
+
+def encoded_figures(claim: Claim, anchors: list[Any]) -> set[float]:
+    """The numbers of a line's quote that the line accounts for (issue 34: a number inside the quote
+    of a line encoded for another number is not covered by it). A line not encoded (explained, work
+    left) or repeated (same_as) accounts for its whole quote; a quote with one number, for that one;
+    else the numbers its anchors state, its id or notes name, and its also_judged list."""
+    printed = _numbers(claim.quote)
+    if claim.unencoded is not None or claim.same_as is not None or len(printed) <= 1:
+        return printed
+    named = _numbers(" ".join([claim.id.replace("-", " "), claim.notes or "", *claim.also_judged]))
+    for a in anchors:
+        named |= stated_by(a)
+    return {n for n in printed if _same_number(n, named)}
 
 
 def same_quantity(line: Claim, twin_anchors: list[Any]) -> bool:
