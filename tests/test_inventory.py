@@ -145,6 +145,8 @@ def test_an_anchor_a_contributor_ships_may_cite_nothing(tmp_path):
      "claim a: field unencoded.reason"),
     (LINE.format(id="a", law="law4").replace('quote = "q"', 'quote = ""'), "claim a: field quote"),
     (LINE.format(id="A B", law="law4"), "claim A B: field id:"),
+    (LINE.format(id="a", law="law4").replace('quote = "q"', 'quote = "2.3x at k=4"') + 'also_judged = ["2.30", "5"]\n',
+     "claim a: field also_judged.1: '5' is not a number of the quote"),
 ])
 def test_a_bad_line_is_one_error_naming_file_claim_and_field(tmp_path, body, want):
     with pytest.raises(DataError) as exc:
@@ -168,3 +170,46 @@ def test_register_md_shows_every_line_as_the_coverage_counts_it_and_where_each_r
             assert f"*same figure as `{c.same_as}`:*" in row or "(active" in row, cid
         if c.unencoded is not None and c.unencoded.reason in RECORD_REASONS:
             assert "*Looked at:*" in row and all(f"`{ref}`" in row for ref in c.unencoded.looked), cid
+
+
+# --------------------------------------------------------------------------- same_as judges the same figure
+# Issue 34: a line that repeats a figure (same_as) is encoded through its twin's anchors only where one
+# of them states that figure; a perplexity repeated from an entry whose anchors judge its speeds is not.
+
+def _stating(aid: str, claim: str, value: float, cites: str) -> LoadedAnchor:
+    a = Anchor.model_validate({"id": aid, "law": "law4", "claim": claim, "quantity": "q", "unit": "x",
+                               "kind": "prediction", "value": value, "band": {"rel": 0.14},
+                               "claims": [cites], "provenance": {"seed": "s.txt"}})
+    return LoadedAnchor(a, "/data/law4.toml")
+
+
+TWIN = ('[[claim]]\nid = "v22"\nlaw = "law4"\nregister_id = "V-22"\n'
+        'quote = "k=4: 1.15x speed for +1.51 PPL. k=1: 1.45x and the model is gone (PPL 2277)."\n')
+REPEAT = '[[claim]]\nid = "{id}"\nlaw = "law4"\nseed = "s.txt"\nquote = "{quote}"\nsame_as = "v22"\n'
+
+
+@pytest.mark.parametrize("quote, judged", [
+    ("k=4 buys 1.15x", True),  # the speed its anchor states
+    ("halving the experts cost +1.51 perplexity", False),  # the perplexity no anchor states
+    ("k=1 destroys the model (PPL 2277)", False),  # "1" is a k beside the figure, not the figure
+    ("1.450 at k=1", True),  # 1.450 is the anchor's 1.45: one value, however printed
+])
+def test_a_repeat_is_encoded_only_through_an_anchor_that_states_its_figure(tmp_path, quote, judged):
+    inv = _inventory(tmp_path, TWIN + REPEAT.format(id="r", quote=quote))
+    anchors = AnchorSet([_stating("k4", "top-k 4 decodes 1.15x faster than k=8", 1.15, "v22"),
+                         _stating("k1", "top-k 1 decodes 1.45x faster", 1.45, "v22")])
+    cov = coverage(inv, anchors, REGISTRY.laws)
+    assert (cov.by_law["law4"].encoded, cov.by_law["law4"].missing) == ((2, 0) if judged else (1, 1))
+    _, problems = check_inventory(inv, anchors, REGISTRY, {"/data/law4.toml"})
+    if judged:
+        assert problems == []
+    else:
+        assert len(problems) == 1 and "claim r: field same_as: same_as 'v22': none of its anchors (k4, k1) " \
+                                      "states the figure this line repeats" in str(problems[0])
+
+
+def test_the_shipped_repeats_all_judge_their_figure():
+    # on 0e915e4 two lines repeated V-22's perplexities through its speed anchors; they are work left now
+    for cid in ("s000.walk.k-halving-1.51-ppl", "s000.walk.k1-ppl-2277"):
+        line = INVENTORY.claims[cid].claim
+        assert line.same_as is None and line.unencoded.work_left

@@ -133,3 +133,77 @@ def test_out_of_scope_is_a_skip_even_on_the_anchors_own_runner_under_strict():
     assert result.detail["out_of_scope"]["a"]["fixed_share"] == 0.4
     # typed, so the nightly gate can say when the scope decision changes (issue 30 item 5)
     assert result.out_of_scope == "arm a is outside" and not result.strict_skip
+
+
+# --------------------------------------------------------------------------- measured_on (issue 34)
+# A figure its source scopes to its own machine (register L-19: "the constant is thread-count and CPU
+# dependent"; V-11 measured at the reference box's 4 threads) is judged only on such a machine.
+
+def _measured_on_case(**scope):
+    from lawbench.plugins.law4.case import Law4Case
+
+    return Law4Case.model_validate({"quantity": "decode_tok_s", "model": "gguf:syn-25m-q4_0", "calibrate": True,
+                                    "measured_on": {"source": "register L-19", **scope},
+                                    "bench": {"n_gen": 16}})
+
+
+def test_a_figure_scoped_to_more_threads_than_this_runner_gives_is_out_of_scope():
+    from lawbench.testing import make_profile
+
+    case = _measured_on_case(threads=4)
+    with pytest.raises(OutOfScope, match=r"scoped to 4 engine threads \(register L-19\); this runner gives the engine 1") as exc:
+        scope.check_measured_on(case, make_profile("cpu", threads=1))
+    assert exc.value.detail == {"rule": "measured-on", "source": "register L-19", "threads_published": 4,
+                                "threads_here": 1}
+    with pytest.raises(OutOfScope, match="the engine's own default"):
+        scope.check_measured_on(case, make_profile("cpu"))
+    scope.check_measured_on(case, make_profile("cpu", threads=4))  # the source's count: in scope
+    scope.check_measured_on(case, make_profile("cpu", threads=8))  # more cores: it runs at 4 (below)
+
+
+def test_a_figure_scoped_to_the_sources_cpu_is_out_of_scope_on_another():
+    from lawbench.testing import make_profile
+
+    case = _measured_on_case(threads=4, cpu_model_contains="i5-7600K")
+    four = make_profile("cpu", threads=4)
+    with pytest.raises(OutOfScope, match=r"scoped to the source's CPU, i5-7600K .* this CPU is 'AMD EPYC'"):
+        scope.check_measured_on(case, four, cpu_model="AMD EPYC")
+    scope.check_measured_on(case, four, cpu_model="Intel(R) Core(TM) i5-7600K CPU @ 3.80GHz")
+
+
+def test_a_scoped_anchor_runs_at_the_sources_threads_and_refuses_a_contradicting_bench():
+    from pydantic import ValidationError
+
+    from lawbench.plugins.law4.case import Law4Case
+    from lawbench.plugins.law4.measure import bench_params
+    from lawbench.testing import make_profile
+
+    case = _measured_on_case(threads=4)
+    assert bench_params(case, make_profile("cpu", threads=8))["threads"] == 4
+    assert bench_params(_measured_on_case(cpu_model_contains="i5"), make_profile("cpu", threads=8))["threads"] == 8
+    with pytest.raises(ValidationError, match="bench.threads: 2 contradicts measured_on.threads = 4"):
+        Law4Case.model_validate({"quantity": "decode_tok_s", "model": "gguf:syn-25m-q4_0", "calibrate": True,
+                                 "measured_on": {"source": "s", "threads": 4}, "bench": {"n_gen": 16, "threads": 2}})
+    with pytest.raises(ValidationError, match="give threads, cpu_model_contains or both"):
+        _measured_on_case()
+
+
+@pytest.mark.parametrize("anchor_id", ["law4.cpu.v11.q2_k-per-byte-vs-q4_k_m.syn-400m",
+                                       "law4.cpu.v11.iq3_s-per-byte-vs-q2_k.syn-400m",
+                                       "law4.cpu.ratio.depth-4096.l19-cpu-attention-term"])
+def test_the_register_box_figures_skip_on_a_one_thread_runner_before_any_model_is_built(anchor_id):
+    # The three anchors that held open findings measured off their source's machine (issue 34): on
+    # this profile's one engine thread they are a SKIP by the scope rule, decided before a model
+    # file is fetched or built (the resources below have none to give).
+    from lawbench.core.claims.loading import load_all
+    from lawbench.core.laws.registry import get_registry
+    from lawbench.core.hardware.profiles import plugin_profiles
+    from lawbench.plugins.law4.measure import sampler
+    from lawbench.testing import make_profile
+
+    reg = get_registry()
+    anchor = load_all(reg, profiles=plugin_profiles(reg).keys()).by_id()[anchor_id].anchor
+    assert anchor.finding is None
+    no_resources = SimpleNamespace()  # any attribute read would raise AttributeError
+    with pytest.raises(OutOfScope, match="scoped to 4 engine threads"):
+        sampler(anchor, make_profile("cpu", threads=1), no_resources)

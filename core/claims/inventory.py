@@ -53,6 +53,24 @@ Reason = Literal[
 RECORD_REASONS = ("not-published", "no-public-model", "private-engine", "engine-capability")
 
 
+_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+
+
+def _numbers(text: str) -> set[float]:
+    """The numbers a text prints, as values (0.70 and 0.7 are one figure; 1,521,237,632 one number)."""
+    out = set()
+    for m in _NUMBER.finditer(text):
+        try:
+            out.add(float(m.group().replace(",", "")))
+        except ValueError:
+            continue
+    return out
+
+
+def _same_number(value: float, among: Iterable[float]) -> bool:
+    return any(abs(value - n) <= 1e-9 * max(1.0, abs(value)) for n in among)
+
+
 class Unencoded(Strict):
     reason: Reason
     detail: str = Field(min_length=1)
@@ -86,6 +104,11 @@ class Claim(Strict):
     # the same published figure as another line, quoted where the source says it again: it is
     # encoded or explained exactly as that line is (so one figure is judged once)
     same_as: Optional[Id] = None
+    # numbers of the quote judged with the line's figure though no anchor states them: what it is
+    # computed from, the setting it was measured at, the tolerance the source gives it (as printed;
+    # each must be in the quote). The seed walk counts a quote's number only for the figure its line
+    # encodes, these, or, for a line not encoded, all of them (issue 34)
+    also_judged: list[str] = Field(default_factory=list)
     notes: Optional[str] = None
 
     @model_validator(mode="after")
@@ -93,6 +116,18 @@ class Claim(Strict):
         if sum(x is not None for x in (self.seed, self.register_id, self.document)) != 1:
             raise ValueError("seed: give exactly one source: seed = \"<seed file>\", register_id = \"<id>\" "
                              "or document = \"<owner>/<name>:<path>\" (a file of the public record)")
+        return self
+
+    @model_validator(mode="after")
+    def _judged_in_quote(self) -> "Claim":
+        printed = _numbers(self.quote)
+        for i, n in enumerate(self.also_judged):
+            try:
+                value = float(n.replace(",", ""))
+            except ValueError:
+                raise ValueError(f"also_judged.{i}: {n!r} is not a number") from None
+            if not _same_number(value, printed):
+                raise ValueError(f"also_judged.{i}: {n!r} is not a number of the quote")
         return self
 
     @model_validator(mode="after")
@@ -217,14 +252,59 @@ class Coverage:
                 f"{t.pending} pending")
 
 
+def repeated_figures(claim: Claim) -> set[float]:
+    """The figure(s) a same_as line repeats: the numbers of its quote, a bare digit (a k, a count of
+    arms) left out where the quote prints a larger figure beside it."""
+    found = _numbers(claim.quote)
+    big = {n for n in found if not (n.is_integer() and n < 10)}
+    return big or found
+
+
+def stated_by(anchor: Any) -> set[float]:
+    """The numbers an anchor states: in what it claims, its value and its band."""
+    band = anchor.band.model_dump() if hasattr(anchor.band, "model_dump") else anchor.band
+    return _numbers(" ".join([anchor.claim, str(anchor.value if anchor.value is not None else ""),
+                              str(band or "")]))
+
+
+def judges_figure(anchor: Any, figures: set[float]) -> bool:
+    """Whether an anchor states one of these figures."""
+    stated = stated_by(anchor)
+    return any(_same_number(f, stated) for f in figures)
+
+
+def encoded_figures(claim: Claim, anchors: list[Any]) -> set[float]:
+    """The numbers of a line's quote that the line accounts for (issue 34: a number inside the quote
+    of a line encoded for another number is not covered by it). A line not encoded (explained, work
+    left) or repeated (same_as) accounts for its whole quote; a quote with one number, for that one;
+    else the numbers its anchors state, its id or notes name, and its also_judged list."""
+    printed = _numbers(claim.quote)
+    if claim.unencoded is not None or claim.same_as is not None or len(printed) <= 1:
+        return printed
+    named = _numbers(" ".join([claim.id.replace("-", " "), claim.notes or "", *claim.also_judged]))
+    for a in anchors:
+        named |= stated_by(a)
+    return {n for n in printed if _same_number(n, named)}
+
+
+def same_quantity(line: Claim, twin_anchors: list[Any]) -> bool:
+    """A same_as line is judged through its twin only where an anchor of the twin states the figure
+    the line repeats (issue 34: a perplexity repeated from an entry whose anchors judge its speed is
+    not encoded by them)."""
+    figures = repeated_figures(line)
+    return any(judges_figure(a, figures) for a in twin_anchors)
+
+
 def coverage(inv: Inventory, anchor_set: Any, registered_laws: Iterable[str]) -> Coverage:
     """Which lines are encoded, explained, work left, missing or pending. No checking: see check_inventory."""
     registered = set(registered_laws)
     cited_by: dict[str, list[str]] = {cid: [] for cid in inv.claims}
+    citing: dict[str, list[Any]] = {cid: [] for cid in inv.claims}
     for la in anchor_set.anchors:
         for cid in la.anchor.claims:
             if cid in cited_by:
                 cited_by[cid].append(la.anchor.id)
+                citing[cid].append(la.anchor)
     by_law: dict[str, LawCoverage] = {law: LawCoverage() for law in inv.laws}
     reasons: Counter = Counter()
     for cid, lc in inv.claims.items():
@@ -232,6 +312,9 @@ def coverage(inv: Inventory, anchor_set: Any, registered_laws: Iterable[str]) ->
         cov.lines += 1
         twin = inv.claims.get(lc.claim.same_as) if lc.claim.same_as else None
         if twin is not None and not cited_by[cid]:
+            if citing[twin.claim.id] and not same_quantity(lc.claim, citing[twin.claim.id]):
+                cov.missing += 1  # the twin's anchors judge another of its figures (check names it)
+                continue
             lc, cid = twin, twin.claim.id
         if lc.claim.unencoded is not None and lc.claim.unencoded.work_left:
             cov.work_left += 1
@@ -286,6 +369,15 @@ def check_inventory(inv: Inventory, anchor_set: Any, registry: Any,
                 problems.append(DataError(lc.file, f"same_as {c.same_as!r}: "
                                                    + ("no such line" if twin is None else "that line is itself a repeat"),
                                           claim=cid, field="same_as"))
+            elif not cov.cited_by[cid] and cov.cited_by[c.same_as]:
+                twin_anchors = [la.anchor for la in anchor_set.anchors if c.same_as in la.anchor.claims]
+                if not same_quantity(c, twin_anchors):
+                    figures = ", ".join(f"{f:g}" for f in sorted(repeated_figures(c)))
+                    problems.append(DataError(lc.file, f"same_as {c.same_as!r}: none of its anchors "
+                                                       f"({', '.join(cov.cited_by[c.same_as][:3])}) states the figure "
+                                                       f"this line repeats ({figures}), so they judge another "
+                                                       "quantity: encode it, or drop same_as and give unencoded",
+                                              claim=cid, field="same_as"))
             continue
         if c.unencoded is None and c.law in registry.laws and not cov.cited_by[cid]:
             problems.append(DataError(lc.file, "no anchor encodes this claim and none says why: cite it from an "

@@ -154,6 +154,25 @@ class PlacementCase(Strict):
         return self
 
 
+class MeasuredOn(Strict):
+    """The machine a figure was measured on, where its source scopes the figure to that machine
+    (register L-19: "the constant is thread-count and CPU dependent"). Law 4 runs the anchor there
+    only: at exactly these engine threads, on a CPU whose model contains this name; anywhere else the
+    run is out of the claim's scope, a SKIP naming both machines (plugins/law4/scope.py), never a
+    finding about the claim."""
+
+    threads: Optional[int] = Field(default=None, ge=1, le=4096)  # the source's engine threads
+    cpu_model_contains: Optional[str] = Field(default=None, min_length=1)  # e.g. "i5-7600K"
+    source: str = Field(min_length=1)  # the source's words that scope the figure to its machine
+
+    @model_validator(mode="after")
+    def _something(self) -> "MeasuredOn":
+        if self.threads is None and self.cpu_model_contains is None:
+            raise ValueError("measured_on: give threads, cpu_model_contains or both (what the source "
+                             "scopes its figure to)")
+        return self
+
+
 class Law4Case(Strict):
     quantity: Quantity
     model: Optional[ModelReference] = None  # one form for every law: lawbench.store.ModelRef
@@ -188,6 +207,7 @@ class Law4Case(Strict):
     # tier (plugins/law4/scope.py: not cache-resident, per-op cost at most 25 % of a token); an arm
     # outside is a SKIP with the figures, never a FAIL.
     scope: Optional[Literal["cpu-tier"]] = None
+    measured_on: Optional[MeasuredOn] = None
 
     @model_validator(mode="after")
     def _needs(self) -> "Law4Case":
@@ -210,6 +230,12 @@ class Law4Case(Strict):
                 raise ValueError(f"weight_mix: {exc}") from None
         if self.calibrate and self.bench is None:
             raise ValueError("calibrate = true is a measured design: it needs a bench table")
+        if self.measured_on is not None and self.bench is None:
+            raise ValueError("measured_on: it scopes a measurement; a case without a bench table measures nothing")
+        if (self.measured_on is not None and self.measured_on.threads is not None and self.bench is not None
+                and self.bench.threads is not None and self.bench.threads != self.measured_on.threads):
+            raise ValueError(f"bench.threads: {self.bench.threads} contradicts measured_on.threads = "
+                             f"{self.measured_on.threads} (the anchor runs at the source's threads)")
         if self.scope is not None and self.bench is None:
             raise ValueError("scope: the scope rules are measured; a case without a bench table has nothing to probe")
         if self.quantity == "decode_tok_s" and self.model is None and self.baseline_tok_s is None:

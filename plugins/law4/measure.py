@@ -52,7 +52,8 @@ def bench_params(case: Law4Case, profile: HardwareProfile) -> dict[str, Any]:
     params: dict[str, Any] = {
         "n_gen": b.n_gen, "n_prompt": b.n_prompt,
         "depth": b.depth or None,
-        "threads": b.threads or profile.engine_threads(),
+        # measured_on.threads: a figure its source scopes to its thread count runs at that count
+        "threads": b.threads or (case.measured_on.threads if case.measured_on else None) or profile.engine_threads(),
         "n_gpu_layers": ngl,
         "flash_attn": b.flash_attn,
         "cache_type_k": case.kv_type if case.kv_type != "f16" else None,
@@ -284,6 +285,12 @@ def sampler(anchor: Anchor, profile: HardwareProfile, resources: Any) -> ArmSamp
     if len(reps) != 1:
         raise DataError(CASE_FILE, "both arms must run the same bench.reps (one ratio per round)",
                         anchor=anchor.id, field="arms.b.bench.reps")
+    # A figure scoped to its source's machine runs only on such a machine: decided before any model
+    # is fetched or built (plugins/law4/scope.py).
+    from lawbench.plugins.law4.scope import check_measured_on
+
+    for case in cases.values():
+        check_measured_on(case, profile)
     # Resolve every model first: a missing one is a SKIP (a FAIL on own runner) before any run.
     files = {name: model_file(c.model, resources) for name, c in cases.items()}
     params = {name: batched_params(c, profile, files[name]) if c.bench.tool == "batched-bench"  # type: ignore[union-attr]

@@ -131,6 +131,36 @@ def check_scope(arms: dict[str, Path], visit_of: Callable[[str, Path], Callable[
     return out
 
 
+def check_measured_on(case: Any, profile: Any, cpu_model: Optional[str] = None) -> None:
+    """A figure its source scopes to its own machine (case.measured_on) is judged only on such a
+    machine: the profile must give the engine at least the source's threads (the anchor then runs at
+    exactly that count) and, where the source names its CPU, this CPU's model must contain that name.
+    Anywhere else: OutOfScope naming both machines — a SKIP, never a finding about the claim."""
+    scope = case.measured_on
+    if scope is None:
+        return
+    where: dict[str, Any] = {"rule": "measured-on", "source": scope.source}
+    if scope.threads is not None:
+        here = profile.engine_threads()
+        where.update(threads_published=scope.threads, threads_here=here)
+        if here is None or here < scope.threads:
+            have = ("the engine's own default (this profile states no thread count)" if here is None
+                    else f"{here} (profile {profile.id}: threads = {profile.threads!r})")
+            raise OutOfScope(f"the figure is scoped to {scope.threads} engine threads ({scope.source}); "
+                             f"this runner gives the engine {have}, so the claim is out of scope here",
+                             detail=where)
+    if scope.cpu_model_contains is not None:
+        if cpu_model is None:
+            from lawbench.hardware import fingerprint_machine
+
+            cpu_model = fingerprint_machine().cpu_model
+        where.update(cpu_published=scope.cpu_model_contains, cpu_here=cpu_model)
+        if scope.cpu_model_contains.lower() not in (cpu_model or "").lower():
+            raise OutOfScope(f"the figure is scoped to the source's CPU, {scope.cpu_model_contains} "
+                             f"({scope.source}); this CPU is {cpu_model or 'unknown'!r}, so the claim is out "
+                             f"of scope here", detail=where)
+
+
 def _token_seconds(readings: list[float]) -> float:
     """Seconds per token of the fastest repetition (a neighbour only ever slows one down)."""
     values = [v for v in readings if v and v > 0]

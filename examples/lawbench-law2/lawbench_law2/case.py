@@ -17,10 +17,13 @@ FFN_DOWN = r"blk\.\d+\.ffn_down\.weight"
 
 class Law2Case(lawbench.Strict):
     # rel-mse: the codec's relative MSE on real tensors (agreement: over the Gaussian floor).
+    # rel-mse-vs-gaussian: the codec's rel-MSE on each real tensor over the same codec's rel-MSE on
+    #   i.i.d. Gaussian rows of the same shape: the codec against its own Gaussian reference (the
+    #   record's "floor" 0.069 is its trellis codec's Gaussian MSE, not Shannon's 0.0625).
     # coding-gain: dB by which the codec does better on the real tensor than on the same weights
     #   shuffled inside each 256-weight block (0 dB: the element stream is white, register L-10).
     # bits-per-weight / file-gb: read from a GGUF's header and size (no prediction).
-    measure: Literal["rel-mse", "coding-gain", "bits-per-weight", "file-gb"] = "rel-mse"
+    measure: Literal["rel-mse", "rel-mse-vs-gaussian", "coding-gain", "bits-per-weight", "file-gb"] = "rel-mse"
     model: Optional[str] = None  # "gguf:<catalogue id>" (anchors/models*.toml)
     codec: Optional[str] = None  # a ggml type name: "IQ2_XXS", "Q2_K", "Q4_K", "Q1_0"
     # The rate R the prediction uses; default: the codec's stored bits per weight (scales included).

@@ -21,7 +21,7 @@ class RateDistortion(lawbench.Law):
 
     def check_anchor(self, anchor: lawbench.Anchor) -> None:
         case = self.case(anchor)
-        if case.measure in ("rel-mse", "coding-gain") and anchor.kind != "prediction" and case.codec is None:
+        if case.measure in ("rel-mse", "rel-mse-vs-gaussian", "coding-gain") and anchor.kind != "prediction" and case.codec is None:
             raise lawbench.DataError(lawbench.ANCHOR_FILE, f"case.measure = {case.measure!r} quantizes "
                                      "real tensors: name the ggml type in case.codec", anchor=anchor.id,
                                      field="case.codec")

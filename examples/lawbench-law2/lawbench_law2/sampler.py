@@ -20,6 +20,18 @@ def rel_mse(rows: np.ndarray, decoded: np.ndarray) -> float:
     return float(((x - decoded) ** 2).sum() / (x ** 2).sum())
 
 
+def gaussian_like(rows: np.ndarray, seed: int) -> np.ndarray:
+    """I.i.d. standard Gaussian rows of the same shape: the source the codec's own floor is measured
+    on (rel-MSE is scale-free, so the variance does not matter). Seeded: a re-run is identical."""
+    return np.random.default_rng(seed).standard_normal(rows.shape).astype(np.float32)
+
+
+def gaussian_rel_mse(rows: np.ndarray, codec: str, ggml: Any, seed: int) -> float:
+    """The codec's rel-MSE on i.i.d. Gaussian rows shaped like `rows`: its own floor."""
+    reference = gaussian_like(rows, seed)
+    return rel_mse(reference, ggml.roundtrip(reference, codec))
+
+
 def shuffled_within_blocks(rows: np.ndarray, seed: int) -> np.ndarray:
     """The same weights in each 256-weight block, in a random order: the block's scale and its
     value distribution survive, any structure between neighbouring weights does not."""
@@ -35,7 +47,7 @@ class TensorSampler:
     def __init__(self, path: Path, case: Any, ggml: Any):
         self.path, self.case, self.ggml = Path(path), case, ggml
         self.selected = tensors.select(self.path, case.tensors, case.source_types)
-        self.log_scale = case.measure == "rel-mse"  # a gain in dB may be negative
+        self.log_scale = case.measure != "coding-gain"  # a gain in dB may be negative
         self._next = 0
         self._last = None
         self.readings: list[dict[str, Any]] = []
@@ -56,6 +68,10 @@ class TensorSampler:
                                    "codec": codec, "rate_bits": bits_per_weight(codec), "rel_mse": value_rel,
                                    "gaussian_floor": gaussian_floor(bits_per_weight(codec))}
             value = value_rel
+            if self.case.measure == "rel-mse-vs-gaussian":
+                value_gaussian = gaussian_rel_mse(tensor.rows, codec, self.ggml, seed=self._next)
+                value = value_rel / value_gaussian
+                raw.update(rel_mse_gaussian=value_gaussian, over_gaussian=value)
             if self.case.measure == "coding-gain":
                 shuffled = shuffled_within_blocks(tensor.rows, seed=self._next)
                 value_shuffled = rel_mse(shuffled, self.ggml.roundtrip(shuffled, codec))
