@@ -271,3 +271,25 @@ def test_real_kld_of_a_file_against_its_own_logits_is_zero_and_of_another_file_f
     assert d.verdict.value == "FAIL" and d.statistic > 0.05
     assert d.statistic == pytest.approx(other.runs["a"]["mean_kld"], abs=4e-5)
     assert same.info["base_logits"] == other.info["base_logits"]  # one reference run, saved once
+
+
+def test_an_absent_record_text_fails_the_anchors_own_runner_naming_the_text(tmp_path, monkeypatch):
+    """Absent and unreachable: a SKIP elsewhere (lawbench.core.run.evaluate), a FAIL on the runner."""
+    from lawbench.core.models import Verdict
+    from lawbench.core.run.evaluate import RunPolicy, evaluate
+    from lawbench.plugins.quality.law import Quality
+    from lawbench.testing import make_profile
+
+    monkeypatch.setenv("LAWBENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("LAWBENCH_RECORD_URL", (tmp_path / "nowhere").as_uri())
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF")
+    a = _anchor("ppl_ratio", "ratio", {"a": {"model": f"path:{model}"}, "b": {"model": f"path:{model}", "cache_type": "q8_0"}},
+                text={"repo": "FedericoTs/quantprobe", "commit": PIN, "path": "weights/data/wikitext2_test.txt",
+                      "sha256": "696cca6b65a171b0a358a4be6732cdfdf2dd6164a32e20fd70e3c13fc4dfae83"})
+    a = a.model_copy(update={"profiles": ["here"]})
+    here = make_profile("here")
+    for strict in (False, True):
+        r = evaluate(a, Quality(), RunPolicy(profile=here, profiles={"here": here}, on_own_runner=True, strict=strict))
+        assert r.verdict is Verdict.FAIL and r.strict_skip, r.reason
+        assert "FedericoTs/quantprobe:weights/data/wikitext2_test.txt@f02d7cce is not in the cache" in r.reason

@@ -52,7 +52,7 @@ def _form(value: object) -> str:
 
 # A case field: the name of a shipped text, or a pinned file of the public record (a table); an
 # error names the form it was read as: case.text.record.sha256, case.text.shipped.
-TextReference = Annotated[Union[Annotated[str, Field(min_length=1), Tag("shipped")],
+TextReference = Annotated[Union[Annotated[str, Field(min_length=1), Tag("shipped")],  # noqa: UP007
                                 Annotated[RecordText, Tag("record")]], Discriminator(_form)]
 
 
@@ -99,7 +99,7 @@ def resolve_text(ref: TextReference, *, fetch: bool = True, timeout_s: float = F
         raise NotApplicable(f"text {ref.label()} is not in the cache ({path}) and this call fetches nothing")
     url = ref.url()
     try:
-        with urllib.request.urlopen(url, timeout=timeout_s) as resp:  # noqa: S310 - a pinned, hashed file
+        with urllib.request.urlopen(url, timeout=timeout_s) as resp:
             body = resp.read()
     except (urllib.error.URLError, OSError, ValueError) as exc:
         raise NotApplicable(f"text {ref.label()} is not in the cache ({path}) and could not be fetched "
@@ -126,5 +126,13 @@ def check_text_ref(ref: TextReference) -> None:
         shipped_text(ref)
 
 
-__all__ = ["RecordText", "TextReference", "resolve_text", "text_label", "check_text_ref",
-           "cached_text_path", "RECORD_URL_ENV", "LawbenchError"]
+__all__ = [
+    "RECORD_URL_ENV",
+    "LawbenchError",
+    "RecordText",
+    "TextReference",
+    "cached_text_path",
+    "check_text_ref",
+    "resolve_text",
+    "text_label",
+]

@@ -18,7 +18,7 @@ Statistics (every arm scores the same chunks of the same text; lawbench.plugins.
 """
 from __future__ import annotations
 
-from typing import Annotated, Literal, Optional
+from typing import Annotated, Literal
 
 from pydantic import Field, ValidationError
 
@@ -37,13 +37,13 @@ class Arm(Strict):
 
     model: ModelReference  # gguf:<catalogue id> or path:<file>
     # -ctk/-ctv: the KV cache's type for this arm (llama.cpp's default, f16, when unset)
-    cache_type: Optional[Literal[CACHE_TYPES]] = None  # type: ignore[valid-type]
+    cache_type: Literal[CACHE_TYPES] | None = None  # type: ignore[valid-type]
     # the arm's file is `model` requantized to this type by llama-quantize --allow-requantize
     # (made once, kept in the cache), as the record built its arms from one source
-    quantize: Optional[Annotated[str, Field(pattern=r"^[A-Za-z0-9_]+$")]] = None
+    quantize: Annotated[str, Field(pattern=r"^[A-Za-z0-9_]+$")] | None = None
     # more llama-perplexity arguments for this arm alone, e.g. an --override-kv
     args: list[str] = Field(default_factory=list)
-    label: Optional[str] = None
+    label: str | None = None
 
     def engine_args(self) -> list[str]:
         kv = ["-ctk", self.cache_type, "-ctv", self.cache_type] if self.cache_type else []
@@ -55,12 +55,12 @@ class QualityCase(Strict):
     ctx: int = Field(default=512, ge=32)
     chunks: int = Field(ge=2)  # each chunk is one sample: disjoint, scored once per arm
     statistic: Literal[STATISTICS] = "ppl_ratio"  # type: ignore[valid-type]
-    reference: Optional[Arm] = None
+    reference: Arm | None = None
     num: list[str] = Field(default_factory=lambda: ["a"])
     den: list[str] = Field(default_factory=lambda: ["b"])
     # llama-perplexity arguments every arm gets, e.g. the record's placement ["-ngl", "99", "-ot", "exps=CPU"]
     engine_args: list[str] = Field(default_factory=list)
-    threads: Optional[int] = Field(default=None, ge=1)
+    threads: int | None = Field(default=None, ge=1)
     timeout_s: FiniteFloat = Field(default=600.0, gt=0)
 
 
@@ -118,4 +118,4 @@ def parse_case(anchor: Anchor) -> tuple[QualityCase, dict[str, Arm]]:
     return case, arms
 
 
-__all__ = ["Arm", "QualityCase", "RecordText", "parse_case", "STATISTICS"]
+__all__ = ["STATISTICS", "Arm", "QualityCase", "RecordText", "parse_case"]

@@ -218,4 +218,4 @@ class Quality(Law):
                             "is measured, its band is the source's published figure")
 
 
-__all__ = ["Quality", "ChunkSampler", "jackknife", "whole_text"]
+__all__ = ["ChunkSampler", "Quality", "jackknife", "whole_text"]

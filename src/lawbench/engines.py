@@ -82,7 +82,7 @@ if TYPE_CHECKING:  # for editors and type checkers: the same names, eagerly
     from lawbench.core.engines.perplexity import DEFAULT_TEXT, SliceVisits, run_perplexity  # noqa: F401
     from lawbench.core.engines.perplexity import shipped_text, text_sha256, text_slices  # noqa: F401
     from lawbench.core.engines.perplexity import parse_kld, run_kld, save_base_logits  # noqa: F401
+    from lawbench.core.engines.server import Request, Speculation, serve  # noqa: F401
     from lawbench.core.engines.texts import RecordText, TextReference, check_text_ref  # noqa: F401
     from lawbench.core.engines.texts import file_sha256, resolve_text, text_label  # noqa: F401
-    from lawbench.core.engines.server import Request, Speculation, serve  # noqa: F401
     from lawbench.core.procgroup import end_group, group_ended, popen_group  # noqa: F401
