@@ -247,6 +247,16 @@ def test_real_ppl_ratio_and_delta_ratio_are_the_tools_figures_and_turn_red_on_a_
     assert lo <= d.statistic <= hi
     assert _decide_again(delta, (hi + abs(hi) + 1, hi + abs(hi) + 2)) == "FAIL"
 
+    # ppl_delta on the same real chunks: PPL(Q4_0) - PPL(IQ4_NL), the whole-text difference
+    diff = Quality().sampler(_anchor("ppl_delta", "measurement", {"a": SRC | {"quantize": "Q4_0"},
+                                                                  "b": SRC | {"quantize": "IQ4_NL"}}), _Profile(), res)
+    diff.per_chunk = {k: delta.per_chunk[k] for k in ("a", "b")}  # scored above; a second process prints the same
+    d = _decide(diff, (-1e9, 1e9))
+    assert d.statistic == pytest.approx(p["a"] - p["b"], abs=2e-3)
+    lo, hi = d.interval
+    assert _decide_again(diff, (lo - 1, hi + 1)) == "PASS"
+    assert _decide_again(diff, (hi + 0.5, hi + 5)) == "FAIL"
+
 
 def _decide_again(sampler, band):
     sampler.next = 0  # the same chunks again: the figures are the process's, already scored
