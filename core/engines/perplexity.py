@@ -249,3 +249,142 @@ class SliceVisits:
         run = run_perplexity(self.llama, self.model, self.slice_file(k), ctx=self.ctx,
                              chunks=self.chunks, threads=self.threads, timeout_s=self.timeout_s)
         return Visit(values=[run.ppl], raw={"slice": k, **run.record()}, wall_s=run.wall_s)
+
+
+# --------------------------------------------------------------------------- KL-divergence mode
+# llama-perplexity --kl-divergence-base FILE on the reference model scores the text as usual and
+# saves its log-probabilities; --kl-divergence with the same FILE on another model reads the tokens
+# and those log-probabilities back and prints, per chunk, running means of: PPL(Q), ln(PPL(Q)/PPL(base)),
+# KLD, RMS Δp and same-top-p (tools/perplexity/perplexity.cpp, kl_divergence()), then a final report.
+# Each chunk scores the same number of tokens, so chunk i's own mean is i·m_i − (i−1)·m_(i−1).
+
+_KLD_SETUP = re.compile(r"kl_divergence: computing over (\d+) chunks, n_ctx=(\d+)")
+_NUM = r"(-?\d+\.\d+|-?nan|-?inf)"
+_KLD_CHUNK = re.compile(rf"^\s*(\d+)\s+{_NUM}\s+±\s+{_NUM}\s+{_NUM}\s+±\s+{_NUM}\s+{_NUM}\s+±\s+{_NUM}"
+                        rf"\s+{_NUM}\s+±\s+{_NUM}\s+%\s+{_NUM}\s+±\s+{_NUM}\s+%\s*$")
+_KLD_MEAN = re.compile(r"Mean\s+KLD:\s+(-?\d+\.\d+)\s+±\s+(\d+\.\d+)")
+_KLD_MEDIAN = re.compile(r"Median\s+KLD:\s+(-?\d+\.\d+)")
+_SAME_TOP = re.compile(r"Same top p:\s+(\d+\.\d+)\s+±\s+(\d+\.\d+)\s+%")
+
+
+@dataclass
+class KldRun:
+    """One llama-perplexity --kl-divergence process against a saved base."""
+
+    chunk_kld: list[float]  # mean KL divergence (nats/token) of each chunk, in order
+    chunk_log_ratio: list[float]  # each chunk's nll(Q) - nll(base)
+    chunk_same_top: list[float]  # each chunk's share of tokens whose argmax agrees with the base's
+    mean_kld: float  # the tool's final "Mean KLD"
+    median_kld: float | None
+    same_top_p: float | None  # the final "Same top p", a fraction
+    n_ctx: int
+    cmd: list[str] = field(default_factory=list)
+    wall_s: float = 0.0
+    log: str = ""
+
+    @property
+    def kld(self) -> float:
+        return sum(self.chunk_kld) / len(self.chunk_kld)
+
+    def record(self) -> dict[str, Any]:
+        return {"chunk_kld": [round(v, 6) for v in self.chunk_kld],
+                "chunk_log_ratio": [round(v, 6) for v in self.chunk_log_ratio],
+                "chunk_same_top": [round(v, 6) for v in self.chunk_same_top],
+                "mean_kld": self.mean_kld, "median_kld": self.median_kld, "same_top_p": self.same_top_p,
+                "n_ctx": self.n_ctx, "wall_s": round(self.wall_s, 3)}
+
+
+def _per_chunk(running: list[float]) -> list[float]:
+    return [running[0]] + [(i + 1) * running[i] - i * running[i - 1] for i in range(1, len(running))]
+
+
+def parse_kld(stdout: str, stderr: str = "") -> KldRun:
+    """Per-chunk KLD from ``llama-perplexity --kl-divergence`` output.
+
+    :raises EngineError: not a KL-divergence run, no chunk lines, a value that is not finite, or
+        per-chunk values whose mean is not the tool's own final "Mean KLD" (an unknown format).
+    """
+    text = stdout + "\n" + stderr
+    setup = _KLD_SETUP.search(text)
+    if not setup:
+        raise EngineError("llama-perplexity printed no 'kl_divergence: computing over N chunks' line: "
+                          "not the output of a --kl-divergence run (a perplexity-only run prints no KLD)")
+    rows = [m for m in (_KLD_CHUNK.match(line) for line in stdout.splitlines()) if m]
+    if not rows:
+        raise EngineError(f"llama-perplexity --kl-divergence printed no chunk lines (expected {setup.group(1)})")
+    vals = [[float(m.group(k)) for k in (4, 6, 10)] for m in rows]  # log ratio, KLD, same top (%)
+    if not all(math.isfinite(v) for row in vals for v in row):
+        raise EngineError(f"llama-perplexity --kl-divergence printed a value that is not finite ({rows[-1].group(0).strip()})")
+    mean = _KLD_MEAN.search(text)
+    if not mean:
+        raise EngineError("llama-perplexity --kl-divergence printed no final 'Mean KLD' line")
+    kld = _per_chunk([v[1] for v in vals])
+    mean_kld = float(mean.group(1))
+    # the running means print 5 decimals: chunk i's value carries up to (2i-1)·5e-6 of rounding
+    if abs(sum(kld) / len(kld) - mean_kld) > 1e-5 * len(kld) + 1e-6:
+        raise EngineError(f"llama-perplexity --kl-divergence: per-chunk KLD averages {sum(kld) / len(kld):.6f}, "
+                          f"not the final Mean KLD {mean_kld}; unknown output format")
+    median, top = _KLD_MEDIAN.search(text), _SAME_TOP.search(text)
+    return KldRun(chunk_kld=kld, chunk_log_ratio=_per_chunk([v[0] for v in vals]),
+                  chunk_same_top=[v / 100 for v in _per_chunk([v[2] for v in vals])], mean_kld=mean_kld,
+                  median_kld=float(median.group(1)) if median else None,
+                  same_top_p=float(top.group(1)) / 100 if top else None, n_ctx=int(setup.group(2)))
+
+
+def kld_chunks_printed(stdout: str, stderr: str) -> bool:
+    setup = _KLD_SETUP.search(stdout + "\n" + stderr)
+    printed = sum(1 for line in stdout.splitlines() if _KLD_CHUNK.match(line))
+    return not setup or (printed >= int(setup.group(1)) and bool(_KLD_MEAN.search(stdout + stderr)))
+
+
+def save_base_logits(llama: LlamaCpp, model: Path | str, text: Path | str, logits: Path, *,
+                     ctx: int, chunks: int | None = None, threads: int | None = None,
+                     timeout_s: float = 600, extra_args: Sequence[str] = ()) -> PerplexityRun:
+    """Score ``text`` with the reference model and save its log-probabilities to ``logits``
+    (written to a part file, renamed when the run succeeded)."""
+    logits.parent.mkdir(parents=True, exist_ok=True)
+    part = logits.with_name(logits.name + ".part")
+    try:
+        run = run_perplexity(llama, model, text, ctx=ctx, chunks=chunks, threads=threads, timeout_s=timeout_s,
+                             extra_args=["--kl-divergence-base", str(part), *extra_args])
+    except BaseException:
+        part.unlink(missing_ok=True)
+        raise
+    part.replace(logits)
+    return run
+
+
+def run_kld(llama: LlamaCpp, model: Path | str, logits: Path | str, *, ctx: int, chunks: int | None = None,
+            threads: int | None = None, timeout_s: float = 600, extra_args: Sequence[str] = (),
+            env: dict[str, str] | None = None) -> KldRun:
+    """KL divergence of ``model`` against the base saved in ``logits`` (its tokens come from there).
+
+    :raises EngineError: missing files, a failed or killed run, unparseable output, fewer chunks
+        than asked — one line naming the model, the base and the command.
+    """
+    model, logits = Path(model), Path(logits)
+    if not model.is_file():
+        raise EngineError(f"model file {model} does not exist")
+    if not logits.is_file():
+        raise EngineError(f"base logits file {logits} does not exist (KLD of model {model.name})")
+    cmd = [str(llama.llama_perplexity), "-m", str(model), "-c", str(ctx), "-b", str(ctx),
+           "--kl-divergence-base", str(logits), "--kl-divergence"]
+    if chunks is not None:
+        cmd += ["--chunks", str(chunks)]
+    if threads is not None:
+        cmd += ["-t", str(threads)]
+    cmd += [str(a) for a in extra_args]
+    p = run_logged(cmd, timeout_s, env, complete=kld_chunks_printed)
+    where = f"model {model.name}, base {logits.name}"
+    fault = _fault(p, "llama-perplexity --kl-divergence", where, cmd, timeout_s)
+    if fault:
+        raise _engine_error(p, fault, log=_tail(p.stderr))
+    try:
+        run = parse_kld(p.stdout, p.stderr)
+    except EngineError as exc:
+        raise EngineError(f"{exc} ({where}; command: {shlex.join(cmd)})", log=_tail(p.stderr)) from None
+    if chunks is not None and len(run.chunk_kld) != chunks:
+        raise EngineError(f"llama-perplexity --kl-divergence on {where} scored {len(run.chunk_kld)} chunks, "
+                          f"not the {chunks} asked for; command: {shlex.join(cmd)}", log=_tail(p.stderr))
+    run.cmd, run.wall_s, run.log = cmd, p.wall_s, _tail(p.stderr)
+    return run

@@ -29,6 +29,7 @@ BUILTIN_PLUGINS = (
     "lawbench.plugins.law1",
     "lawbench.plugins.law3",
     "lawbench.plugins.law4",
+    "lawbench.plugins.quality",
     "lawbench.plugins.minfer",
 )
 ENTRY_POINT_GROUP = "lawbench"

@@ -17,6 +17,7 @@ from typing import Literal
 from pydantic import Field, ValidationError, model_validator
 
 from lawbench import ANCHOR_FILE, Anchor, DataError, FiniteFloat, Strict, validation_error
+from lawbench.engines import TextReference
 from lawbench.store import ModelReference, check_model_ref
 
 # Low-bit types the recipes may use. Block sizes matter: both small models have rows of 576 / 640
@@ -44,7 +45,7 @@ class Law3Case(Strict):
     model: ModelReference  # gguf:<catalogue id> or path:<file>
     low_type: Literal[LOW_TYPES] = "q2_0"  # type: ignore[valid-type]
     statistic: Literal["ppl_ratio", "damage_ratio"] = "ppl_ratio"
-    text: str = "python-reference-3.11.txt"
+    text: TextReference = "python-reference-3.11.txt"  # a shipped name or a pinned file of the record
     slice_chars: int = Field(default=3000, ge=500)
     # Slices before this one are skipped: those the probe that chose the recipes was measured on,
     # so an anchor never re-scores the text its recipes were picked on.

@@ -35,7 +35,7 @@ from lawbench import (
     Sample,
     Sampler,
 )
-from lawbench.engines import SliceVisits, shipped_text, text_sha256, text_slices
+from lawbench.engines import SliceVisits, resolve_text, text_label, text_sha256, text_slices
 from lawbench.plugins.law3.case import Law3Case, Recipe, parse_case
 
 MAX_SLICES = 64  # more slices than any budget asks for; each is scored once at most
@@ -136,7 +136,9 @@ class Law3(Law):
                 raise DataError(ANCHOR_FILE, f"layers {beyond} do not exist: {src.name} has {layers} "
                                 f"(blk.0 to blk.{layers - 1})", anchor=anchor.id, field=f"arms.{name}.layers")
         try:
-            text = shipped_text(case.text)
+            text = resolve_text(case.text)
+        except (NotApplicable, EngineError):
+            raise
         except LawbenchError as exc:
             raise DataError(ANCHOR_FILE, str(exc), anchor=anchor.id, field="case.text") from None
         llama = resources.llama()
@@ -153,11 +155,11 @@ class Law3(Law):
                             anchor=anchor.id, field="arms")
         slices = text_slices(text, case.first_slice + MAX_SLICES, case.slice_chars)[case.first_slice:]
         if len(slices) < anchor.budget.max_samples:
-            raise DataError(ANCHOR_FILE, f"text {case.text} gives {len(slices)} slices of "
+            raise DataError(ANCHOR_FILE, f"text {text_label(case.text)} gives {len(slices)} slices of "
                             f"{case.slice_chars} characters from slice {case.first_slice} on, fewer than "
                             f"budget.max_samples {anchor.budget.max_samples}", anchor=anchor.id,
                             field="budget.max_samples")
-        info = {"model": src.name, "low_type": case.low_type, "text": case.text,
+        info = {"model": src.name, "low_type": case.low_type, "text": text_label(case.text),
                 "text_sha256": text_sha256(text), "slice_chars": case.slice_chars,
                 "first_slice": case.first_slice, "ctx": case.ctx,
                 "chunks_per_slice": case.chunks, "threads": threads,

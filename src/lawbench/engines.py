@@ -32,6 +32,17 @@ _EXPORTS = {
     "text_sha256": "lawbench.core.engines.perplexity",
     "text_slices": "lawbench.core.engines.perplexity",
     "SliceVisits": "lawbench.core.engines.perplexity",
+    # llama-perplexity's KL-divergence mode: a reference's saved logits, then another file against them
+    "save_base_logits": "lawbench.core.engines.perplexity",
+    "run_kld": "lawbench.core.engines.perplexity",
+    "parse_kld": "lawbench.core.engines.perplexity",
+    # the text a case scores: a shipped one, or a pinned file of the public record fetched into the cache
+    "RecordText": "lawbench.core.engines.texts",
+    "TextReference": "lawbench.core.engines.texts",
+    "resolve_text": "lawbench.core.engines.texts",
+    "check_text_ref": "lawbench.core.engines.texts",
+    "text_label": "lawbench.core.engines.texts",
+    "file_sha256": "lawbench.core.engines.texts",
     # llama-imatrix: a model's real input activations, cached by content and settings
     "Imatrix": "lawbench.core.engines.imatrix",
     "cached_imatrix": "lawbench.core.engines.imatrix",
@@ -70,5 +81,8 @@ if TYPE_CHECKING:  # for editors and type checkers: the same names, eagerly
     from lawbench.core.engines.loadlog import parse_load_log  # noqa: F401
     from lawbench.core.engines.perplexity import DEFAULT_TEXT, SliceVisits, run_perplexity  # noqa: F401
     from lawbench.core.engines.perplexity import shipped_text, text_sha256, text_slices  # noqa: F401
+    from lawbench.core.engines.perplexity import parse_kld, run_kld, save_base_logits  # noqa: F401
     from lawbench.core.engines.server import Request, Speculation, serve  # noqa: F401
+    from lawbench.core.engines.texts import RecordText, TextReference, check_text_ref  # noqa: F401
+    from lawbench.core.engines.texts import file_sha256, resolve_text, text_label  # noqa: F401
     from lawbench.core.procgroup import end_group, group_ended, popen_group  # noqa: F401
