@@ -71,6 +71,20 @@ def _same_number(value: float, among: Iterable[float]) -> bool:
     return any(abs(value - n) <= 1e-9 * max(1.0, abs(value)) for n in among)
 
 
+def _printed(text: str) -> set[str]:
+    """The numbers a text prints, as printed (thousands separators dropped)."""
+    return {m.group().replace(",", "") for m in _NUMBER.finditer(text)}
+
+
+def _as_printed(figure: str, stated: Iterable[float]) -> bool:
+    """Whether one of the stated values is this printed figure: the same value, or, for a figure
+    printed with decimals, a value that rounds to it there (the seed's 9.1 is the record's 9.14)."""
+    value = float(figure)
+    decimals = len(figure.partition(".")[2])
+    tol = 1e-9 * max(1.0, abs(value))
+    return any(abs(s - value) <= tol or (decimals and abs(round(s, decimals) - value) <= tol) for s in stated)
+
+
 class Unencoded(Strict):
     reason: Reason
     detail: str = Field(min_length=1)
@@ -252,11 +266,11 @@ class Coverage:
                 f"{t.pending} pending")
 
 
-def repeated_figures(claim: Claim) -> set[float]:
-    """The figure(s) a same_as line repeats: the numbers of its quote, a bare digit (a k, a count of
-    arms) left out where the quote prints a larger figure beside it."""
-    found = _numbers(claim.quote)
-    big = {n for n in found if not (n.is_integer() and n < 10)}
+def repeated_figures(claim: Claim) -> set[str]:
+    """The figure(s) a same_as line repeats, as printed: the numbers of its quote, a bare digit (a k,
+    a count of arms) left out where the quote prints a larger figure beside it."""
+    found = _printed(claim.quote)
+    big = {n for n in found if not (float(n).is_integer() and float(n) < 10)}
     return big or found
 
 
@@ -267,10 +281,10 @@ def stated_by(anchor: Any) -> set[float]:
                               str(band or "")]))
 
 
-def judges_figure(anchor: Any, figures: set[float]) -> bool:
-    """Whether an anchor states one of these figures."""
+def judges_figure(anchor: Any, figures: set[str]) -> bool:
+    """Whether an anchor states one of these printed figures."""
     stated = stated_by(anchor)
-    return any(_same_number(f, stated) for f in figures)
+    return any(_as_printed(f, stated) for f in figures)
 
 
 def encoded_figures(claim: Claim, anchors: list[Any]) -> set[float]:
@@ -278,13 +292,13 @@ def encoded_figures(claim: Claim, anchors: list[Any]) -> set[float]:
     of a line encoded for another number is not covered by it). A line not encoded (explained, work
     left) or repeated (same_as) accounts for its whole quote; a quote with one number, for that one;
     else the numbers its anchors state, its id or notes name, and its also_judged list."""
-    printed = _numbers(claim.quote)
+    printed = _printed(claim.quote)
     if claim.unencoded is not None or claim.same_as is not None or len(printed) <= 1:
-        return printed
+        return {float(n) for n in printed}
     named = _numbers(" ".join([claim.id.replace("-", " "), claim.notes or "", *claim.also_judged]))
     for a in anchors:
         named |= stated_by(a)
-    return {n for n in printed if _same_number(n, named)}
+    return {float(n) for n in printed if _as_printed(n, named)}
 
 
 def same_quantity(line: Claim, twin_anchors: list[Any]) -> bool:
@@ -372,7 +386,7 @@ def check_inventory(inv: Inventory, anchor_set: Any, registry: Any,
             elif not cov.cited_by[cid] and cov.cited_by[c.same_as]:
                 twin_anchors = [la.anchor for la in anchor_set.anchors if c.same_as in la.anchor.claims]
                 if not same_quantity(c, twin_anchors):
-                    figures = ", ".join(f"{f:g}" for f in sorted(repeated_figures(c)))
+                    figures = ", ".join(sorted(repeated_figures(c)))
                     problems.append(DataError(lc.file, f"same_as {c.same_as!r}: none of its anchors "
                                                        f"({', '.join(cov.cited_by[c.same_as][:3])}) states the figure "
                                                        f"this line repeats ({figures}), so they judge another "
