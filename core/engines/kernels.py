@@ -66,10 +66,6 @@ class Launches:
     in_graph: int
     total_ns: int
 
-    @property
-    def mean_ms(self) -> float:
-        return self.total_ns / self.count / 1e6
-
 
 @dataclass
 class KernelTrace:
