@@ -201,3 +201,33 @@ def test_the_tracer_times_a_real_cuda_program_per_grid(tmp_path):
         assert trace.version == 2
         means[exp] = kernels.kernel_time(trace, Q6K, FFN_DOWN, "the q6_K stand-in")[0]
     assert means["0"] > means["1"] > 0
+
+
+# ------------------------------------------------------------------ recorded on a GPU (README there)
+
+def recorded(arm: str) -> kernels.KernelTrace:
+    return kernels.parse_trace((Path(__file__).parent / "data" / "kernels" / f"trace2-q6k-{arm}.tsv")
+                               .read_text(encoding="utf-8"), where=f"recording {arm}")
+
+
+def test_a_real_gpu_trace_tells_the_tensors_apart_by_grid_and_times_each():
+    for arm, template in (("exp1", "<2, true>"), ("exp0", "<2, false>"), ("nb1", "<2, true>")):
+        trace = recorded(arm)
+        assert trace.version == 2 and trace.dropped == 0
+        assert {x.grid: x.count for x in trace.launches} == {(52, 28, 1): 14, (52, 4, 1): 14}
+        assert all(template in x.kernel and x.total_ns > 0 for x in trace.launches)
+    ms = {arm: kernels.kernel_time(recorded(arm), Q6K, FFN_DOWN, arm)[0] for arm in ("exp1", "exp0")}
+    assert ms["exp0"] > ms["exp1"]  # the EXP=false instantiation runs the recombination loop
+    assert kernels.kernel_time(recorded("exp1"), Q6K, FFN_DOWN, "exp1")[0] > \
+        kernels.kernel_time(recorded("exp1"), Q6K, ATTN_V, "exp1")[0]  # a row of 18944 against 3584
+
+
+def test_a_real_gpu_program_runs_the_same_kernels_unset_and_on_and_others_at_0():
+    """The gate census's reading (plugins/minfer/gates.py) of the recordings."""
+    from lawbench.plugins.minfer.gates import differing
+
+    def census(arm: str) -> dict[str, int]:
+        return {k: v for k, v in kernels.kernel_labels(recorded(arm)).items() if k.startswith("kernel:")}
+
+    assert differing(census("exp1"), census("nb1")) == []
+    assert differing(census("exp1"), census("nb0")) == ["kernel:gemm_f16_nt_kernel_t", f"kernel:{Q6K}"]
