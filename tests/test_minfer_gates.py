@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import pytest
 import standin
+from test_minfer import anchors, engine, gb10_profile, run, with_case  # noqa: F401  (fixtures)
+from test_minfer_kernel_time import harness, traced  # noqa: F401  (fixtures)
 
 from lawbench.core.errors import DataError
 from lawbench.core.models import Verdict
 from lawbench.core.run.evaluate import census_problems
 from lawbench.plugins.minfer.gates import UNSET_VS_OFF, UNSET_VS_ON, differing
 from lawbench.plugins.minfer.law import Minfer
-from test_minfer import anchors, engine, gb10_profile, run, with_case  # noqa: F401  (fixtures)
-from test_minfer_kernel_time import harness, traced  # noqa: F401  (fixtures)
 
 GATES = ["mmq", "mmq-raw", "mmq-raw-nb", "mmq-a-transpose", "mmq-q6k-nb", "mmq-a-fuse"]
 

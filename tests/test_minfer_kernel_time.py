@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 import standin
+from test_minfer import anchors, engine, run, with_case  # noqa: F401  (fixtures)
 
 from lawbench.core.engines import kernels
 from lawbench.core.errors import DataError, EngineError, NotApplicable
 from lawbench.core.models import Verdict
 from lawbench.plugins.minfer.law import Minfer
-from test_minfer import anchors, engine, run, with_case  # noqa: F401  (fixtures)
 
 Q6K = "mmq_raw_nb_bt_q6k_kernel"
 FFN_DOWN, ATTN_V = (None, 28, None), (None, 4, None)

@@ -12,14 +12,14 @@ import sys
 
 import pytest
 import standin
+from test_minfer import gb10_profile, run
 
 from lawbench.core.claims.loading import load_anchors
 from lawbench.core.errors import DataError, EngineError
-from lawbench.core.run.evaluate import census_problems
 from lawbench.core.models import Verdict
+from lawbench.core.run.evaluate import census_problems
 from lawbench.plugins.minfer.law import Minfer
 from lawbench.plugins.minfer.suite import suite_counts
-from test_minfer import gb10_profile, run
 
 SUITE = standin.HERE / "suite_standin.py"
 SUITE_ENV = "LAWBENCH_MINFER_SUITE_CMD"
