@@ -84,7 +84,7 @@ def test_a_bad_trace_is_an_engine_error(bad):
 
 def test_dropped_records_refuse_the_census(tmp_path):
     f = tmp_path / "t.tsv"
-    f.write_text(kernels.TRACE_MAGIC + " dropped=3\n5\t0\tvoid k()\n", encoding="utf-8")
+    f.write_text(kernels.TRACE_MAGIC + "1 dropped=3\n5\t0\tvoid k()\n", encoding="utf-8")
     with pytest.raises(EngineError, match="dropped 3"):
         kernels.read_trace(f, "a run")
     with pytest.raises(EngineError, match="wrote no"):

@@ -136,5 +136,6 @@ def test_every_minfer_anchor_cites_seed002_lines_and_every_line_is_minfer(anchor
 def test_explained_lines_say_which_reason_and_why():
     for cid, c in _seed002().items():
         if c.unencoded is not None:
-            assert c.unencoded.reason in ("private-engine", "engine-capability"), cid
+            # not-published: an incident the record does not describe enough to recreate (the co-tenant window)
+            assert c.unencoded.reason in ("private-engine", "engine-capability", "not-published"), cid
             assert re.search(r"private|contract|source", c.unencoded.detail), cid

@@ -43,15 +43,28 @@ import subprocess
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Any, Iterable, Optional
 
 from lawbench.core.errors import EngineError, NotApplicable
 
-TRACE_MAGIC = "# lawbench-kernel-trace 1"
+TRACE_MAGIC = "# lawbench-kernel-trace "
+TRACE_FORMATS = (1, 2)  # 1: count, in graph, name; 2 adds the summed duration (ns) and the launch grid
 TRACE_OUT_ENV = "LAWBENCH_KERNEL_TRACE_OUT"
+TRACER_ENV = "LAWBENCH_KERNEL_TRACER"  # a runner's own build of kernel_tracer.cpp, used as it is
 INJECTION_ENV = "CUDA_INJECTION64_PATH"
 SOURCE = Path(__file__).with_name("kernel_tracer.cpp")
 LIBRARY = "liblawbench_kernel_tracer.so"
+
+
+@dataclass(frozen=True)
+class Launches:
+    """One kernel at one launch grid: how often it ran and its summed GPU time (trace format 2)."""
+
+    kernel: str  # demangled name
+    grid: tuple[int, int, int]
+    count: int
+    in_graph: int
+    total_ns: int
 
 
 @dataclass
@@ -60,25 +73,39 @@ class KernelTrace:
 
     kernels: dict[str, tuple[int, int]] = field(default_factory=dict)
     dropped: int = 0  # activity records CUPTI had to drop: the counts would be low
+    version: int = 2
+    launches: list[Launches] = field(default_factory=list)  # per (kernel, grid), format 2 only
 
 
 def parse_trace(text: str, where: str = "kernel trace") -> KernelTrace:
-    """Parse the tracer's file. A file without its first line is not a trace (the engine died
-    before exit, or something else wrote it): EngineError, never an empty census."""
+    """Parse the tracer's file (format 1 or 2). A file without its first line is not a trace (the
+    engine died before exit, or something else wrote it): EngineError, never an empty census."""
     lines = text.splitlines()
-    if not lines or not lines[0].startswith(TRACE_MAGIC):
-        raise EngineError(f"{where} is not a lawbench kernel trace (first line {lines[0][:60]!r} "
-                          f"where {TRACE_MAGIC!r} was expected)" if lines else f"{where} is empty")
-    m = re.search(r"dropped=(\d+)", lines[0])
-    trace = KernelTrace(dropped=int(m.group(1)) if m else 0)
+    m = re.match(r"# lawbench-kernel-trace (\d+)\b", lines[0]) if lines else None
+    if m is None or int(m.group(1)) not in TRACE_FORMATS:
+        raise EngineError(f"{where} is not a lawbench kernel trace of format {' or '.join(map(str, TRACE_FORMATS))} "
+                          f"(first line {lines[0][:60]!r} where '{TRACE_MAGIC}<format> dropped=<n>' was expected)"
+                          if lines else f"{where} is empty")
+    version = int(m.group(1))
+    d = re.search(r"dropped=(\d+)", lines[0])
+    trace = KernelTrace(dropped=int(d.group(1)) if d else 0, version=version)
+    fields = 3 if version == 1 else 5
+    shape = ("'<count>\\t<in graph>\\t<kernel>'" if version == 1 else
+             "'<count>\\t<in graph>\\t<ns>\\t<gx>x<gy>x<gz>\\t<kernel>'")
     for n, line in enumerate(lines[1:], 2):
         if not line.strip():
             continue
-        parts = line.split("\t", 2)
-        if len(parts) != 3 or not parts[0].isdigit() or not parts[1].isdigit():
-            raise EngineError(f"{where} line {n} is not '<count>\\t<in graph>\\t<kernel>': {line[:120]!r}")
-        total, in_graph = trace.kernels.get(parts[2], (0, 0))
-        trace.kernels[parts[2]] = (total + int(parts[0]), in_graph + int(parts[1]))
+        parts = line.split("\t", fields - 1)
+        numbers = parts[:fields - 2] if version == 2 else parts[:2]
+        grid = re.fullmatch(r"(\d+)x(\d+)x(\d+)", parts[3]) if version == 2 and len(parts) == fields else None
+        if len(parts) != fields or not all(x.isdigit() for x in numbers) or (version == 2 and grid is None):
+            raise EngineError(f"{where} line {n} is not {shape}: {line[:120]!r}")
+        name, count, in_graph = parts[-1], int(parts[0]), int(parts[1])
+        total, graphed = trace.kernels.get(name, (0, 0))
+        trace.kernels[name] = (total + count, graphed + in_graph)
+        if grid is not None:
+            trace.launches.append(Launches(name, (int(grid[1]), int(grid[2]), int(grid[3])), count, in_graph,
+                                           int(parts[2])))
     return trace
 
 
@@ -189,7 +216,13 @@ def tracer_inputs() -> dict[str, str]:
 
 def build_tracer(cache: Path, timeout_s: float = 300) -> Path:
     """The tracer library for this runner's toolkit, built once into ``cache`` (keyed by the
-    source and the CUPTI it links)."""
+    source and the CUPTI it links); or the runner's own build, named by $LAWBENCH_KERNEL_TRACER."""
+    own = os.environ.get(TRACER_ENV, "").strip()
+    if own:
+        if not Path(own).is_file():
+            raise NotApplicable(f"{TRACER_ENV}={own!r} names no file: point it at a build of {SOURCE.name} "
+                                "or unset it to let lawbench build the tracer")
+        return Path(own)
     inputs = tracer_inputs()
     key = hashlib.sha256(SOURCE.read_bytes() + inputs["lib"].encode() + inputs["krec"].encode()).hexdigest()[:16]
     out = Path(cache) / "kernel-tracer" / key / LIBRARY
@@ -209,6 +242,34 @@ def build_tracer(cache: Path, timeout_s: float = 300) -> Path:
                           f"{(p.stderr or p.stdout).strip()[-600:]}; command: {' '.join(cmd)}")
     os.replace(tmp, out)
     return out
+
+
+def kernel_time(trace: KernelTrace, kernel: str, grid: tuple[Optional[int], Optional[int], Optional[int]],
+                where: str) -> tuple[float, dict[str, Any]]:
+    """Mean GPU time per launch, in ms, of the launches of ``kernel`` (its base name, template
+    arguments and signature dropped) whose grid matches ``grid`` (None: any), and what was summed.
+    A format-1 trace has no durations, and no matching launch means the kernel never ran at that
+    shape: both are an EngineError naming ``where`` (never a time of 0)."""
+    if trace.version < 2:
+        raise EngineError(f"{where}: the kernel trace is format {trace.version}, which records no durations; "
+                          f"the kernel time needs the tracer of format 2 ({SOURCE.name})")
+
+    def fits(launch: Launches) -> bool:
+        return (base_name(launch.kernel)[0] == kernel
+                and all(want is None or want == got for want, got in zip(grid, launch.grid)))
+
+    chosen = [launch for launch in trace.launches if fits(launch)]
+    count = sum(launch.count for launch in chosen)
+    if not count:
+        shapes = sorted({"x".join(map(str, launch.grid)) for launch in trace.launches
+                         if base_name(launch.kernel)[0] == kernel})
+        wanted = "x".join("*" if g is None else str(g) for g in grid)
+        raise EngineError(f"{where}: no launch of {kernel} at grid {wanted} ran (grids it ran at: "
+                          f"{', '.join(shapes) or 'none: the kernel never ran'})")
+    total_ns = sum(launch.total_ns for launch in chosen)
+    return total_ns / count / 1e6, {"launches": count, "total_ms": round(total_ns / 1e6, 6),
+                                    "grids": sorted({"x".join(map(str, launch.grid)) for launch in chosen}),
+                                    "kernels": sorted({launch.kernel[:200] for launch in chosen})}
 
 
 def traced_env(library: Path, trace_file: Path) -> dict[str, str]:

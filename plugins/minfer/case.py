@@ -9,10 +9,18 @@ from lawbench import ANCHOR_FILE, Anchor, DataError, FiniteFloat, validation_err
 from lawbench.plugins.minfer.engine import CMD_ENV, LLAMA_CMD_ENV, MODEL_ENV
 from lawbench.plugins.minfer.revisions import Revisions
 
-# What a case measures. The first two run an engine; the last two read no engine at all:
+# What a case measures. The first three run an engine; the last two read no engine at all:
 # plane_bytes is arithmetic over `shapes`, q6k_tensors reads the model file's GGUF header.
-Measure = Literal["per_pid_memory_mib", "prefill_tok_s", "plane_bytes", "q6k_tensors"]
-ENGINE_MEASURES = ("per_pid_memory_mib", "prefill_tok_s")
+# kernel_time_ms: the mean GPU time per launch of one kernel at one launch grid, from lawbench's
+# CUPTI kernel tracer loaded into the engine (docs/minfer-contract.md §9).
+# test_suite (census): the engine's own test suite, run by the command in case.command_env, counted
+# from libtest's "test result:" lines (passed / failed / ignored; docs/minfer-contract.md §10).
+# gate_switch (census): one gate's switch semantics, from three traced passes (the gate unset, set to
+# its on value, set to "0"): how many kernels' executed counts differ between them (plugins/minfer/gates.py).
+Measure = Literal["per_pid_memory_mib", "prefill_tok_s", "kernel_time_ms", "test_suite", "gate_switch",
+                  "plane_bytes", "q6k_tensors"]
+SAMPLED_MEASURES = ("per_pid_memory_mib", "prefill_tok_s", "kernel_time_ms")  # one reading per engine pass
+ENGINE_MEASURES = (*SAMPLED_MEASURES, "test_suite", "gate_switch")
 Engine = Literal["minfer", "llama.cpp"]
 # The units a plane_bytes prediction may be stated in (the seed writes B, MiB, MB, GB and % of a
 # card; its GB and MB are decimal: "1,521,237,632 B ≈ 1.52 GB").
@@ -53,6 +61,30 @@ class Shape(_Strict):
     id: int = Field(ge=1)  # input columns (the row length the plane gate checks: id % 256 == 0)
 
 
+class Kernel(_Strict):
+    """Which launches a kernel time sums: a kernel by its base name, at a launch grid (None: any).
+
+    One kernel often serves several tensors (minfer's q6_K GEMM runs attn_v, ffn_down and
+    output.weight); its grid tells them apart (grid.y = ceil(od / 128) there)."""
+
+    name: str = Field(min_length=1)
+    grid_x: Optional[int] = Field(default=None, ge=1)
+    grid_y: Optional[int] = Field(default=None, ge=1)
+    grid_z: Optional[int] = Field(default=None, ge=1)
+
+    @property
+    def grid(self) -> tuple[Optional[int], Optional[int], Optional[int]]:
+        return (self.grid_x, self.grid_y, self.grid_z)
+
+
+class Gate(_Strict):
+    """An engine switch and the value that turns it on explicitly (r60: "unset or any non-\"0\"
+    value = ON", except MINFER_MMQ_A_FUSE, whose unset is mode 2 and whose "1" is mode 1)."""
+
+    name: str = Field(pattern=r"^[A-Z][A-Z0-9_]*$")
+    on: str = Field(default="1", min_length=1)
+
+
 class Case(Run):
     model: Optional[str] = None  # the seed's own words for the model, e.g. "7B q4_k_m"
     architecture: Optional[str] = None  # the architecture the shape table was taken from
@@ -63,6 +95,8 @@ class Case(Run):
     # The card a plane is weighed against when the anchor's unit is "%" (seed: "19% of an 8 GB card").
     card_gb: Optional[FiniteFloat] = Field(default=None, gt=0)
     model_env: str = MODEL_ENV  # q6k_tensors: the env var naming the GGUF file the engine loads
+    kernel: Optional[Kernel] = None  # kernel_time_ms: which kernel, at which grid
+    gate: Optional[Gate] = None  # gate_switch: which switch
 
 
 def parse_case(anchor: Anchor) -> Case:
@@ -104,6 +138,21 @@ def check_case(anchor: Anchor) -> Case:
     if anchor.kind == "agreement" and not (case.measure == "per_pid_memory_mib" and case.shapes):
         _fail(anchor, "case.shapes", "an agreement anchor weighs measured per-PID memory against the plane the "
                                      "law prices: it needs measure = \"per_pid_memory_mib\" and the shapes")
+    if (case.measure == "kernel_time_ms") != (case.kernel is not None):
+        _fail(anchor, "case.kernel", "a kernel time names its kernel and nothing else does: measure = "
+                                     "\"kernel_time_ms\" needs case.kernel = { name = \"…\", grid_y = … }, "
+                                     "and case.kernel needs that measure")
+    if case.measure == "test_suite" and (anchor.kind != "census" or case.command_env is None):
+        _fail(anchor, "case.command_env", "a test suite is counted by a census anchor that names the variable "
+                                          "holding the suite's command, e.g. command_env = \"LAWBENCH_MINFER_SUITE_CMD\"")
+    if (case.measure == "gate_switch") != (case.gate is not None) or (case.gate and anchor.kind != "census"):
+        _fail(anchor, "case.gate", "a gate's switch semantics is a census with measure = \"gate_switch\" and "
+                                   "case.gate = { name = \"MINFER_…\", on = \"1\" }, all three or none")
+    if case.gate is not None and (case.gate.name in case.env or case.gate.name in case.unset_env or case.gate.on == "0"):
+        _fail(anchor, "case.gate", f"the census sets {case.gate.name} itself (unset, {case.gate.on!r}, \"0\"): leave it out "
+                                   "of env and unset_env, and give an on value other than \"0\"")
+    if case.measure == "kernel_time_ms" and anchor.kind == "measurement" and anchor.unit != "ms":
+        _fail(anchor, "unit", f"a kernel time is read in ms, not {anchor.unit!r}")
     if case.measure == "plane_bytes":
         if anchor.unit not in (*PLANE_UNITS, PERCENT):
             _fail(anchor, "unit", f"a plane_bytes anchor is stated in {', '.join([*PLANE_UNITS, PERCENT])}, "

@@ -83,8 +83,10 @@ def _tree(pid: int) -> set[int]:
 
 
 def run_engine(argv: list[str], env: Mapping[str, str], timeout_s: float,
-               poll: Optional[Callable[[set[int]], None]] = None, what: str = "minfer engine") -> EngineRun:
-    """Run once; EngineError (with the log) on a crash, a signal or a timeout.
+               poll: Optional[Callable[[set[int]], None]] = None, what: str = "minfer engine",
+               exit_ok: Sequence[int] = (0,)) -> EngineRun:
+    """Run once; EngineError (with the log) on a crash, a signal, a timeout or an exit status not
+    in ``exit_ok`` (a test suite exits 101 when a test fails, and its counts are still the reading).
 
     ``poll`` is called about every POLL_S seconds with the PIDs of the engine's process tree while it
     runs (per-PID memory readings hang off it).
@@ -115,7 +117,7 @@ def run_engine(argv: list[str], env: Mapping[str, str], timeout_s: float,
         raise EngineError(f"{what} did not finish within {timeout_s:g} s and was killed", log=run.log())
     if run.returncode < 0:
         raise EngineError(f"{what} was killed by signal {-run.returncode} after {duration:.1f} s", log=run.log())
-    if run.returncode != 0:
+    if run.returncode not in exit_ok:
         raise EngineError(f"{what} exited with status {run.returncode} after {duration:.1f} s", log=run.log())
     return run
 

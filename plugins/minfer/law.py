@@ -3,12 +3,17 @@
 What this law checks:
   census       run the engine once with MINFER_MMQ_RAW_NB_DEBUG=1 and count the q6_K B-path labels
                (27 fast / 0 fallback! is the liveness census of seed 002);
-  measurement  per-PID GPU memory and whole-prefill tok/s of one engine pass, or the difference
+  measurement  per-PID GPU memory, whole-prefill tok/s, or the mean GPU time per launch of one
+               kernel at one grid (CUPTI tracer, contract §9) of one engine pass, or the difference
                of two interleaved arms;
-  ratio        whole-prefill tok/s of two interleaved arms (EXP=0 vs default);
+  ratio        whole-prefill tok/s or kernel time of two interleaved arms (EXP=0 vs default);
   prediction   the W_exp plane's bytes, Σ od × id over the model's q6_K tensors (pure arithmetic),
                in the anchor's unit: B, MiB, GB, or % of a card of case.card_gb GB;
-  census       (measure = "q6k_tensors") the q6_K tensors of the model file, from its GGUF header.
+  census       (measure = "q6k_tensors") the q6_K tensors of the model file, from its GGUF header;
+  census       (measure = "test_suite") the engine's own test suite: passed / failed / ignored from
+               libtest's summary lines (contract §10);
+  census       (measure = "gate_switch") one gate's switch semantics: three traced passes (unset, its on
+               value, "0") and how many kernels' counts differ between them (contract §9).
 
 The engine is the user's own: set LAWBENCH_MINFER_CMD to a command line that runs one whole-prefill
 pass and speaks the lawbench minfer contract (docs/minfer-contract.md). Without it every engine anchor is
@@ -23,13 +28,15 @@ from typing import Any, Optional
 
 from lawbench import Anchor, Census, HardwareProfile, Law, NotApplicable, Prediction, Sampler
 from lawbench.hardware import PerPidMemory
-from lawbench.plugins.minfer.case import PERCENT, PLANE_UNITS, Case, Run, check_case, runs
+from lawbench.plugins.minfer.case import SAMPLED_MEASURES, PERCENT, PLANE_UNITS, Case, Run, check_case, runs
 from lawbench.plugins.minfer.contract import DEBUG_ENV, greedy
 from lawbench.plugins.minfer.engine import child_env, engine_argv, engine_revision, run_engine
 from lawbench.plugins.minfer.labels import count_labels
 from lawbench.plugins.minfer.model_census import q6k_census
 from lawbench.plugins.minfer.revisions import record_hint, require_record
 from lawbench.plugins.minfer.sampling import EngineReader
+from lawbench.plugins.minfer.gates import gate_census
+from lawbench.plugins.minfer.suite import suite_census
 
 PLANE_ROW_MULTIPLE = 256  # seed 002: the plane is registered only where id % 256 == 0
 
@@ -86,6 +93,10 @@ class Minfer(Law):
         revisions = engine_revisions(anchor, {"main": case}, profile)
         argv = engine_argv(case.command)
         _lock(resources)
+        if case.measure == "test_suite":
+            return suite_census(argv, case, revisions.get("main"))
+        if case.measure == "gate_switch":
+            return gate_census(argv, case, revisions.get("main"))
         env = child_env({**DEBUG_ENV, **case.env}, case.unset_env)
         done = run_engine(argv, env, case.timeout_s, what=f"minfer engine ({case.command})")
         counts = count_labels(done.stderr)
@@ -99,7 +110,7 @@ class Minfer(Law):
 
     def sampler(self, anchor: Anchor, profile: HardwareProfile, resources: Any) -> Sampler:
         case = check_case(anchor)
-        if case.measure not in ("per_pid_memory_mib", "prefill_tok_s"):
+        if case.measure not in SAMPLED_MEASURES:
             raise NotApplicable(f"law 'minfer' cannot measure anchor {anchor.id!r} "
                                 f"(case.measure = {case.measure!r})")
         arms: dict[str, Run]

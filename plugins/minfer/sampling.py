@@ -4,12 +4,17 @@ Two readings, both from a real run of the engine command:
   prefill_tok_s       the command's {"prefill_tok_s": …} stdout line (see engine.py)
   per_pid_memory_mib  the peak per-PID GPU memory of the engine's process tree during the run
                       (seed 002 reads GB10 memory per PID; the aggregate field is [N/A] there)
+  kernel_time_ms      the mean GPU time per launch of case.kernel at its grid, from lawbench's CUPTI
+                      kernel tracer (lawbench.engines.build_tracer) loaded into the engine through
+                      CUDA_INJECTION64_PATH: one pass, one trace (docs/minfer-contract.md §9)
 
 Pairing, alternating order and predecessors are core's protocol (lawbench.core.stats.protocol.ArmSampler):
 a paired sample is a/b (ratio anchors) or a − b ("difference") within one round.
 """
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
 from typing import Any, Optional
 
 from lawbench import ArmSampler, EngineError, Visit
@@ -27,6 +32,12 @@ class EngineReader:
         self.revisions = revisions or {}  # arm -> the revision its engine reported (minfer arms)
         # Resolve every command now: a missing one is a SKIP before any engine runs.
         self.argv = {name: engine_argv(run.command) for name, run in arms.items()}
+        self.tracer: Optional[Path] = None
+        if case.measure == "kernel_time_ms":  # no toolkit with CUPTI: NotApplicable, before any run
+            from lawbench.engines import build_tracer
+            from lawbench.store import cache_root
+
+            self.tracer = build_tracer(cache_root())
 
     def label(self, arm: str) -> str:
         return self.arms[arm].label or ("default" if arm == "main" else arm)
@@ -50,8 +61,25 @@ class EngineReader:
                                   f"GPU memory list with a number ({self.memory.instrument})", log=done.log())
             return max(peak), {"readings": len(peak), "instrument": self.memory.instrument,
                                "duration_s": round(done.duration_s, 3)}
+        if self.case.measure == "kernel_time_ms":
+            return self._kernel_time(arm, env, what)
         done = run_engine(self.argv[arm], env, self.case.timeout_s, what=what)
         return prefill_tok_s(done, what), {"duration_s": round(done.duration_s, 3)}
+
+    def _kernel_time(self, arm: str, env: dict[str, str], what: str) -> tuple[float, dict[str, Any]]:
+        from lawbench.engines import kernel_time, read_trace, traced_env
+
+        assert self.tracer is not None and self.case.kernel is not None
+        with tempfile.TemporaryDirectory(prefix="lawbench-minfer-trace-") as tmp:
+            trace_file = Path(tmp) / "trace.tsv"
+            done = run_engine(self.argv[arm], {**env, **traced_env(self.tracer, trace_file)}, self.case.timeout_s,
+                              what=what)
+            try:
+                trace = read_trace(trace_file, what)
+            except EngineError as exc:
+                raise EngineError(str(exc), log=done.log()) from None
+        ms, detail = kernel_time(trace, self.case.kernel.name, self.case.kernel.grid, what)
+        return ms, {**detail, "duration_s": round(done.duration_s, 3)}
 
     def visit(self, arm: str):
         def one(reps: int) -> Visit:
@@ -70,5 +98,6 @@ class EngineReader:
                                                                 "env": r.env, "unset_env": r.unset_env}
                                                for a, r in self.arms.items()},
                                     "memory_instrument": self.memory.instrument if self.memory else None,
+                                    "kernel": self.case.kernel.model_dump() if self.case.kernel else None,
                                     "memory": "peak per-PID MiB over the engine's process tree, polled every 0.2 s"
                                     if self.case.measure == "per_pid_memory_mib" else None})

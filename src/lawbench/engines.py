@@ -56,6 +56,7 @@ _EXPORTS = {
     "traced_env": "lawbench.core.engines.kernels",
     "read_trace": "lawbench.core.engines.kernels",
     "kernel_labels": "lawbench.core.engines.kernels",
+    "kernel_time": "lawbench.core.engines.kernels",
     # one process group per engine process: run it, say what went wrong, raise it
     "run_process": "lawbench.core.engines.bench",
     "process_fault": "lawbench.core.engines.bench:_fault",
@@ -77,7 +78,7 @@ if TYPE_CHECKING:  # for editors and type checkers: the same names, eagerly
     from lawbench.core.engines.bench import capture_load_log, quantize, run_bench, run_process  # noqa: F401
     from lawbench.core.engines.bench import record_label as bench_record_label  # noqa: F401
     from lawbench.core.engines.imatrix import Imatrix, cached_imatrix  # noqa: F401
-    from lawbench.core.engines.kernels import build_tracer, kernel_labels, read_trace, traced_env  # noqa: F401
+    from lawbench.core.engines.kernels import build_tracer, kernel_labels, kernel_time, read_trace, traced_env  # noqa: F401
     from lawbench.core.engines.loadlog import parse_load_log  # noqa: F401
     from lawbench.core.engines.perplexity import DEFAULT_TEXT, SliceVisits, run_perplexity  # noqa: F401
     from lawbench.core.engines.perplexity import shipped_text, text_sha256, text_slices  # noqa: F401

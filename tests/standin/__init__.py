@@ -39,3 +39,34 @@ def faults() -> dict[str, str]:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return dict(module.FAULTS)
+
+
+HARNESS_SOURCE = HERE / "tracer_harness.cpp"
+HARNESS_ENV = "MINFER_STANDIN_TRACE_HARNESS"  # the built harness: traced stand-in passes write a trace
+KERNEL_MS_ENV = "MINFER_STANDIN_KERNEL_MS"  # "FAST,SLOW" ms per ffn_down launch (default: the seed's)
+
+
+def build_harness(out_dir: Path) -> Path:
+    """tracer_harness.cpp built with lawbench's real tracer source compiled in, against the
+    toolkit's real CUPTI (no GPU needed). NotApplicable without a toolkit with CUPTI."""
+    import os
+    import subprocess
+
+    from lawbench.core.engines import kernels
+
+    try:
+        inputs = kernels.tracer_inputs()
+    except kernels.NotApplicable:
+        if not Path("/usr/local/cuda/include/cupti_activity.h").is_file() or os.environ.get("CUDA_HOME"):
+            raise
+        os.environ["CUDA_HOME"] = "/usr/local/cuda"  # nvcc on PATH outside the toolkit's own bin/
+        try:
+            inputs = kernels.tracer_inputs()
+        finally:
+            del os.environ["CUDA_HOME"]
+    exe = Path(out_dir) / "tracer_harness"
+    subprocess.run([inputs["cxx"], "-O1", "-std=c++17", f"-DKREC={inputs['krec']}", f"-I{inputs['include']}",
+                    f"-I{inputs['root']}/include", "-include", str(kernels.SOURCE), str(HARNESS_SOURCE), "-o",
+                    str(exe), f"-L{inputs['libdir']}", "-lcupti", f"-Wl,-rpath,{inputs['libdir']}"],
+                   check=True, capture_output=True, timeout=300)
+    return exe

@@ -26,6 +26,18 @@ Environment (besides the contract's own variables):
                            the seed's 3181.0,3020.7)
   MINFER_STANDIN_MIB       "BASE,PLANE": the MiB a pass holds without the plane and what the plane
                            adds (default the seed's 6182,1454)
+  MINFER_STANDIN_TRACE_HARNESS  a build of tests/standin/tracer_harness.cpp (the real tracer
+                           compiled in): with it, a traced pass writes a kernel trace (below)
+  MINFER_STANDIN_KERNEL_MS "FAST,SLOW": the GPU ms per ffn_down launch with / without the plane
+                           (default the seed's 12.76,16.06; attn_v's are the stand-in's own 0.841,1.0)
+
+Kernel time (contract §9): with CUDA_INJECTION64_PATH and LAWBENCH_KERNEL_TRACE_OUT set, a real CUDA
+engine has lawbench's tracer loaded by the driver and writes its trace at exit. This stand-in runs
+no CUDA: it hands its launches to the harness, which feeds them to the real tracer as CUPTI kernel
+records and writes the trace with the tracer's own writer. Launches 0-13 are attn_v (od 512: grid
+52x4x1 for a 3325-token prefill), 14-26 ffn_down (od 3584: 52x28x1); each names the kernel its path
+ran (mmq_raw_nb_bt_q6k_kernel<2, true> on a plane hit, <2, false> on a miss, the f16 fallback
+gemm_f16_nt_kernel_t with MINFER_MMQ_Q6K_NB off) and the time the seed gives that path.
 
 Standard library only, so any python3 runs it; tests/standin/nvidia-smi reads its footprint.
 """
@@ -59,7 +71,15 @@ FAULTS = {
     "no-rate": "the pass prints no prefill_tok_s line",
     "no-probe": "the command ignores the revision probe and runs a pass instead",
     "future-contract": "the probe states minfer_contract 2, a version this lawbench does not speak",
+    "no-trace": "the command does not hand CUDA_INJECTION64_PATH to the engine: no kernel trace is written",
+    "opt-in-nb": "MINFER_MMQ_Q6K_NB read the pre-r60 way: only \"1\" turns it on, unset is off",
 }
+KERNEL_MS_FAST, KERNEL_MS_SLOW = 12.76, 16.06  # seed 002: "ffn_down kernel −20.5%: 16.06 → 12.76 ms"
+ATTN_V_MS = (0.841, 1.0)  # the stand-in's own: the seed gives attn_v's gain (−15.9%), not its time
+Q6K_FAST, Q6K_SLOW = ("_Z24mmq_raw_nb_bt_q6k_kernelILi2ELb1EEvPKhPfiii",  # mangled <2, true> / <2, false>
+                      "_Z24mmq_raw_nb_bt_q6k_kernelILi2ELb0EEvPKhPfiii")
+F16_FALLBACK = "_Z20gemm_f16_nt_kernel_tPKhPfiii"
+ATTN_V_LAUNCHES = 14
 
 
 def figures(environ, name: str, default: tuple[float, float]) -> tuple[float, float]:
@@ -83,6 +103,12 @@ def faults(environ) -> set[str]:
 def gate_on(environ, name: str) -> bool:
     # seed 002: `std::env::var("MINFER_MMQ_Q6K_EXP").as_deref() != Ok("0")` — unset means on
     return environ.get(name) != "0"
+
+
+def nb_on(environ, planted: set[str]) -> bool:
+    if "opt-in-nb" in planted:  # the pre-r60 opt-in gate
+        return environ.get("MINFER_MMQ_Q6K_NB") == "1"
+    return gate_on(environ, "MINFER_MMQ_Q6K_NB")
 
 
 def revision_number(environ) -> int:
@@ -110,7 +136,7 @@ def register(environ, planted: set[str], loud: bool = True) -> tuple[dict[int, i
     built: set[int] = set()
     for t in range(LAUNCHES):
         weight_ptr, plane_ptr = 0x1000 + t, 0x9000 + t
-        if not (gate_on(environ, "MINFER_MMQ_Q6K_NB") and exp_gate and padded[t] and ID % 256 == 0):
+        if not (nb_on(environ, planted) and exp_gate and padded[t] and ID % 256 == 0):
             continue
         if "alloc-fail" in planted and t == LAUNCHES - 1:
             if loud:
@@ -143,20 +169,22 @@ def label(w_exp_hit: bool, padded: bool, environ) -> str:
     return "in-kernel-expand(fallback!)"
 
 
-def prefill(environ, planted: set[str]) -> tuple[list[int], bool]:
-    """One whole prefill: 27 launches; returns (greedy tokens, every launch took the fast path)."""
+def prefill(environ, planted: set[str]) -> tuple[list[int], bool, list[str]]:
+    """One whole prefill: 27 launches; returns (greedy tokens, every launch took the fast path, the
+    launches as tracer-harness lines)."""
     weights = Weights()
     planes, _, padded = register(environ, planted)
     plane_data = {0x9000 + t: weights.expand(t, center=0 if "bad-math" in planted else 32)
                   for t in range(LAUNCHES)}
     debug = environ.get("MINFER_MMQ_RAW_NB_DEBUG") == "1"
     x = [(i * 7 + 3) % 17 - 8 for i in range(ID)]
-    tokens, all_fast = [], True
-    nb = gate_on(environ, "MINFER_MMQ_Q6K_NB")  # off: another kernel (same values), no q6_K label
+    tokens, all_fast, launches = [], True, []
+    nb = nb_on(environ, planted)  # off: another kernel (same values), no q6_K label
     for t in range(LAUNCHES):
         plane = planes.get(0x1000 + t)  # dispatch looks up by the padded weight's pointer
         b = plane_data[plane] if plane is not None else weights.expand(t)
         all_fast &= plane is not None
+        launches.append(launch_line(environ, t, plane is not None, nb))  # what a traced pass hands the tracer
         if debug and nb:
             print(f"[mmq_raw_nb] q6_K launch {t}: KDR=2 A-transpose B={label(plane is not None, padded[t], environ)}",
                   file=sys.stderr)
@@ -164,7 +192,16 @@ def prefill(environ, planted: set[str]) -> tuple[list[int], bool]:
         best = max(range(OD), key=lambda r: y[r])
         tokens.append((best * 10007 + y[best]) % VOCAB)
         x = x[1:] + [(y[best] % 17) - 8]  # the next launch reads this one's output
-    return tokens, all_fast
+    return tokens, all_fast, launches
+
+
+def launch_line(environ, t: int, hit: bool, nb: bool) -> str:
+    """One kernel execution for the tracer harness: name, grid, GPU time in ns."""
+    fast, slow = (ATTN_V_MS if t < ATTN_V_LAUNCHES else
+                  figures(environ, "MINFER_STANDIN_KERNEL_MS", (KERNEL_MS_FAST, KERNEL_MS_SLOW)))
+    grid_y = 4 if t < ATTN_V_LAUNCHES else 28
+    name = (Q6K_FAST if hit else Q6K_SLOW) if nb else F16_FALLBACK
+    return f"{name} 52 {grid_y} 1 {round((fast if hit else slow) * 1e6)}\n"
 
 
 def hold(environ) -> None:
@@ -193,8 +230,13 @@ def main() -> int:
             with open(pidfile, "w", encoding="utf-8") as f:
                 f.write(str(child.pid))
         time.sleep(120)
-    tokens, all_fast = prefill(environ, planted)
+    tokens, all_fast, launches = prefill(environ, planted)
     hold(environ)
+    traced = environ.get("CUDA_INJECTION64_PATH") and environ.get("LAWBENCH_KERNEL_TRACE_OUT")
+    harness = environ.get("MINFER_STANDIN_TRACE_HARNESS")
+    if traced and harness and "no-trace" not in planted and "crash" not in planted:
+        subprocess.run([harness], input="".join(launches), text=True, check=True,
+                       env={"LAWBENCH_KERNEL_TRACE_OUT": environ["LAWBENCH_KERNEL_TRACE_OUT"]})
     if "crash" in planted:
         print("minfer-standin: planted fault crash, exiting with status 3", file=sys.stderr)
         return 3
