@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lawbench.core.engines.bench import _engine_error, _fault, _reason, _tail, run_logged
+from lawbench.core.engines.tool_run import _reason, engine_error, log_tail, process_fault, run_logged
 from lawbench.core.errors import EngineError, LawbenchError
 from lawbench.core.stats.protocol import Visit
 
@@ -157,27 +157,27 @@ def run_perplexity(llama: LlamaCpp, model: Path | str, text: Path | str, *,
                              extra_args=extra_args)
     p = run_logged(cmd, timeout_s, env, complete=all_chunks_printed)
     where = f"model {model.name}, text {text.name}"
-    fault = _fault(p, "llama-perplexity", where, cmd, timeout_s)
+    fault = process_fault(p, "llama-perplexity", where, cmd, timeout_s)
     short = _TOO_SHORT.search(p.stderr)
     if fault is None and short:
         fault = f"llama-perplexity on {where}: {_reason(p.stderr)}; command: {shlex.join(cmd)}"
     if fault:
-        raise _engine_error(p, fault, log=_tail(p.stderr))
+        raise engine_error(p, fault, log=log_tail(p.stderr))
     try:
         run = parse_perplexity(p.stdout, p.stderr)
     except EngineError as exc:
-        raise EngineError(f"{exc} ({where}; command: {shlex.join(cmd)})", log=_tail(p.stderr)) from None
+        raise EngineError(f"{exc} ({where}; command: {shlex.join(cmd)})", log=log_tail(p.stderr)) from None
     if chunks is not None and len(run.chunk_nll) != chunks:
         raise EngineError(f"llama-perplexity on {where} scored {len(run.chunk_nll)} chunks, not the "
                           f"{chunks} asked for: the text is too short for ctx {ctx}; command: "
-                          f"{shlex.join(cmd)}", log=_tail(p.stderr))
-    run.cmd, run.wall_s, run.log, run.lost_runs = cmd, p.wall_s, _tail(p.stderr), p.lost_runs
+                          f"{shlex.join(cmd)}", log=log_tail(p.stderr))
+    run.cmd, run.wall_s, run.log, run.lost_runs = cmd, p.wall_s, log_tail(p.stderr), p.lost_runs
     return run
 
 
 def all_chunks_printed(stdout: str, stderr: str) -> bool:
     """Every chunk the tool announced has its line: the chunk lines go through llama.cpp's common
-    logger, whose last lines can be lost at exit (lawbench.core.engines.bench.run_logged). Output
+    logger, whose last lines can be lost at exit (lawbench.core.engines.tool_run.run_logged). Output
     that announced no chunks (a text too short, not a perplexity run) is complete: its fault is
     named by the parser, never cured by running again."""
     setup = _SETUP.search(stdout + "\n" + stderr)
