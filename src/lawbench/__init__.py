@@ -92,6 +92,7 @@ _EXPORTS = {
     "Sample": "lawbench.core.models",
     "RateSeries": "lawbench.core.models",  # what a measured arm is as a tracked speed (issue 31)
     "ArmSampler": "lawbench.core.stats.protocol",
+    "InterleavedSampler": "lawbench.core.stats.protocol",
     "Visit": "lawbench.core.stats.protocol",
     # For laws that read real model files: the model a case names (Resources.model raises this
     # when the file is not on this machine: a SKIP, not an ERROR) and the header of a GGUF file.
@@ -104,7 +105,8 @@ __all__ = [  # spelled out for tools that read it statically; a test keeps it eq
     "__version__", "Law", "Prediction", "Census", "Sampler", "MachineTerm", "ANCHOR_FILE", "LawbenchError", "NotApplicable",
     "OutOfScope", "EngineOfRecordMissing", "EngineError", "EngineInterrupted", "DataError", "UsageError",
     "PluginError", "validation_error", "hookimpl", "Command", "whole_number", "number_between",
-    "Strict", "FiniteFloat", "Id", "Anchor", "HardwareProfile", "Fact", "Sample", "RateSeries", "ArmSampler", "Visit",
+    "Strict", "FiniteFloat", "Id", "Anchor", "HardwareProfile", "Fact", "Sample", "RateSeries", "ArmSampler",
+    "InterleavedSampler", "Visit",
     "Resources", "ModelUnavailable", "read_gguf_header", "GGUFHeader",
 ]
 
@@ -143,6 +145,6 @@ if TYPE_CHECKING:  # for editors and type checkers: the same names, eagerly
     from lawbench.core.laws.hookspecs import hookimpl
     from lawbench.core.laws.law import Census, Law, MachineTerm, Prediction, Sampler
     from lawbench.core.models import Anchor, Fact, FiniteFloat, HardwareProfile, Id, Sample, Strict
-    from lawbench.core.stats.protocol import ArmSampler, Visit
+    from lawbench.core.stats.protocol import ArmSampler, InterleavedSampler, Visit
     from lawbench.core.run.resources import Resources
     from lawbench.core.store.real import ModelUnavailable
