@@ -51,6 +51,8 @@ class ImatrixEntry:
 
 @dataclass
 class Imatrix:
+    """A model's importance matrix (llama-imatrix's per-tensor activation statistics) and how it was made."""
+
     entries: dict[str, ImatrixEntry]
     settings: dict[str, Any]  # model, text, their sha256, ctx, chunks, engine build, threads
     wall_s: float  # the tool's run when it was measured (0 for nothing run now: see cached)

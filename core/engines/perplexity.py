@@ -200,6 +200,7 @@ def shipped_text(name: str = DEFAULT_TEXT) -> Path:
 
 
 def text_sha256(path: Path | str) -> str:
+    """The sha256 of a text's bytes: what a record names the text it scored by."""
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
@@ -219,10 +220,10 @@ def text_slices(text: str | Path, n_slices: int, chars_per_slice: int) -> list[s
 
 
 class SliceVisits:
-    """One arm for ArmSampler: each visit scores the next disjoint slice with one process.
+    """One arm for InterleavedSampler: each visit scores the next disjoint slice with one process.
 
-    Two arms made on the same ``slices`` stay on the same slice round by round (ArmSampler visits
-    each arm once per round; run it without warm-up visits, which would spend a slice).
+    Arms made on the same ``slices`` stay on the same slice round by round (InterleavedSampler
+    visits each arm once per round, and never for a warm-up, which would spend a slice).
     """
 
     def __init__(self, llama: LlamaCpp, model: Path | str, slices: Sequence[str], *,

@@ -45,6 +45,7 @@ def default_cache_dir() -> Path:
 
 
 def sha256_of(path: Path) -> str:
+    """The sha256 of a file, read in blocks (a model of many GB never sits in memory)."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(_CHUNK), b""):
