@@ -17,7 +17,8 @@ from lawbench.core.errors import DataError
 from lawbench.plugins.law4 import pricing as P
 from lawbench.plugins.law4.manifest import load_manifest
 from lawbench.plugins.law4.profile import law4_profile
-from lawbench.plugins.law4.shape import ModelShape, ShapeError, role_of
+from lawbench.plugins.law4.shape import ModelShape, role_of
+from lawbench.plugins.law4.shape_checks import ShapeError
 
 
 # each test gets an empty header cache (in memory and on disk)

@@ -18,7 +18,7 @@ import standin
 
 from lawbench.core.run.evaluate import RunPolicy, evaluate
 from lawbench.core.hardware import gpu_memory as mem
-from lawbench.core.laws.law import NotApplicable
+from lawbench.core.errors import NotApplicable
 from lawbench.core.claims.loading import load_anchors
 from lawbench.core.models import HardwareProfile, Verdict
 from lawbench.core.laws.registry import build_registry, make_plugin_manager

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from lawbench.core.laws.law import EngineError
+from lawbench.core.errors import EngineError
 from lawbench.core.stats.protocol import ArmSampler, InterleavedSampler, Visit, round_order
 
 

@@ -89,7 +89,7 @@ def ladder_dump(model_id: str) -> dict:
 
 def model_file(case: Case, folder: Path) -> tuple[Optional[Path], Any]:
     """The sparse GGUF both tools read, and the shape lawbench reads from it (or the manifest)."""
-    from lawbench.plugins.law4.law import load_model
+    from lawbench.plugins.law4.models import load_model
 
     path = folder / f"{case.id}.gguf"
     kind, _, name = case.model.partition(":")

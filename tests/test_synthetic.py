@@ -9,8 +9,7 @@ import pytest
 
 from _engine_fixtures import TINY, llama, synth_dir, tiny_f16  # noqa: F401  (fixtures)
 from lawbench.core.engines.bench import quantize, run_bench
-from lawbench.core.errors import DataError
-from lawbench.core.laws.law import LawbenchError
+from lawbench.core.errors import DataError, LawbenchError
 from lawbench.core.store.synthetic import (SyntheticSpec, build_synthetic, file_type_of,
                                            load_ladder, parse_spec)
 

