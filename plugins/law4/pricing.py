@@ -346,8 +346,3 @@ def _rate(tiers: Mapping[str, TierRate], name: str) -> TierRate:
     if name not in tiers:
         raise TierMissing(f"no bandwidth for tier {name!r} (known: {', '.join(tiers) or 'none'})")
     return tiers[name]
-
-
-def v1_tok_s(active: float, tier: TierRate) -> float:
-    """The v1.0 statement: tok/s = η · BW / active-bytes-per-token, one tier, no context."""
-    return tier.bytes_per_s / active
