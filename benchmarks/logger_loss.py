@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from lawbench.core.engines.batched import batched_command, parse_jsonl, run_batched
-from lawbench.core.engines.bench import run_process
+from lawbench.core.engines.tool_run import run_process
 from lawbench.core.engines.build import build_llamacpp
 from lawbench.core.errors import EngineError
 from lawbench.core.store.synthetic import SyntheticSpec, build_synthetic

@@ -147,6 +147,9 @@ def typo_first(errors: list) -> tuple[dict, str]:
 
 def validation_error(file: str, exc: ValidationError, anchor: Optional[str] = None,
                      prefix: str = "") -> DataError:
+    """A pydantic ValidationError as one DataError for people: the file, the anchor and the field
+    (under ``prefix``, e.g. "case"), the likeliest typo first. Pass ``ANCHOR_FILE`` for ``file``
+    where core knows the real one."""
     errors = exc.errors()
     err, hint = typo_first(errors)
     loc = tuple(err.get("loc", ()))

@@ -197,8 +197,3 @@ class Drain:
             t.join(self.join_s)  # a grandchild that kept a pipe open is not waited for longer
         return tuple(b"".join(self.chunks[n]).decode("utf-8", errors="replace")  # type: ignore[return-value]
                      for n in ("stdout", "stderr"))
-
-
-def supervisor_pid() -> Optional[int]:
-    """The supervisor's PID while it runs (for tests)."""
-    return _supervisor.pid if _supervisor is not None and _supervisor.poll() is None else None

@@ -195,7 +195,7 @@ def lawbench_side(shape: Optional[ModelShape], profile: HardwareProfile, ctx: in
     inputs it priced with, read off its own rows as quantprobe's are: a tier's rate (η·BW, GB/s)
     is the bytes it priced there over the seconds it gave them; k is the CPU term per layer."""
     from lawbench.plugins.law4.case import Law4Case
-    from lawbench.plugins.law4.law import resolve_tiers
+    from lawbench.plugins.law4.tiers import resolve_tiers
 
     tiers = resolve_tiers(Law4Case(quantity="kv_bytes_per_pos", model="manifest:any"), profile,
                           bool(shape and shape.is_moe))

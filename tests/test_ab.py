@@ -193,7 +193,7 @@ def test_an_ab_result_is_a_run_record_result_and_back():
 
 
 def test_selection_takes_speed_anchors_only():
-    from lawbench.core.run.session import RunContext
+    from lawbench.core.run.context import RunContext
 
     ctx = RunContext("cpu")
     got = select_anchors(ctx, SMALL)

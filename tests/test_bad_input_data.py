@@ -373,7 +373,8 @@ def test_predict_on_a_zero_bandwidth_profile_is_exit_2_not_a_division_by_zero(tm
 
 def _data_models():
     from lawbench.core import models
-    from lawbench.plugins.law4.case import BenchCase, Law4Case, TierOverride
+    from lawbench.plugins.law4.bench_case import BenchCase
+    from lawbench.plugins.law4.case import Law4Case, TierOverride
     from lawbench.plugins.minfer.case import Case as MinferCase
 
     anchor = tomllib.loads(ANCHORS)["anchor"][0]

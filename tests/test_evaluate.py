@@ -3,7 +3,8 @@ import itertools
 
 import pytest
 
-from lawbench.core.laws.law import Census, EngineError, Law, NotApplicable, Prediction
+from lawbench.core.errors import EngineError, NotApplicable
+from lawbench.core.laws.law import Census, Law, Prediction
 from lawbench.core.models import Sample, Verdict
 from lawbench.testing import evaluate_anchor, make_anchor
 

@@ -18,7 +18,7 @@ from gguf import GGUFValueType as V
 
 import lawbench.core.store.gguf_header as gh
 from lawbench.core.store.gguf_header import GGUFHeaderError, SkippedArray, read_header
-from lawbench.core.laws.law import LawbenchError
+from lawbench.core.errors import LawbenchError
 
 TEN_MB = 10 * 1024 * 1024
 

@@ -122,7 +122,7 @@ def test_bad_case_names_anchor_and_field(case, unit, field, words):
 
 
 def test_a_profile_without_eta_skips_instead_of_guessing():
-    from lawbench.core.laws.law import NotApplicable
+    from lawbench.core.errors import NotApplicable
 
     anchor = make_anchor(id="law4.test.h200", law="law4", quantity="decode_tok_s", unit="tok/s",
                          case={"model": "manifest:qwen2.5-7b", "quantity": "decode_tok_s"})

@@ -16,7 +16,8 @@ from lawbench.core.errors import EngineError
 from lawbench.core.hardware import pagecache
 from lawbench.core.hardware.profiles import load_profiles
 from lawbench.plugins.law4 import measure
-from lawbench.plugins.law4.case import BenchCase, Law4Case
+from lawbench.plugins.law4.bench_case import BenchCase
+from lawbench.plugins.law4.case import Law4Case
 
 if pagecache.supported():
     pytest.skip(pagecache.supported(), allow_module_level=True)

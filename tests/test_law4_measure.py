@@ -22,7 +22,8 @@ from lawbench.core.hardware.profiles import load_profiles
 from lawbench.core.claims.loading import load_anchors
 from lawbench.core.models import Fact, HardwareProfile, Verdict
 from lawbench.plugins.law4.case import Law4Case, parse_case, priced_case
-from lawbench.plugins.law4.law import Law4, resolve_tiers
+from lawbench.plugins.law4.law import Law4
+from lawbench.plugins.law4.tiers import resolve_tiers
 from lawbench.plugins.law4.measure import bench_params
 from lawbench.testing import evaluate_anchor, make_anchor
 

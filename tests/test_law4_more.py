@@ -17,7 +17,8 @@ from lawbench.core.hardware.profiles import load_profiles
 from lawbench.core.claims.loading import load_anchors
 from lawbench.core.stats.protocol import ArmSampler, Visit
 from lawbench.plugins.law4 import measure
-from lawbench.plugins.law4.case import BenchCase, Law4Case
+from lawbench.plugins.law4.bench_case import BenchCase
+from lawbench.plugins.law4.case import Law4Case
 from lawbench.plugins.law4.law import Law4
 from lawbench.testing import make_anchor
 

@@ -17,7 +17,8 @@ from lawbench.core.errors import DataError
 from lawbench.plugins.law4 import pricing as P
 from lawbench.plugins.law4.manifest import load_manifest
 from lawbench.plugins.law4.profile import law4_profile
-from lawbench.plugins.law4.shape import ModelShape, ShapeError, role_of
+from lawbench.plugins.law4.shape import ModelShape, role_of
+from lawbench.plugins.law4.shape_checks import ShapeError
 
 
 # each test gets an empty header cache (in memory and on disk)
@@ -212,15 +213,15 @@ def test_two_tier_general_form_and_the_v1_form(tmp_path):
     on_vram = sum(roles.values()) - on_ram
     assert split.weight_bytes["ram"] == pytest.approx(on_ram)
     assert split.tok_s == pytest.approx(1 / (on_vram / (0.5 * 200e9) + on_ram / (0.25 * 40e9)))
-    # one tier: the general form is the v1.0 statement exactly
+    # one tier: the general form is the v1.0 statement exactly, tok/s = η · BW / active bytes per token
     cpu = P.price_decode(shape, TIERS, P.Placement(None, "ram"))
-    assert cpu.tok_s == pytest.approx(P.v1_tok_s(P.active_bytes(shape), TIERS["ram"]))
+    assert cpu.tok_s == pytest.approx(TIERS["ram"].bytes_per_s / P.active_bytes(shape))
     assert cpu.dominant() == ("weights@ram", 1.0)
     # all on GPU but for the embedding row (on the CPU): v1 holds within the minor term's share
     gpu = P.price_decode(shape, TIERS, P.Placement("vram", "ram"))
     term, share = gpu.dominant()
     assert term == "weights@vram" and share > 0.95
-    v1 = P.v1_tok_s(P.active_bytes(shape), TIERS["vram"])
+    v1 = TIERS["vram"].bytes_per_s / P.active_bytes(shape)
     assert 0 < v1 / gpu.tok_s - 1 <= (1 - share) / share
 
 

@@ -164,7 +164,7 @@ def test_a_bad_mix_names_case_weight_mix(mix, says):
 
 def test_a_byte_group_cannot_be_re_typed():
     """The Qwen3.6 manifest states printed byte totals, not shapes: no mix can re-type them."""
-    from lawbench.plugins.law4.shape import ShapeError
+    from lawbench.plugins.law4.shape_checks import ShapeError
 
     with pytest.raises(ShapeError, match="byte group"):
         apply_mix(load_manifest("qwen3.6-35b-a3b"), "Q4_K_M")

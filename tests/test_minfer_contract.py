@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 from pathlib import Path
+from typing import Iterable
 
 import pytest
 import standin
@@ -15,10 +16,70 @@ from test_minfer import anchors, engine, run  # noqa: F401 (fixtures)
 from lawbench.core.errors import EngineError
 from lawbench.core.models import Verdict
 from lawbench.plugins.minfer import engine as minfer_engine
-from lawbench.plugins.minfer.contract import CONTRACT_VERSION, check_version, conformance_problems, greedy, json_objects
+from lawbench.plugins.minfer.contract import (CONTRACT_KEY, CONTRACT_VERSION, GREEDY_KEY, PREFILL_KEY, check_version,
+                                              greedy, json_objects, stated_version)
 from lawbench.plugins.minfer.engine import EngineRun, engine_revision, prefill_tok_s
-from lawbench.plugins.minfer.labels import STATES, count_labels
-from lawbench.plugins.minfer.revisions import parse_probe
+from lawbench.plugins.minfer.labels import STATES, count_labels, labels_in_line
+from lawbench.plugins.minfer.revisions import PROBE_KEY, parse_probe, revision_number
+
+# The contract, strictly: what a conforming engine may print. lawbench itself reads only the keys it
+# needs (a real engine may print other text); the stand-in engine must print nothing else.
+PASS_KEYS = (PREFILL_KEY, GREEDY_KEY)  # what a pass may print on stdout
+PROBE_KEYS = (PROBE_KEY, CONTRACT_KEY)  # what the revision probe may print on stdout
+
+
+def conformance_problems(stdout: str, stderr: str, probe: bool, debug: bool) -> list[str]:
+    """Everything a command's output does that contract version 1 does not allow, strictly: a
+    real engine may print other text on stdout (lawbench ignores it), a strict speaker does not.
+
+    :param probe: the output is the revision probe's (else a whole-prefill pass's)
+    :param debug: the pass ran with MINFER_MMQ_RAW_NB_DEBUG=1 (label lines allowed on stderr)
+    """
+    problems = []
+    allowed = PROBE_KEYS if probe else PASS_KEYS
+    objects = json_objects(stdout)
+    lines = [line for line in stdout.splitlines() if line.strip()]
+    if len(objects) != len(lines):
+        problems.append(f"stdout has {len(lines) - len(objects)} line(s) that are not one JSON object")
+    for obj in objects:
+        extra = sorted(set(obj) - set(allowed))
+        if extra:
+            problems.append(f"stdout key(s) {', '.join(extra)} are not the contract's (allowed: {', '.join(allowed)})")
+    values = {k: v for obj in objects for k, v in obj.items()}
+    if probe:
+        try:
+            revision_number(values.get(PROBE_KEY))
+        except ValueError:
+            problems.append(f"the probe printed no {PROBE_KEY} of the form r<N> (got {values.get(PROBE_KEY)!r})")
+        if stated_version(stdout) is None:  # lawbench reads its absence as 1; a strict speaker states it
+            problems.append(f"the probe does not state {CONTRACT_KEY}")
+        try:
+            check_version(stdout)
+        except EngineError as exc:
+            problems.append(str(exc))
+    else:
+        rate = values.get(PREFILL_KEY)
+        if not (isinstance(rate, (int, float)) and not isinstance(rate, bool) and rate > 0):
+            problems.append(f"the pass printed no {PREFILL_KEY} > 0 (got {rate!r})")
+        try:
+            greedy(stdout)
+        except EngineError as exc:
+            problems.append(str(exc))
+    problems += _label_problems(stderr.splitlines(), labels_allowed=debug and not probe)
+    return problems
+
+
+def _label_problems(lines: Iterable[str], labels_allowed: bool) -> list[str]:
+    problems = []
+    for n, line in enumerate(lines, 1):
+        found = labels_in_line(line)
+        if found and not labels_allowed:
+            problems.append(f"stderr line {n} carries a B-path label outside a MINFER_MMQ_RAW_NB_DEBUG=1 pass: "
+                            f"{line!r}")
+        elif len(found) > 1:
+            problems.append(f"stderr line {n} carries {len(found)} labels, not one per launch line: {line!r}")
+    return problems
+
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "minfer-contract.md"
@@ -67,7 +128,7 @@ def test_the_probe_conforms_states_the_version_and_runs_no_pass():
     assert conformance_problems(r.stdout, r.stderr, probe=True, debug=True) == []
     assert parse_probe(r.stdout, "stand-in") == "r55"
     assert json_objects(r.stdout) == [{"minfer_revision": "r55", "minfer_contract": CONTRACT_VERSION}]
-    assert check_version(r.stdout) == CONTRACT_VERSION == minfer_engine.CONTRACT_VERSION == 1
+    assert check_version(r.stdout) == CONTRACT_VERSION == 1
     assert sum(count_labels(r.stderr).values()) == 0  # no launch ran
 
 

@@ -6,7 +6,7 @@ import hashlib
 
 import pytest
 
-from lawbench.core.laws.law import NotApplicable
+from lawbench.core.errors import NotApplicable
 from lawbench.core.store import Catalog, ModelStore, ModelStoreError, RealModel, load_catalog
 from lawbench.core.store.real import ModelUnavailable
 from lawbench.plugins.law4.measure import model_file

@@ -77,10 +77,11 @@ def load_cases() -> tuple[str, list[Case]]:
 
 def ladder_dump(model_id: str) -> dict:
     """A rung of the synthetic ladder as a header dump: the factory's layout, the file's types."""
-    from lawbench.core.store.synthetic import _tensors, load_ladder
+    from lawbench.core.store.catalog import load_catalog
+    from lawbench.core.store.synthetic import _tensors
 
     entry = json.loads((DATA / "ladder.json").read_text(encoding="utf-8"))[model_id]
-    spec = next(s for s in load_ladder(HERE.parent / "anchors" / "models_synthetic.toml") if s.id == model_id)
+    spec = load_catalog().get(model_id)
     tensors = [[name, list(reversed(shape)), "F32" if len(shape) == 1 else entry["other"].get(name, entry["type"])]
                for name, shape, _ in _tensors(spec)]
     return {"architecture": spec.architecture, "metadata": entry["metadata"], "tensors": tensors,
@@ -89,7 +90,7 @@ def ladder_dump(model_id: str) -> dict:
 
 def model_file(case: Case, folder: Path) -> tuple[Optional[Path], Any]:
     """The sparse GGUF both tools read, and the shape lawbench reads from it (or the manifest)."""
-    from lawbench.plugins.law4.law import load_model
+    from lawbench.plugins.law4.models import load_model
 
     path = folder / f"{case.id}.gguf"
     kind, _, name = case.model.partition(":")
@@ -341,13 +342,14 @@ def test_header_dumps_are_the_files(model_id, request):
 
     if model_id.startswith("syn-"):
         from lawbench.core.engines.bench import quantize
-        from lawbench.core.store.synthetic import build_synthetic, load_ladder
+        from lawbench.core.store.catalog import load_catalog
+        from lawbench.core.store.synthetic import build_synthetic
 
         entry = json.loads((DATA / "ladder.json").read_text(encoding="utf-8"))[model_id]
         dump, path = ladder_dump(model_id), cache_root() / "synthetic" / entry["file"]
         if not path.is_file():  # the real llama-quantize writes it, as for an anchor run
             llama = request.getfixturevalue("llama")
-            spec = next(s for s in load_ladder(HERE.parent / "anchors" / "models_synthetic.toml") if s.id == model_id)
+            spec = load_catalog().get(model_id)
             built = build_synthetic(spec, cache_dir=path.parent,
                                     quantize=lambda s, d, t: quantize(llama, s, d, t, timeout_s=600))
             assert built == path, f"{model_id}'s spec now names {built.name}, the dump {entry['file']}"

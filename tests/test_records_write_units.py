@@ -22,9 +22,9 @@ import pytest
 from _engine_fixtures import alive, fake_llama, llama, synth_dir, tiny_f16, write_script  # noqa: F401
 from lawbench.core.record import reports
 from lawbench.core.engines.bench import quantize, run_bench
-from lawbench.core.engines.build import _run_logged
+from lawbench.core.engines.build_steps import _run_logged
 from lawbench.core.history.store import History
-from lawbench.core.laws.law import EngineInterrupted
+from lawbench.core.errors import EngineInterrupted
 from lawbench.core.models import Measurement, Result, Sample, Verdict
 from lawbench.core.record.reports import RunRecord, read_json, write_fallback, write_json
 from lawbench.core.run.resources import Resources

@@ -8,7 +8,8 @@ import pytest
 from lawbench.core.laws import hookspecs
 from lawbench.core.laws.hookspecs import hookimpl
 from lawbench.core.laws.law import Law
-from lawbench.core.laws.registry import BUILTIN_PLUGINS, PluginError, build_registry, make_plugin_manager
+from lawbench.core.errors import PluginError
+from lawbench.core.laws.registry import BUILTIN_PLUGINS, build_registry, make_plugin_manager
 from lawbench.testing import registered
 
 HOOKS = sorted(n for n, f in inspect.getmembers(hookspecs, inspect.isfunction) if n.startswith("lawbench_"))

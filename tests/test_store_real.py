@@ -18,7 +18,7 @@ import lawbench.core.store.real as real
 from lawbench.core.errors import DataError
 from lawbench.core.store.gguf_header import read_header
 from lawbench.core.store import Catalog, ModelStore, ModelStoreError, RealModel, load_catalog
-from lawbench.core.store.pypi import DownloadError
+from lawbench.core.store.pip_output import DownloadError
 
 SMOL = "smollm2-135m-q4_1"
 GEMMA = "gemma3-270m-q4_k_m"

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 import gguf
@@ -9,10 +10,9 @@ import pytest
 
 from _engine_fixtures import TINY, llama, synth_dir, tiny_f16  # noqa: F401  (fixtures)
 from lawbench.core.engines.bench import quantize, run_bench
-from lawbench.core.errors import DataError
-from lawbench.core.laws.law import LawbenchError
-from lawbench.core.store.synthetic import (SyntheticSpec, build_synthetic, file_type_of,
-                                           load_ladder, parse_spec)
+from lawbench.core.errors import DataError, LawbenchError
+from lawbench.core.store.catalog import load_catalog
+from lawbench.core.store.synthetic import SyntheticSpec, build_synthetic, file_type_of
 
 LADDER = Path(__file__).parent.parent / "anchors" / "models_synthetic.toml"
 
@@ -56,14 +56,21 @@ def test_cached_file_is_reused_not_rewritten(tmp_path):
     ("n_ff", 500, "field n_ff = 500 is not a multiple of 256"),
     ("n_embd", 320, "field n_embd = 320 is not a multiple of 256"),
 ])
-def test_kquant_rows_must_be_multiples_of_256(field, value, needle):
+def test_kquant_rows_must_be_multiples_of_256(field, value, needle, tmp_path):
     data = {**TINY.model_dump(), "id": "bad-k", "weight_type": "Q4_K_M", field: value}
     if field == "n_embd":
         data["n_head"], data["n_head_kv"] = 5, 5
     with pytest.raises(DataError) as exc:
-        parse_spec(data, "models.toml")
-    assert needle in str(exc.value) and "'bad-k'" in str(exc.value)
-    assert str(exc.value).startswith("models.toml")
+        _catalog_of(tmp_path / "models.toml", data)
+    assert needle in str(exc.value) and "bad-k" in str(exc.value)
+    assert str(exc.value).startswith(str(tmp_path / "models.toml"))
+
+
+def _catalog_of(path: Path, spec: dict):
+    """The model catalogue of one file holding one [[synthetic]] table: how a spec is read."""
+    lines = ["[[synthetic]]"] + [f"{k} = {json.dumps(v)}" for k, v in spec.items() if v is not None]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return load_catalog([path])
 
 
 def test_q4_0_needs_only_32():
@@ -73,12 +80,12 @@ def test_q4_0_needs_only_32():
 @pytest.mark.parametrize("patch,needle", [
     ({"weight_type": "IQ2_XXS"}, "weight_type"),
     ({"n_head_kv": 3}, "n_head_kv"),
-    ({"colour": "red"}, "field colour"),
-    ({"architecture": "qwen2"}, "field architecture"),
+    ({"colour": "red"}, "field synthetic[tiny].colour"),
+    ({"architecture": "qwen2"}, "field synthetic[tiny].architecture"),
 ])
-def test_bad_specs_name_the_field(patch, needle):
+def test_bad_specs_name_the_field(patch, needle, tmp_path):
     with pytest.raises(DataError) as exc:
-        parse_spec({**TINY.model_dump(), **patch}, "m.toml")
+        _catalog_of(tmp_path / "m.toml", {**TINY.model_dump(), **patch})
     assert needle in str(exc.value) and "\n" not in str(exc.value)
 
 
@@ -98,7 +105,7 @@ def test_quantizer_writing_the_wrong_type_is_not_cached(tmp_path):
 
 
 def test_ladder_loads_and_fits_k_quants():
-    specs = load_ladder(LADDER)
+    specs = load_catalog([LADDER]).synthetic
     assert {s.weight_type for s in specs} >= {"F16", "Q8_0", "Q4_0", "Q4_K_M", "Q2_K"}
     sizes = sorted({s.n_params() for s in specs})
     assert len(sizes) == 3 and sizes[0] < 40e6 and 60e6 < sizes[1] < 150e6 and sizes[2] < 500e6
@@ -111,8 +118,8 @@ def test_ladder_duplicate_id_is_refused(tmp_path):
     first = text[start:text.index("[[synthetic]]", start + 1)]
     bad = tmp_path / "dup.toml"
     bad.write_text(first + "\n" + first, encoding="utf-8")
-    with pytest.raises(DataError, match="listed twice"):
-        load_ladder(bad)
+    with pytest.raises(DataError, match="duplicate model id"):
+        load_catalog([bad])
 
 
 @pytest.mark.integration

@@ -3,7 +3,7 @@ import math
 import pytest
 from pydantic import ValidationError
 
-from lawbench.core.laws.law import EngineError
+from lawbench.core.errors import EngineError
 from lawbench.core.models import Budget, Sample, Verdict
 from lawbench.core.stats.verdicts import (classify, decide_sequential, location_interval, looks,
                                     per_look_confidence, relative_spread)

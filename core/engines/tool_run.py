@@ -5,9 +5,9 @@ Every tool lawbench runs (llama-bench, llama-quantize, -perplexity, -batched-ben
 through ``run_process``: a fresh process group, ended whole on a timeout, a flood of output or an
 interrupt (lawbench.core.procgroup, the one process runner). When lawbench itself is stopped
 (SIGINT, or SIGTERM through its handler) the group is ended and waited for, and the caller raises
-an EngineInterrupted (``_engine_error``) that keeps the finished records. ``_fault`` words every
-other fault — tool missing, non-zero exit, killed by a signal, hang past the timeout — naming the
-subject and the command.
+an EngineInterrupted (``engine_error``) that keeps the finished records. ``process_fault`` words
+every other fault — tool missing, non-zero exit, killed by a signal, hang past the timeout — naming
+the subject and the command. A law that runs a tool of its own uses the same three (lawbench.engines).
 """
 from __future__ import annotations
 
@@ -121,7 +121,8 @@ def _wait(proc: subprocess.Popen, timeout_s: float, t0: float) -> _Proc:
                  interrupted=interrupted, flooded=drain.flooded)
 
 
-def _tail(text: str, n: int = TAIL_LINES) -> str:
+def log_tail(text: str, n: int = TAIL_LINES) -> str:
+    """The last ``n`` lines of a tool's output: what an EngineError keeps as its ``log``."""
     return "\n".join(text.strip().splitlines()[-n:])
 
 
@@ -134,8 +135,12 @@ def _reason(stderr: str) -> str:
     return lines[-1] if lines else "no output on stderr"
 
 
-def _fault(p: _Proc, tool: str, subject: str, cmd: list[str], timeout_s: float) -> Optional[str]:
-    """The one-line fault of a finished process, or None when it succeeded."""
+def process_fault(p: _Proc, tool: str, subject: str, cmd: list[str], timeout_s: float) -> Optional[str]:
+    """The one-line fault of a finished process, or None when it succeeded.
+
+    :param p: what ``run_process`` returned
+    :param subject: what the tool worked on, in words (``"model x.gguf"``): the fault names it
+    """
     where = f"{tool} on {subject}"
     command = shlex.join(cmd)
     if p.missing:
@@ -162,7 +167,10 @@ def _fault(p: _Proc, tool: str, subject: str, cmd: list[str], timeout_s: float) 
     return None
 
 
-def _engine_error(p: _Proc, fault: str, **kw: Any) -> EngineError:
+def engine_error(p: _Proc, fault: str, **kw: Any) -> EngineError:
+    """The error to raise for ``fault``: an EngineInterrupted when lawbench itself was stopped while
+    ``p`` ran (the run then ends as stopped, not as an engine failure), else an EngineError.
+    ``kw`` goes to the error (``log=log_tail(...)``, ``samples=``)."""
     if p.interrupted:
         return EngineInterrupted(fault, signal_name=p.interrupted, **kw)
     return EngineError(fault, **kw)

@@ -187,11 +187,6 @@ def read_candidate(path: Path, contribution: bool = False, require_binding: bool
         return ImportOutcome(source, "refused", str(exc))
 
 
-def import_file(history: History, path: Path, contribution: bool = False) -> ImportOutcome:
-    """Import one run record or contribution bundle; never raises for a bad file."""
-    return import_files(history, [path], contribution)[0]
-
-
 def _shadows(a: str, b: str) -> bool:
     """Two run ids a person could not tell apart by reference: equal but for case, or one a prefix
     of the other (runs are looked up by prefix, so the shorter would become ambiguous)."""

@@ -21,6 +21,8 @@ GROUPS = ("census",)
 
 @dataclass(frozen=True)
 class Command:
+    """A sub-command a plugin adds (the ``lawbench_commands`` hook): ``run(args)`` returns the exit code."""
+
     name: str  # the sub-command: lower-case; one that core or an earlier plugin has is set aside; "group action" joins a GROUPS group
     help: str  # one line for `lawbench --help`
     add_arguments: Callable[[argparse.ArgumentParser], None]

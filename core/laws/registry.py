@@ -20,7 +20,7 @@ import pluggy
 
 from lawbench.core.laws import hookspecs
 from lawbench.core.laws.command import GROUPS, NAME_RE, Command
-from lawbench.core.errors import PluginError  # noqa: F401  (re-exported: older imports)
+from lawbench.core.errors import PluginError
 from lawbench.core.laws.law import Law, check_law_signatures
 
 # Built-ins are module names, not entry points (pytest's habit): they load even when autoloading

@@ -12,8 +12,9 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from lawbench.core.errors import DataError, EngineOfRecordMissing, OutOfScope
-from lawbench.core.laws.law import EngineError, Law, LawbenchError, NotApplicable
+from lawbench.core.errors import (DataError, EngineError, EngineOfRecordMissing, LawbenchError, NotApplicable,
+                                  OutOfScope)
+from lawbench.core.laws.law import Law
 from lawbench.core.models import Anchor, HardwareProfile, Measurement, Result, Verdict
 from lawbench.core.models.result import Sampling
 from lawbench.core.stats.verdicts import classify, decide_sequential, looks, median, relative_spread

@@ -17,7 +17,7 @@ from lawbench.core.claims.loading import LoadedAnchor
 from lawbench.core.run.run import Run
 from lawbench.core.run.context import RunContext
 
-__all__ = ["AnchorSession", "RunContext", "start_session"]  # RunContext: lawbench.core.run.context's
+__all__ = ["AnchorSession", "start_session"]
 
 
 def start_session(config: pytest.Config) -> "AnchorSession":

@@ -4,12 +4,16 @@ These machines drift, and in the page-cache regime consecutive runs are not inde
 (seed 000, L-31): a reading depends on what ran just before it. So every sample records its
 predecessor configuration, multi-arm anchors alternate their arms in one run (A B B A …, so a
 slow drift biases neither arm), and a ratio sample is formed only within one round.
+
+Two samplers share that rule (``round_order``): ``ArmSampler`` for one arm or an a/b pair of engine
+visits with repetitions and a warm-up, ``InterleavedSampler`` for any number of arms whose round
+makes one sample by a law's own arithmetic (Law 1's gauge/native, Law 3's recipes and source).
 """
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence
 
 from lawbench.core.errors import EngineError
 from lawbench.core.models import RateSample, RateSeries, Sample
@@ -21,6 +25,8 @@ ArmVisit = Callable[[int], "Visit"]
 
 @dataclass
 class Visit:
+    """One engine visit (one process): a reading per repetition, the raw record it printed, its time."""
+
     values: list[float]
     raw: dict[str, Any] = field(default_factory=dict)
     wall_s: float = 0.0
@@ -33,6 +39,14 @@ def _snapshot() -> dict[str, Any]:
         return environment_snapshot()
     except Exception as exc:  # the snapshot is evidence, never a reason to lose a run
         return {"error": f"{type(exc).__name__}: {exc}"}
+
+
+def round_order(arms: Sequence[str], round_index: int) -> tuple[str, ...]:
+    """The order a round visits its arms in: the arms rotated by one place a round (a b c, b c a,
+    c a b …; two arms: a b, b a — A B B A), so a slow drift favours no arm and each arm follows
+    every other equally often."""
+    k = round_index % len(arms)
+    return (*arms[k:], *arms[:k])
 
 
 class ArmSampler:
@@ -113,7 +127,7 @@ class ArmSampler:
                                       raw={"visit": len(self.visits) - 1, "reps": visit.values, **visit.raw}))
             else:
                 for _ in range(n):
-                    order = ("a", "b") if self._round % 2 == 0 else ("b", "a")
+                    order = round_order(("a", "b"), self._round)
                     got: dict[str, Visit] = {}
                     preds: dict[str, Optional[str]] = {}
                     for arm in order:
@@ -167,6 +181,84 @@ class ArmSampler:
                 "order": "ABBA" if len(self.arms) == 2 else "A",
                 "statistic": self.combine if len(self.arms) == 2 else "value",
                 "arms": self.labels, "visits": self.visits, **self._extra}
+
+
+class InterleavedSampler:
+    """Any number of arms, compared in rounds: a round visits every arm once (one engine process
+    each) in ``round_order`` of the sorted arm names, and ``combine`` makes one sample of that
+    round's visits — a paired comparison, so what drifts between rounds cancels. Every visit
+    records its predecessor. No warm-up visit: a visit may spend what each round needs fresh (Law 1
+    and Law 3 score one new slice of text a round, lawbench.engines.SliceVisits).
+
+    :param arms: arm name -> visit, a callable that runs the engine once and returns a ``Visit``
+    :param combine: the round's visits by arm name -> the sample's value (None drops the round;
+        a non-finite value is kept, and core's verdict makes it an ERROR)
+    :param arm: the samples' ``arm`` label (e.g. ``"a/b"``)
+    :param raw: the round's visits -> what the sample keeps besides ``order`` and every visit's raw
+        record (``visits``): e.g. the slice the round scored
+    :param log_raw: the keys of a visit's raw record that its line in the protocol's visit log keeps
+    :param log_scale: the interval is taken on logs (ratios); False where a value may be 0 or less
+    :param protocol: what the run record keeps of the protocol besides the order and the visit log
+        (``sampling_unit``, ``statistic``, the files and text the arms read)
+    """
+
+    def __init__(self, arms: dict[str, Callable[[], Visit]],
+                 combine: Callable[[dict[str, Visit]], Optional[float]], *, arm: Optional[str] = None,
+                 raw: Optional[Callable[[dict[str, Visit]], dict[str, Any]]] = None,
+                 log_raw: Sequence[str] = (), log_scale: bool = True, protocol: Optional[dict] = None):
+        if len(arms) < 2:
+            raise ValueError(f"an interleaved sampler compares two arms or more, not {sorted(arms)}")
+        self.arms = dict(arms)
+        self.names = tuple(sorted(arms))
+        self.combine, self.arm, self.raw, self.log_raw = combine, arm, raw, tuple(log_raw)
+        self.log_scale = log_scale
+        self.round = 0
+        self.visits: list[dict[str, Any]] = []
+        self._last: Optional[str] = None
+        self._extra = dict(protocol or {})
+        self._env_before = _snapshot()
+        self._env_after: dict[str, Any] = {}
+
+    def draw(self, n: int) -> list[Sample]:
+        out: list[Sample] = []
+        try:
+            for _ in range(n):
+                order = round_order(self.names, self.round)
+                first = self._last
+                got: dict[str, Visit] = {}
+                for name in order:
+                    t0 = time.monotonic()
+                    visit = self.arms[name]()
+                    visit.wall_s = visit.wall_s or time.monotonic() - t0
+                    got[name] = visit
+                    self.visits.append({"round": self.round, "arm": name, "predecessor": self._last,
+                                        "values": visit.values, "wall_s": round(visit.wall_s, 3),
+                                        **{k: visit.raw[k] for k in self.log_raw if k in visit.raw}})
+                    self._last = name
+                self.round += 1
+                value = self.combine(got)
+                if value is None:
+                    continue
+                extra = self.raw(got) if self.raw else {}
+                out.append(Sample(value=value, arm=self.arm, predecessor=first,
+                                  raw={**extra, "order": list(order),
+                                       "visits": {name: v.raw for name, v in got.items()}}))
+        except (EngineError, KeyboardInterrupt) as exc:
+            # the rounds finished so far ride on the error, as in ArmSampler
+            exc.samples = out + list(getattr(exc, "samples", []))
+            raise
+        self._env_after = _snapshot()
+        return out
+
+    def statistic(self, samples: list[Sample]) -> list[float]:
+        return [s.value for s in samples]
+
+    def environment(self) -> dict[str, Any]:
+        return {"before": self._env_before, "after": self._env_after or _snapshot()}
+
+    def protocol(self) -> dict[str, Any]:
+        return {"interleaved": True, "order": "rotated per round", "arms": list(self.names),
+                **self._extra, "visits": self.visits}
 
 
 def _median(values: list[float]) -> Optional[float]:

@@ -94,6 +94,8 @@ _MISSING = object()
 
 @dataclass(frozen=True)
 class GGUFHeader:
+    """A GGUF file's metadata and tensor table (names, types, shapes, offsets): what read_header returns."""
+
     path: str
     version: int
     architecture: str  # general.architecture

@@ -36,7 +36,7 @@ from typing import Optional
 
 from lawbench.core.progress import Meter, report
 from lawbench.core.store import pip_output
-from lawbench.core.store.pip_output import DownloadError, env_seconds  # noqa: F401  (callers import them here)
+from lawbench.core.store.pip_output import DownloadError
 
 POLL_S = 0.2  # how often pip's folder and output are looked at
 _ARCHIVES = (".whl", ".tar.gz", ".zip", ".tar.bz2", ".tgz")

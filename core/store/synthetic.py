@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any, Callable, Literal, Optional
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from lawbench.core.errors import DataError, LawbenchError
+from lawbench.core.errors import LawbenchError
 from lawbench.core.models import Id
 from lawbench.core.store import model_stamp, repairs
 
@@ -111,39 +111,6 @@ class SyntheticSpec(BaseModel):
     def digest(self) -> str:
         basis = json.dumps({"spec": self.content(), "generator": GENERATOR_VERSION}, sort_keys=True)
         return hashlib.sha256(basis.encode()).hexdigest()[:16]
-
-
-def parse_spec(data: dict[str, Any], file: str = "<synthetic spec>") -> SyntheticSpec:
-    """Validate one spec from a data file; errors become a one-line DataError naming the field."""
-    try:
-        return SyntheticSpec.model_validate(data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(p) for p in err.get("loc", ())) or None
-        msg = err.get("msg", "invalid").removeprefix("Value error, ")
-        if not msg.startswith("synthetic model"):
-            msg = f"synthetic model {data.get('id', '?')!r}: {msg}"
-        raise DataError(file, msg, field=field) from None
-
-
-def load_ladder(path: os.PathLike | str) -> list[SyntheticSpec]:
-    """All ``[[synthetic]]`` entries of a TOML file (e.g. anchors/models_synthetic.toml)."""
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        import tomli as tomllib  # type: ignore[no-redef]
-    path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise DataError(str(path), f"cannot read: {exc}") from None
-    specs = [parse_spec(entry, str(path)) for entry in data.get("synthetic", [])]
-    seen: set[str] = set()
-    for spec in specs:
-        if spec.id in seen:
-            raise DataError(str(path), f"synthetic model {spec.id!r} is listed twice", field="id")
-        seen.add(spec.id)
-    return specs
 
 
 # --------------------------------------------------------------------------- writing

@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from lawbench import ANCHOR_FILE, Anchor, DataError, EngineError, LawbenchError, Sample
+from lawbench import ANCHOR_FILE, Anchor, DataError, InterleavedSampler, LawbenchError, Visit
 from lawbench.engines import DEFAULT_TEXT, SliceVisits, shipped_text, text_sha256, text_slices
 from lawbench.plugins.law1.case import GAUGES, ROLES, Group, catalogue_id
 from lawbench.store import ModelReference
@@ -140,60 +140,21 @@ def fake_quantized_file(src: Path, source_sha256: str, names: list[str], case: L
 
 
 # --------------------------------------------------------------------------- the sampler
+# lawbench.InterleavedSampler: per round one slice, both files scored on it (order alternating,
+# gauge first in round 0), one sample gauge/native.
 
 
-class PerplexityRatioSampler:
-    """Per round: one slice, both files scored on it (order alternating), one sample gauge/native."""
-
-    log_scale = True
-
-    def __init__(self, case: Law1PerplexityCase, files: dict[str, Path], slices: list[str], llama: Any,
-                 threads: int | None, workdir: Path, info: dict[str, Any]):
-        self.case, self.info = case, info
-        self.visits = {arm: SliceVisits(llama, f, slices, workdir=workdir, ctx=case.ctx,
-                                        chunks=case.chunks, threads=threads, timeout_s=case.timeout_s)
-                       for arm, f in files.items()}
-        self.round = 0
-        self.log: list[dict[str, Any]] = []
-
-    def draw(self, n: int) -> list[Sample]:
-        out: list[Sample] = []
-        try:
-            for _ in range(n):
-                order = ("gauge", "native") if self.round % 2 == 0 else ("native", "gauge")
-                raw = {}
-                for arm in order:
-                    visit = self.visits[arm]()
-                    raw[arm] = visit.raw
-                    self.log.append({"round": self.round, "arm": arm, "slice": visit.raw["slice"],
-                                     "nll": visit.raw["nll"], "ppl": visit.raw["ppl"],
-                                     "wall_s": visit.raw["wall_s"]})
-                self.round += 1
-                value = math.exp(raw["gauge"]["nll"] - raw["native"]["nll"])
-                out.append(Sample(value=value, raw={"slice": raw["gauge"]["slice"], "order": list(order),
-                                                    "ppl_gauge": raw["gauge"]["ppl"],
-                                                    "ppl_native": raw["native"]["ppl"], "visits": raw}))
-        except EngineError as exc:
-            exc.samples = out + list(exc.samples)
-            raise
-        return out
-
-    def statistic(self, samples: list[Sample]) -> list[float]:
-        return [s.value for s in samples]
-
-    def environment(self) -> dict[str, Any]:
-        import numpy
-
-        return {"numpy": numpy.__version__}
-
-    def protocol(self) -> dict[str, Any]:
-        return {"sampling_unit": "one disjoint slice of the shipped text, the native and the gauge "
-                                 "file each scored on it by one llama-perplexity process",
-                "statistic": "perplexity ratio gauge/native on the slice, exp(nll_gauge - nll_native)",
-                "interleaved": True, "order": "alternating per round", **self.info, "visits": self.log}
+def _ratio(visits: dict[str, Visit]) -> float:
+    """One round's sample: the perplexity ratio gauge/native on the slice both files scored."""
+    return math.exp(visits["gauge"].raw["nll"] - visits["native"].raw["nll"])
 
 
-def sampler(anchor: Anchor, profile: Any, resources: Any) -> PerplexityRatioSampler:
+def _round_raw(visits: dict[str, Visit]) -> dict[str, Any]:
+    return {"slice": visits["gauge"].raw["slice"], "ppl_gauge": visits["gauge"].raw["ppl"],
+            "ppl_native": visits["native"].raw["ppl"]}
+
+
+def sampler(anchor: Anchor, profile: Any, resources: Any) -> InterleavedSampler:
     from lawbench.plugins.law1.tensors import TensorFile
     from lawbench.store import cache_root, load_catalog, model_file, sha256_of
 
@@ -235,4 +196,11 @@ def sampler(anchor: Anchor, profile: Any, resources: Any) -> PerplexityRatioSamp
                             "rel_mse_native": builds["native"]["tensors"][n]["rel_mse"],
                             "rel_mse_gauge": builds["gauge"]["tensors"][n]["rel_mse"]} for n in names}}
     workdir = cache_root() / "law1" / "slices" / f"{tsha[:12]}-{case.slice_chars}-from{case.first_slice}"
-    return PerplexityRatioSampler(case, files, slices, resources.llama(), threads, workdir, info)
+    llama = resources.llama()
+    # one slice a round, both files scored on it: both arms walk the same slices in step
+    arms = {arm: SliceVisits(llama, f, slices, workdir=workdir, ctx=case.ctx, chunks=case.chunks,
+                             threads=threads, timeout_s=case.timeout_s) for arm, f in files.items()}
+    return InterleavedSampler(arms, _ratio, raw=_round_raw, log_raw=("slice", "nll", "ppl"), protocol={
+        "sampling_unit": "one disjoint slice of the shipped text, the native and the gauge file each "
+                         "scored on it by one llama-perplexity process",
+        "statistic": "perplexity ratio gauge/native on the slice, exp(nll_gauge - nll_native)", **info})

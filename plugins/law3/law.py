@@ -19,7 +19,6 @@ depth is fragile: the seed's point is that nothing static predicts it and the pr
 from __future__ import annotations
 
 import math
-import time
 from pathlib import Path
 from typing import Any
 
@@ -27,13 +26,13 @@ from lawbench import (
     ANCHOR_FILE,
     Anchor,
     DataError,
-    EngineError,
     HardwareProfile,
+    InterleavedSampler,
     Law,
     LawbenchError,
     NotApplicable,
-    Sample,
     Sampler,
+    Visit,
 )
 from lawbench.engines import SliceVisits, resolve_text, text_label, text_sha256, text_slices
 from lawbench.plugins.law3.case import Law3Case, Recipe, parse_case
@@ -47,70 +46,20 @@ def _workdir() -> Path:
     return cache_root() / "law3"
 
 
-class RecipeSampler:
-    """Per round: one slice, every arm's file scored on it (order rotated), one sample."""
-
-    log_scale = True
-
-    def __init__(self, anchor: Anchor, case: Law3Case, files: dict[str, Path], slices: list[str],
-                 llama: Any, threads: int | None, info: dict[str, Any]):
-        self.case, self.files, self.info = case, files, info
-        # slice files are named by their index in `slices`: the folder names what that index counts from
-        work = _workdir() / "slices" / f"{info['text_sha256'][:12]}-{case.slice_chars}-from{case.first_slice}"
-        self.visits = {arm: SliceVisits(llama, f, slices, workdir=work, ctx=case.ctx, chunks=case.chunks,
-                                        threads=threads, timeout_s=case.timeout_s)
-                       for arm, f in files.items()}
-        self.round = 0
-        self.log: list[dict[str, Any]] = []
-        self._env: dict[str, Any] = {}
-
-    def draw(self, n: int) -> list[Sample]:
-        out: list[Sample] = []
-        try:
-            for _ in range(n):
-                arms = sorted(self.visits)
-                order = arms[self.round % len(arms):] + arms[:self.round % len(arms)]
-                nll, raw = {}, {}
-                for arm in order:
-                    t0 = time.monotonic()
-                    visit = self.visits[arm]()
-                    nll[arm] = visit.raw["nll"]
-                    raw[arm] = visit.raw
-                    self.log.append({"round": self.round, "arm": arm, "slice": visit.raw["slice"],
-                                     "nll": visit.raw["nll"], "wall_s": round(time.monotonic() - t0, 3)})
-                self.round += 1
-                value = self._value(nll)
-                out.append(Sample(value=value, arm="a/b", raw={"order": "".join(order), "nll": nll,
-                                                               "slice": raw["a"]["slice"], "visits": raw}))
-        except EngineError as exc:
-            exc.samples = out + list(exc.samples)
-            raise
-        return out
-
-    def _value(self, nll: dict[str, float]) -> float:
-        if self.case.statistic == "ppl_ratio":
+def _round_value(statistic: str):
+    """One round's sample from the nll each arm scored on the round's slice: recipe a over recipe b
+    (ppl_ratio), or a's damage over b's, both against the unmodified source (damage_ratio)."""
+    def value(visits: dict[str, Visit]) -> float:
+        nll = {arm: v.raw["nll"] for arm, v in visits.items()}
+        if statistic == "ppl_ratio":
             return math.exp(nll["a"] - nll["b"])
         da, db = nll["a"] - nll["src"], nll["b"] - nll["src"]
         return da / db if db else math.inf  # a non-finite statistic is an ERROR, never dropped
+    return value
 
-    def statistic(self, samples: list[Sample]) -> list[float]:
-        return [s.value for s in samples]
 
-    def environment(self) -> dict[str, Any]:
-        if not self._env:
-            try:
-                from lawbench.hardware import environment_snapshot
-
-                self._env = environment_snapshot()
-            except Exception as exc:  # noqa: BLE001 - evidence, never a reason to lose a run
-                self._env = {"error": f"{type(exc).__name__}: {exc}"}
-        return self._env
-
-    def protocol(self) -> dict[str, Any]:
-        return {"sampling_unit": "one disjoint slice of the shipped text, every arm scored on it "
-                                 "(one llama-perplexity process per arm)",
-                "statistic": self.case.statistic, "interleaved": True, "order": "rotated per round",
-                **self.info, "visits": self.log}
+def _round_raw(visits: dict[str, Visit]) -> dict[str, Any]:
+    return {"slice": visits["a"].raw["slice"], "nll": {arm: v.raw["nll"] for arm, v in visits.items()}}
 
 
 class Law3(Law):
@@ -166,7 +115,16 @@ class Law3(Law):
                 "recipes": {n: {"layers": r.layers, "label": r.label, "file": Path(files[n]).name,
                                 "bytes": sizes[n]} for n, r in arms.items()},
                 "source_bytes": src.stat().st_size}
-        return RecipeSampler(anchor, case, files, slices, llama, threads, info)
+        # slice files are named by their index in `slices`: the folder names what that index counts from
+        work = _workdir() / "slices" / f"{info['text_sha256'][:12]}-{case.slice_chars}-from{case.first_slice}"
+        visits = {name: SliceVisits(llama, f, slices, workdir=work, ctx=case.ctx, chunks=case.chunks,
+                                    threads=threads, timeout_s=case.timeout_s) for name, f in files.items()}
+        # per round one slice, every arm's file scored on it (order rotated), one sample
+        return InterleavedSampler(visits, _round_value(case.statistic), arm="a/b", raw=_round_raw,
+                                  log_raw=("slice", "nll"), protocol={
+            "sampling_unit": "one disjoint slice of the shipped text, every arm scored on it "
+                             "(one llama-perplexity process per arm)",
+            "statistic": case.statistic, **info})
 
     def predict(self, anchor: Anchor, profile: HardwareProfile, resources: Any = None):
         raise NotApplicable(f"law 'law3' makes no prediction for anchor {anchor.id!r}: where a model "

@@ -24,12 +24,7 @@ import shlex
 from collections.abc import Iterable
 from pathlib import Path
 
-from lawbench.engines import (
-    engine_error as _engine_error,
-    log_tail as _tail,
-    process_fault as _fault,
-    run_process,
-)
+from lawbench.engines import engine_error, log_tail, process_fault, run_process
 
 _LAYER = re.compile(r"^blk\.(\d+)\.")
 _CONVERTED = re.compile(r"\]\s+(\S+)\s+- \[.*converting to (\w+)")
@@ -100,7 +95,7 @@ def build_recipe(llama, src: Path, layers: Iterable[int], low_type: str, workdir
     part = dst.with_suffix(".part")
     cmd = quantize_command(llama.llama_quantize, src, part, type_file, threads)
     p = run_process(cmd, timeout_s)
-    fault = _fault(p, "llama-quantize", f"model {src.name} -> layers {layers} at {low_type}", cmd, timeout_s)
+    fault = process_fault(p, "llama-quantize", f"model {src.name} -> layers {layers} at {low_type}", cmd, timeout_s)
     log = p.stdout + "\n" + p.stderr
     if fault is None:
         converted = {m.group(1) for m in _CONVERTED.finditer(log)}
@@ -116,6 +111,6 @@ def build_recipe(llama, src: Path, layers: Iterable[int], low_type: str, workdir
                          f"not {low_type} (a shape fallback?); command: {shlex.join(cmd)}")
     if fault:
         part.unlink(missing_ok=True)
-        raise _engine_error(p, fault, log=_tail(log))
+        raise engine_error(p, fault, log=log_tail(log))
     part.rename(dst)
     return dst

@@ -37,7 +37,7 @@ from pydantic import Field, ValidationError, model_validator
 
 from lawbench import ANCHOR_FILE, DataError, FiniteFloat, Strict, validation_error
 
-# The bench table of a measured case (bench_case.py); BenchCase stays importable from here.
+# The bench table of a measured case (bench_case.py).
 from lawbench.plugins.law4.bench_case import BenchCase
 from lawbench.plugins.law4.pricing import KV_TYPES
 from lawbench.store import ModelReference

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from lawbench import Anchor, Census, EngineError, HardwareProfile, NotApplicable
-from lawbench.plugins.law4.case import BenchCase, check_measured, parse_case
+from lawbench.plugins.law4.bench_case import BenchCase
+from lawbench.plugins.law4.case import check_measured, parse_case
 from lawbench.plugins.law4.measure import bench_params, model_file
 
 MIB = 1024 * 1024

@@ -32,10 +32,12 @@ from lawbench import (
 )
 from lawbench.plugins.law4 import pricing as P
 from lawbench.plugins.law4.case import Law4Case
-from lawbench.plugins.law4.law import Law4, load_model
+from lawbench.plugins.law4.law import Law4
+from lawbench.plugins.law4.models import load_model
 from lawbench.plugins.law4.profile import law4_profile
 from lawbench.plugins.law4.quantmix import apply_mix, check_mix, weight_format
-from lawbench.plugins.law4.shape import ModelShape, ShapeError
+from lawbench.plugins.law4.shape import ModelShape
+from lawbench.plugins.law4.shape_checks import ShapeError
 from lawbench.plugins.law4.versions import BY_ID as VERSION_IDS
 from lawbench.plugins.law4.versions import resolve
 

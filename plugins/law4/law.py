@@ -29,9 +29,10 @@ from lawbench.plugins.law4.case import (
 from lawbench.plugins.law4.models import Models, check_model_ref, load_model
 from lawbench.plugins.law4.profile import Law4Profile, law4_profile
 from lawbench.plugins.law4.quantmix import apply_mix, weight_format
-from lawbench.plugins.law4.shape import ModelShape, ShapeError
+from lawbench.plugins.law4.shape import ModelShape
+from lawbench.plugins.law4.shape_checks import ShapeError
 
-# Tier resolution lives in tiers.py; resolve_tiers stays importable from here for its callers.
+# Tier resolution lives in tiers.py.
 from lawbench.plugins.law4.tiers import k_seconds, resolve_placement, resolve_tiers
 from lawbench.plugins.law4.versions import CPU_ATTENTION, CURRENT, LawVersion, check_quantity, resolve
 

@@ -30,16 +30,8 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from lawbench import DataError, Id, Strict, validation_error
 from lawbench.host import read_toml
-from lawbench.plugins.law4.shape import (
-    ROLES,
-    ModelShape,
-    ShapeError,
-    TensorEntry,
-    check_metadata,
-    layer_of,
-    role_of,
-    tensor_bytes,
-)
+from lawbench.plugins.law4.shape import ROLES, ModelShape, TensorEntry, layer_of, role_of, tensor_bytes
+from lawbench.plugins.law4.shape_checks import ShapeError, check_metadata
 
 MANIFEST_PACKAGE = "lawbench.anchors.manifests"
 _RANGE_RE = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+))?\s*$")

@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 from lawbench import Anchor, ArmSampler, DataError, EngineError, HardwareProfile, NotApplicable, RateSeries, Visit
-from lawbench.plugins.law4.case import CASE_FILE, BenchCase, Law4Case, arm_case, check_measured, parse_case
+from lawbench.plugins.law4.bench_case import BenchCase
+from lawbench.plugins.law4.case import CASE_FILE, Law4Case, arm_case, check_measured, parse_case
 
 ENGINES = {"llama-bench": "llama-bench", "batched-bench": "llama-batched-bench"}  # bench.tool -> binary
 

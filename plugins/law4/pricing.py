@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from typing import Mapping, Optional
 
 from lawbench.plugins.law4.capacity import hold, raw_fit
-from lawbench.plugins.law4.shape import ModelShape, ShapeError, TensorEntry, ggml_sizes
+from lawbench.plugins.law4.shape import ModelShape, TensorEntry
+from lawbench.plugins.law4.shape_checks import ShapeError, ggml_sizes
 from lawbench.plugins.law4.versions import CAPACITY, CPU_ATTENTION, CURRENT, KV
 
 KV_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl")
@@ -345,8 +346,3 @@ def _rate(tiers: Mapping[str, TierRate], name: str) -> TierRate:
     if name not in tiers:
         raise TierMissing(f"no bandwidth for tier {name!r} (known: {', '.join(tiers) or 'none'})")
     return tiers[name]
-
-
-def v1_tok_s(active: float, tier: TierRate) -> float:
-    """The v1.0 statement: tok/s = η · BW / active-bytes-per-token, one tier, no context."""
-    return tier.bytes_per_s / active

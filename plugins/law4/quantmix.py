@@ -23,7 +23,8 @@ import re
 from dataclasses import replace
 from typing import Mapping, Optional, Union
 
-from lawbench.plugins.law4.shape import ROLES, ModelShape, ShapeError, TensorEntry, ftype_name, ggml_sizes, tensor_bytes  # noqa: F401 (ftype_name: re-exported)
+from lawbench.plugins.law4.shape import ROLES, ModelShape, TensorEntry, tensor_bytes
+from lawbench.plugins.law4.shape_checks import ShapeError, ggml_sizes
 
 # ftype name -> llama_ftype_get_default_type (src/llama-quant.cpp)
 FTYPE_DEFAULT: dict[str, str] = {

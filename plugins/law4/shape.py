@@ -13,8 +13,8 @@ from typing import Any, Optional
 
 from lawbench import DataError
 
-# The header's checks live in shape_checks.py; ShapeError and check_metadata stay importable from here.
-from lawbench.plugins.law4.shape_checks import ShapeError, check_metadata, check_tensor, ggml_sizes  # noqa: F401
+# The header's checks live in shape_checks.py.
+from lawbench.plugins.law4.shape_checks import ShapeError, check_metadata, check_tensor, ggml_sizes
 
 # Roles a tensor plays in one decoded token. Everything but routed experts is read every token;
 # the embedding is a row lookup unless it doubles as the output head (tied weights).

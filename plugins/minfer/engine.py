@@ -25,7 +25,6 @@ from typing import Callable, Mapping, Optional, Sequence
 
 from lawbench import EngineError, NotApplicable
 from lawbench.plugins.minfer.contract import CONTRACT_DOC, PREFILL_KEY, check_version, json_objects
-from lawbench.plugins.minfer.contract import CONTRACT_VERSION as CONTRACT_VERSION  # the version lawbench speaks
 from lawbench.plugins.minfer.revisions import parse_probe, probe_env
 
 CMD_ENV = "LAWBENCH_MINFER_CMD"

@@ -51,8 +51,3 @@ def count_labels(text: Union[str, Iterable[str]]) -> dict[str, int]:
         for label in labels_in_line(line):
             counts[label] = counts.get(label, 0) + 1
     return counts
-
-
-def is_fallback(label: str) -> bool:
-    """Only the map-miss state is an accidental fallback; exp=off and raw weights are not."""
-    return label == FALLBACK

@@ -14,7 +14,8 @@ modules; a law never imports ``lawbench.core`` (the built-in laws do not either)
    ``predict(anchor, profile, resources=None) -> Prediction`` (runs anywhere; ``resources`` is None
    on a direct call outside a run: never download and never run an engine),
    ``sampler(anchor, profile, resources)`` (draws samples on a machine: ``ArmSampler`` over
-   ``Visit`` callables does warm-up, interleaving and predecessors for you) and/or
+   ``Visit`` callables does warm-up, interleaving and predecessors for you; ``InterleavedSampler``
+   compares any number of arms a round by your own arithmetic) and/or
    ``census(anchor, profile, resources) -> Census`` (counted path labels). A law written for
    lawbench 0.1 (``predict(self, anchor, profile)``) is refused at load with a PluginError naming
    the method: add the ``resources=None`` parameter.
@@ -30,6 +31,7 @@ modules; a law never imports ``lawbench.core`` (the built-in laws do not either)
    data problem (file ``ANCHOR_FILE``: core names the real one; ``validation_error`` words a
    pydantic error that way). Override ``check_anchor(anchor)`` for rules across fields;
    ``lawbench check`` runs it on every anchor.
+   docs/contributing-a-law.md names every public name, module by module.
 3. Register in a module of your package; hooks are listed in ``lawbench.core.laws.hookspecs``::
 
        import lawbench
@@ -92,11 +94,10 @@ _EXPORTS = {
     "Sample": "lawbench.core.models",
     "RateSeries": "lawbench.core.models",  # what a measured arm is as a tracked speed (issue 31)
     "ArmSampler": "lawbench.core.stats.protocol",
+    "InterleavedSampler": "lawbench.core.stats.protocol",
     "Visit": "lawbench.core.stats.protocol",
-    # For laws that read real model files: the model a case names (Resources.model raises this
-    # when the file is not on this machine: a SKIP, not an ERROR) and the header of a GGUF file.
     "Resources": "lawbench.core.run.resources",
-    "ModelUnavailable": "lawbench.core.store.real",
+    # the header of a GGUF file, for laws that read real model files (lawbench.store finds them)
     "read_gguf_header": "lawbench.core.store.gguf_header:read_header",
     "GGUFHeader": "lawbench.core.store.gguf_header",
 }
@@ -104,8 +105,9 @@ __all__ = [  # spelled out for tools that read it statically; a test keeps it eq
     "__version__", "Law", "Prediction", "Census", "Sampler", "MachineTerm", "ANCHOR_FILE", "LawbenchError", "NotApplicable",
     "OutOfScope", "EngineOfRecordMissing", "EngineError", "EngineInterrupted", "DataError", "UsageError",
     "PluginError", "validation_error", "hookimpl", "Command", "whole_number", "number_between",
-    "Strict", "FiniteFloat", "Id", "Anchor", "HardwareProfile", "Fact", "Sample", "RateSeries", "ArmSampler", "Visit",
-    "Resources", "ModelUnavailable", "read_gguf_header", "GGUFHeader",
+    "Strict", "FiniteFloat", "Id", "Anchor", "HardwareProfile", "Fact", "Sample", "RateSeries", "ArmSampler",
+    "InterleavedSampler", "Visit",
+    "Resources", "read_gguf_header", "GGUFHeader",
 ]
 
 
@@ -143,6 +145,5 @@ if TYPE_CHECKING:  # for editors and type checkers: the same names, eagerly
     from lawbench.core.laws.hookspecs import hookimpl
     from lawbench.core.laws.law import Census, Law, MachineTerm, Prediction, Sampler
     from lawbench.core.models import Anchor, Fact, FiniteFloat, HardwareProfile, Id, Sample, Strict
-    from lawbench.core.stats.protocol import ArmSampler, Visit
+    from lawbench.core.stats.protocol import ArmSampler, InterleavedSampler, Visit
     from lawbench.core.run.resources import Resources
-    from lawbench.core.store.real import ModelUnavailable

@@ -58,10 +58,10 @@ _EXPORTS = {
     "kernel_labels": "lawbench.core.engines.kernels",
     "kernel_time": "lawbench.core.engines.kernels",
     # one process group per engine process: run it, say what went wrong, raise it
-    "run_process": "lawbench.core.engines.bench",
-    "process_fault": "lawbench.core.engines.bench:_fault",
-    "engine_error": "lawbench.core.engines.bench:_engine_error",
-    "log_tail": "lawbench.core.engines.bench:_tail",
+    "run_process": "lawbench.core.engines.tool_run",
+    "process_fault": "lawbench.core.engines.tool_run",
+    "engine_error": "lawbench.core.engines.tool_run",
+    "log_tail": "lawbench.core.engines.tool_run",
     "popen_group": "lawbench.core.procgroup",
     "group_ended": "lawbench.core.procgroup",
     "end_group": "lawbench.core.procgroup",
@@ -72,10 +72,7 @@ __getattr__, __dir__ = lazy(__name__, _EXPORTS)
 if TYPE_CHECKING:  # for editors and type checkers: the same names, eagerly
     from lawbench.core.engines.batched import record_label as batched_record_label  # noqa: F401
     from lawbench.core.engines.batched import run_batched  # noqa: F401
-    from lawbench.core.engines.bench import _engine_error as engine_error  # noqa: F401
-    from lawbench.core.engines.bench import _fault as process_fault  # noqa: F401
-    from lawbench.core.engines.bench import _tail as log_tail  # noqa: F401
-    from lawbench.core.engines.bench import capture_load_log, quantize, run_bench, run_process  # noqa: F401
+    from lawbench.core.engines.bench import capture_load_log, quantize, run_bench  # noqa: F401
     from lawbench.core.engines.bench import record_label as bench_record_label  # noqa: F401
     from lawbench.core.engines.imatrix import Imatrix, cached_imatrix  # noqa: F401
     from lawbench.core.engines.kernels import build_tracer, kernel_labels, kernel_time, read_trace, traced_env  # noqa: F401
@@ -86,4 +83,5 @@ if TYPE_CHECKING:  # for editors and type checkers: the same names, eagerly
     from lawbench.core.engines.server import Request, Speculation, serve  # noqa: F401
     from lawbench.core.engines.texts import RecordText, TextReference, check_text_ref  # noqa: F401
     from lawbench.core.engines.texts import file_sha256, resolve_text, text_label  # noqa: F401
+    from lawbench.core.engines.tool_run import engine_error, log_tail, process_fault, run_process  # noqa: F401
     from lawbench.core.procgroup import end_group, group_ended, popen_group  # noqa: F401

@@ -18,13 +18,11 @@ from lawbench._surface import lazy
 _EXPORTS = {
     "ModelRef": "lawbench.core.store.references",
     "ModelReference": "lawbench.core.store.references",
-    "MODEL_KINDS": "lawbench.core.store.references",
     "check_model_ref": "lawbench.core.store.references",
     "model_file": "lawbench.core.store.references",
     "catalog_ids": "lawbench.core.store.catalog",
     "load_catalog": "lawbench.core.store.catalog",
-    "ModelStore": "lawbench.core.store.real",
-    "ModelStoreError": "lawbench.core.store.real",
+    # Resources.model(id) raises it where a file is not on this machine (model_file makes it a SKIP)
     "ModelUnavailable": "lawbench.core.store.real",
     "sha256_of": "lawbench.core.store.real",
     # the synthetic GGUF factory: any shape, random weights (honest for speed, never for quality)
@@ -39,7 +37,6 @@ __getattr__, __dir__ = lazy(__name__, _EXPORTS)
 if TYPE_CHECKING:
     from lawbench.core.paths import cache_root  # noqa: F401
     from lawbench.core.store.catalog import catalog_ids, load_catalog  # noqa: F401
-    from lawbench.core.store.references import MODEL_KINDS, ModelRef, ModelReference  # noqa: F401
-    from lawbench.core.store.references import check_model_ref, model_file  # noqa: F401
-    from lawbench.core.store.real import ModelStore, ModelStoreError, ModelUnavailable, sha256_of  # noqa: F401
+    from lawbench.core.store.references import ModelRef, ModelReference, check_model_ref, model_file  # noqa: F401
+    from lawbench.core.store.real import ModelUnavailable, sha256_of  # noqa: F401
     from lawbench.core.store.synthetic import WEIGHT_TYPES, SyntheticSpec  # noqa: F401

@@ -20,6 +20,9 @@ from lawbench.core.run.evaluate import RunPolicy, evaluate
 from lawbench.core.laws.law import Law
 from lawbench.core.models import Anchor, HardwareProfile, Result
 
+__all__ = ["evaluate_anchor", "law_anchors", "lawbench_plugin", "lawbench_resources", "make_anchor", "make_profile",
+           "private_lawbench_cache", "registered"]
+
 
 def make_profile(id: str = "test-box", *, ram_gbs: float = 20.0, generic: bool = True,
                  **extra: Any) -> HardwareProfile:

@@ -7,6 +7,7 @@ from typing import Literal, Optional
 from pydantic import Field, field_validator
 
 import lawbench
+from lawbench.store import ModelReference
 from lawbench_law2.theory import codec_type
 
 # A dense model's FFN down-projections: the closest thing a small dense model has to a routed
@@ -24,7 +25,9 @@ class Law2Case(lawbench.Strict):
     #   shuffled inside each 256-weight block (0 dB: the element stream is white, register L-10).
     # bits-per-weight / file-gb: read from a GGUF's header and size (no prediction).
     measure: Literal["rel-mse", "rel-mse-vs-gaussian", "coding-gain", "bits-per-weight", "file-gb"] = "rel-mse"
-    model: Optional[str] = None  # "gguf:<catalogue id>" (anchors/models*.toml)
+    # "gguf:<catalogue id>" (anchors/models*.toml) or "path:<file>" (a runner's own file): the form
+    # is checked here, the catalogue id by check_anchor (lawbench.store.check_model_ref)
+    model: Optional[ModelReference] = None
     codec: Optional[str] = None  # a ggml type name: "IQ2_XXS", "Q2_K", "Q4_K", "Q1_0"
     # The rate R the prediction uses; default: the codec's stored bits per weight (scales included).
     rate_bits: Optional[lawbench.FiniteFloat] = Field(default=None, ge=0, le=32)
@@ -54,14 +57,3 @@ class Law2Case(lawbench.Strict):
         except re.error as exc:
             raise ValueError(f"not a regular expression: {exc}") from None
         return v
-
-    @field_validator("model")
-    @classmethod
-    def _model_ref(cls, v: Optional[str]) -> Optional[str]:
-        if v is not None and not v.startswith("gguf:"):
-            raise ValueError(f"name a catalogue model as 'gguf:<id>', not {v!r}")
-        return v
-
-    @property
-    def model_id(self) -> Optional[str]:
-        return self.model.removeprefix("gguf:") if self.model else None

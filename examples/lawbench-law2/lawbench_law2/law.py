@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import lawbench
+from lawbench.store import check_model_ref, model_file
 from lawbench_law2.case import Law2Case
 from lawbench_law2.theory import bits_per_weight, gaussian_floor
 
@@ -31,6 +32,14 @@ class RateDistortion(lawbench.Law):
         if anchor.kind in ("measurement", "agreement") and case.model is None:
             raise lawbench.DataError(lawbench.ANCHOR_FILE, "a measurement needs case.model "
                                      "('gguf:<catalogue id>')", anchor=anchor.id, field="case.model")
+        if case.model is not None:
+            try:
+                if check_model_ref(case.model).kind == "manifest":  # or a gguf: id not in the catalogue
+                    raise ValueError(f"model {case.model!r} is a manifest: law2 reads real tensors, "
+                                     "name a gguf:<catalogue id> or path:<file> model")
+            except ValueError as exc:
+                raise lawbench.DataError(lawbench.ANCHOR_FILE, str(exc), anchor=anchor.id,
+                                         field="case.model") from None
         if anchor.kind == "agreement" and case.measure != "rel-mse":
             raise lawbench.DataError(lawbench.ANCHOR_FILE, "only case.measure = 'rel-mse' has a "
                                      "prediction to agree with", anchor=anchor.id, field="case.measure")
@@ -50,10 +59,9 @@ class RateDistortion(lawbench.Law):
         case = self.case(anchor)
         if resources is None:
             raise lawbench.NotApplicable("law2 measures real model files: it needs a run's resources")
-        try:
-            path = resources.model(case.model_id)
-        except lawbench.ModelUnavailable as exc:  # a runner's own file absent: SKIP (FAIL on its runner)
-            raise lawbench.NotApplicable(str(exc)) from None
+        # the verified file, fetched once into the cache; NotApplicable where a runner's own file is
+        # absent (a SKIP, a FAIL on its runner)
+        path = model_file(case.model, resources)
         # numpy and gguf come with the sampler, not with the law: every `lawbench` command loads the law
         from lawbench_law2.sampler import HeaderReading, TensorSampler
 

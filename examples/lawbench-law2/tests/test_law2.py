@@ -56,6 +56,20 @@ def test_a_typo_in_a_case_names_the_anchor_and_the_field():
         RateDistortion().check_anchor(no_model)
 
 
+@pytest.mark.parametrize("model, words", [
+    ("smollm2-135m-q4_1", "use gguf:<catalogue id>, path:<file.gguf> or manifest:<id>"),  # the form
+    ("gguf:smollm2-135m-q9", "no model 'smollm2-135m-q9' in the model catalogue"),
+    ("manifest:qwen3-30b-a3b", "law2 reads real tensors"),
+])
+def test_a_bad_model_reference_names_the_anchor_and_the_field(model, words):
+    """case.model is a lawbench.store.ModelReference: one form for every law, checked by lawbench."""
+    bad = make_anchor(id="law2.badmodel", law="law2", kind="measurement", band={"rel": 0.1},
+                      case={"codec": "Q2_K", "model": model})
+    with pytest.raises(lawbench.DataError, match=r"anchor law2.badmodel.*case.model") as exc:
+        RateDistortion().check_anchor(bad)
+    assert words in str(exc.value)
+
+
 def test_the_shuffle_keeps_every_block_s_values_and_moves_them():
     rows = np.arange(2 * 512, dtype=np.float32).reshape(2, 512)
     shuffled = shuffled_within_blocks(rows, seed=1)
