@@ -99,10 +99,11 @@ def sd_lower_limit(sd: float, n: int, confidence: float = 0.95) -> float:
     return sd * math.sqrt((n - 1) / chi2.ppf(confidence, n - 1))
 
 
-def real_nights(folder: Path) -> tuple[list[dict[str, float]], dict[str, str], int]:
+def real_nights(folder: Path, statistic: str = "measured") -> tuple[list[dict[str, float]], dict[str, str], int]:
     """Each real night's log rate per series, from every night-*/run.json whose gate was not red
     (the nights a gate would accept; a planted night is not a night-*); the format of each series;
-    how many red nights were left out."""
+    how many red nights were left out. ``statistic``: the reading the gate judges (``measured``,
+    the geometric mean of the night's visits) or the night's ``fastest`` visit."""
     nights, formats, red = [], {}, 0
     for f in sorted(folder.glob("night-*/run.json")):
         rec = json.loads(f.read_text(encoding="utf-8"))
@@ -115,7 +116,8 @@ def real_nights(folder: Path) -> tuple[list[dict[str, float]], dict[str, str], i
                 if rate.get("measured"):
                     s = rate["series"]
                     key = " · ".join((s["model"], s.get("placement") or "-", s["quantity"]))
-                    night[key], formats[key] = math.log(rate["measured"]), s.get("format") or "-"
+                    value = max(rate["values"]) if statistic == "fastest" else rate["measured"]
+                    night[key], formats[key] = math.log(value), s.get("format") or "-"
         if night:
             nights.append(night)
     if len(nights) < 3:
@@ -135,13 +137,16 @@ def ceiling_rows(sds: dict[str, tuple[float, int]], alpha: float) -> list[str]:
     return rows
 
 
-def ceiling(folder: Path, alpha: float = ALPHA) -> None:
-    nights, formats, red = real_nights(folder)
+def ceiling(folder: Path, alpha: float = ALPHA, statistic: str = "measured") -> None:
+    nights, formats, red = real_nights(folder, statistic)
     keys = sorted({k for night in nights for k in night}, key=lambda k: (formats[k], k))
     per = {k: [night[k] for night in nights if k in night] for k in keys}
     m = len(keys)
     head = " | ".join(f"{s:.0%}" for s in SIZES)
-    print(f"ceiling: {folder} — {len(nights)} nights with rates ({red} red left out), {m} series.\n"
+    reading = ("the geometric mean of its visits, what the gate judges" if statistic == "measured"
+               else "its fastest visit")
+    print(f"ceiling: {folder} — {len(nights)} nights with rates ({red} red left out), {m} series; "
+          f"a night's reading of a series: {reading}.\n"
           f"Most powerful one-night test: one-sided z, sd known, baseline known exactly.\n")
     print(f"Per series, at the gate's split: alpha {alpha:.0%} / {m} series = {alpha / m:.3%}\n")
     print(f"| series | nights | night-to-night sd | {head} | 10 % at the sd's 95 % lower limit |")
@@ -177,9 +182,11 @@ def main() -> None:
     ap.add_argument("--ceiling", nargs="?", const=str(CEILING_NIGHTS), metavar="FOLDER",
                     help="print the Neyman-Pearson bound on these series instead of simulating "
                          "(default folder: the committed cpu nights of 2026-12-07)")
+    ap.add_argument("--statistic", choices=("measured", "fastest"), default="measured",
+                    help="with --ceiling: a night's reading of a series (default: what the gate judges)")
     args = ap.parse_args()
     if args.ceiling:
-        ceiling(Path(args.ceiling))
+        ceiling(Path(args.ceiling), statistic=args.statistic)
         return
     sds = measured_spreads()
     rng = random.Random(args.seed)

@@ -62,7 +62,7 @@ def test_sd_lower_limit_is_the_chi_square_limit():
 
 def _night(folder: Path, name: str, verdict: str, q4: float) -> None:
     rate = {"series": {"model": "syn-100m-q4_0", "format": "Q4_0", "placement": "tg16", "quantity": "decode tok/s"},
-            "engine": "b1", "values": [q4], "measured": q4, "interval": None}
+            "engine": "b1", "values": [q4 * 0.95, q4 * 1.05], "measured": q4, "interval": None}
     (folder / name).mkdir()
     (folder / name / "run.json").write_text(json.dumps({"gate": {"verdict": verdict},
                                                         "results": [{"rates": [rate]}]}))
@@ -77,6 +77,8 @@ def test_real_nights_leave_out_red_and_planted_nights(tmp_path):
     key = "syn-100m-q4_0 · tg16 · decode tok/s"
     assert red == 1 and formats == {key: "Q4_0"}
     assert sorted(round(math.exp(n[key])) for n in nights) == [90, 100, 110]
+    fastest, _, _ = gp.real_nights(tmp_path, "fastest")
+    assert sorted(round(math.exp(n[key]), 1) for n in fastest) == [94.5, 105.0, 115.5]
 
 
 def test_too_few_nights_is_an_error_naming_the_folder(tmp_path):
