@@ -71,6 +71,8 @@ def ceiling_power(sd: float, size: float, alpha: float) -> float:
     Neyman-Pearson the one-sided z-test (red when x − mu < −z₁₋α·sd) is most powerful, and
         power = Φ(−ln(1 − size) / sd − z₁₋α).
     A rule that estimates mu and sd from a few nights (the gate's t-test) can only do worse."""
+    if sd <= 0:  # no spread at all: any slowdown is seen, and nothing else is
+        return 1.0 if size > 0 else alpha
     z = NormalDist()
     return z.cdf(-math.log1p(-size) / sd - z.inv_cdf(1.0 - alpha))
 
