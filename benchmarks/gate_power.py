@@ -147,7 +147,9 @@ def ceiling(folder: Path, alpha: float = ALPHA, statistic: str = "measured") -> 
     head = " | ".join(f"{s:.0%}" for s in SIZES)
     reading = ("the geometric mean of its visits, what the gate judges" if statistic == "measured"
                else "its fastest visit")
-    print(f"ceiling: {folder} — {len(nights)} nights with rates ({red} red left out), {m} series; "
+    root = NIGHTS.parent.parent
+    shown = folder.resolve().relative_to(root) if folder.resolve().is_relative_to(root) else folder
+    print(f"ceiling: {shown} — {len(nights)} nights with rates ({red} red left out), {m} series; "
           f"a night's reading of a series: {reading}.\n"
           f"Most powerful one-night test: one-sided z, sd known, baseline known exactly.\n")
     print(f"Per series, at the gate's split: alpha {alpha:.0%} / {m} series = {alpha / m:.3%}\n")
