@@ -137,7 +137,7 @@ def inventory_files() -> list[Any]:
 
 
 def load_inventory(paths: Optional[Iterable[Any]] = None) -> Inventory:
-    from lawbench.core.claims.loading import read_toml
+    from lawbench.core.toml_read import read_toml
     from lawbench.core.errors import validation_error
 
     inv = Inventory()

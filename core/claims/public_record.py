@@ -112,7 +112,7 @@ def record_path() -> Any:
 
 def load_record(path: Any = None) -> Record:
     from lawbench.core.errors import validation_error
-    from lawbench.core.claims.loading import read_toml
+    from lawbench.core.toml_read import read_toml
 
     path = record_path() if path is None else path
     raw = read_toml(path)

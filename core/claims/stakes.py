@@ -98,7 +98,7 @@ def load_stakes(root: Any = None, *, anchors: Optional[Iterable[str]] = None,
     """Every stake file, validated, each checked against its lock line (and the anchors it names
     against the anchor ids, when given). The first fault is a DataError naming file and field."""
     from lawbench.core.errors import validation_error
-    from lawbench.core.claims.loading import read_toml
+    from lawbench.core.toml_read import read_toml
 
     root = _package_root() if root is None else root
     locked = read_lock(root) if require_lock else {}

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from lawbench.core.errors import UsageError
 from lawbench.core.hardware import detect, toml_out
 from lawbench.core.hardware import profiles as profile_io
-from lawbench.core.hardware.cpus import usable_cpus
+from lawbench.core.cpus import usable_cpus
 from lawbench.core.models import Fact, HardwareProfile
 
 MIB = 1024 ** 2

@@ -15,7 +15,7 @@ from typing import Any, Iterable, Mapping, Optional, Union
 from pydantic import BaseModel, ValidationError
 
 from lawbench.core.errors import DataError, UsageError, named_field, typo_first
-from lawbench.core.claims.loading import read_toml
+from lawbench.core.toml_read import read_toml
 from lawbench.core.models import HardwareProfile
 
 if typing.TYPE_CHECKING:

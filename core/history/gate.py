@@ -233,7 +233,7 @@ def load_acknowledged(profile: str, path: Optional[str] = None) -> Optional[Ackn
     from pydantic import ValidationError
 
     from lawbench.core.errors import DataError, validation_error
-    from lawbench.core.claims.loading import read_toml
+    from lawbench.core.toml_read import read_toml
 
     source: Any = Path(path) if path else acknowledged_path(profile)
     if not path and not source.is_file():

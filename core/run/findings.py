@@ -40,7 +40,7 @@ def load_pending(path: Any = None) -> dict[str, PendingFinding]:
     """:raises DataError: the file is malformed (one line: file, field)."""
     from pydantic import ValidationError
 
-    from lawbench.core.claims.loading import read_toml
+    from lawbench.core.toml_read import read_toml
     from lawbench.core.errors import validation_error
 
     source = path if path is not None else pending_path()

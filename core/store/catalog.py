@@ -14,9 +14,9 @@ from typing import Any, Iterable, Optional, Union
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from lawbench.core.errors import DataError
-from lawbench.core.claims.loading import read_toml, validation_error
+from lawbench.core.errors import DataError, validation_error
 from lawbench.core.models import Id, Strict
+from lawbench.core.toml_read import read_toml
 
 CATALOG_PACKAGE = "lawbench.anchors"
 SHA256_RE = re.compile(r"^[0-9a-f]{64}$")

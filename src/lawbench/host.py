@@ -11,7 +11,7 @@ _EXPORTS = {
     "get_registry": "lawbench.core.laws.registry",
     "plugin_profiles": "lawbench.core.hardware.profiles",
     "load_all": "lawbench.core.claims.loading",
-    "read_toml": "lawbench.core.claims.loading",
+    "read_toml": "lawbench.core.toml_read",
     "CensusSpec": "lawbench.core.models",
     "census_problems": "lawbench.core.run.evaluate",
 }
@@ -21,6 +21,7 @@ __getattr__, __dir__ = lazy(__name__, _EXPORTS)
 if TYPE_CHECKING:
     from lawbench.core.run.evaluate import census_problems  # noqa: F401
     from lawbench.core.hardware.profiles import plugin_profiles  # noqa: F401
-    from lawbench.core.claims.loading import load_all, read_toml  # noqa: F401
+    from lawbench.core.claims.loading import load_all  # noqa: F401
+    from lawbench.core.toml_read import read_toml  # noqa: F401
     from lawbench.core.models import CensusSpec  # noqa: F401
     from lawbench.core.laws.registry import get_registry  # noqa: F401
