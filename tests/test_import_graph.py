@@ -213,9 +213,9 @@ def test_a_runs_exit_code_is_decided_in_one_place():
     one caller for a live run of any mode (run, ab, census plant): no command computes its own."""
     assert set(_calls(r"\. exit_code = [^=]")) == {"core/models/run_record.py"}
     assert set(_calls(r"\bjudged_bad \(")) == {"core/models/run_record.py", "core/record/checks.py"}
-    # a new record is made and finished by the Run alone; core/run/ab.py converts an old ab.json with the same rule
+    # a new record is made and finished by the Run alone; core/record/ab_json.py converts an old ab.json with the same rule
     assert set(_calls(r"\bRunRecord \. new \(")) == {"core/run/run.py"}
-    assert set(_calls(r"\brecord \. finish \(")) == {"core/run/run.py", "core/run/ab.py"}
+    assert set(_calls(r"\brecord \. finish \(")) == {"core/run/run.py", "core/record/ab_json.py"}
     # 128 + the signal's number: the record's rule, the import check of it, and main for a command
     # stopped outside any run (an engine build, a download)
     assert set(_calls(r"\binterrupt_exit_code \(")) == {"core/models/run_record.py", "core/record/checks.py",
@@ -240,8 +240,8 @@ CORE_LAYERS = {
     "run": {"html", "history", "record", "engines", "store", "hardware", "claims", "laws", "stats", "models"},
     "html": {"history", "record", "models"},
     "history": {"record", "hardware", "claims", "laws", "models"},
-    # run: reports reads an old ab.json with run.ab's rule; engines: the load-log parser's census_amount
-    "record": {"run", "engines", "laws", "stats", "models"},
+    # engines: the load-log parser's census_amount
+    "record": {"engines", "laws", "stats", "models"},
     "engines": {"store", "hardware", "stats", "models"},
     "store": {"claims", "laws", "models"},
     # hardware and claims read each other (profiles read TOML with claims.loading; REGISTER.md names

@@ -13,7 +13,7 @@ import pytest
 
 from lawbench.core.engines import kernels
 from lawbench.core.errors import EngineError, NotApplicable
-from lawbench.core.run.evaluate import census_problems
+from lawbench.core.record.census import census_problems
 from lawbench.core.claims.loading import load_all
 from lawbench.core.laws.registry import get_registry
 
@@ -281,7 +281,7 @@ def test_byte_labels_read_as_sizes_and_the_judged_labels_are_kept():
     count, and a result keeps the counts of the labels its verdict rests on (the table shows them)."""
     from types import SimpleNamespace
 
-    from lawbench.core.run.evaluate import judged_labels
+    from lawbench.core.record.census import judged_labels
     from lawbench.core.models import Result, Verdict
     from lawbench.core.record.reports import fmt_measured
 

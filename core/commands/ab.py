@@ -52,14 +52,8 @@ def add_ab_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_ab(args: argparse.Namespace) -> int:
-    from lawbench.core.run.ab import (
-        as_result,
-        budget_for,
-        engine_of,
-        measure_anchor,
-        select_anchors,
-        settings,
-    )
+    from lawbench.core.record.ab_json import as_result, engine_of, settings
+    from lawbench.core.run.ab import budget_for, measure_anchor, select_anchors
     from lawbench.core.engines.specs import describe, parse_engine, resolve_engine, with_record
     from lawbench.core.errors import EngineInterrupted, UsageError
     from lawbench.core.paths import writable_dir
@@ -107,7 +101,7 @@ def cmd_ab(args: argparse.Namespace) -> int:
             print(f"  {result.anchor_id}: {_short(result)}", file=sys.stderr, flush=True)
 
     record = run.measure(pairs)
-    from lawbench.core.run.ab import ab_view
+    from lawbench.core.record.ab_json import ab_view
 
     view = ab_view(record, run.exit_code)
     path = _save_view(run, view, out)

@@ -27,7 +27,7 @@ from lawbench.core.models.gate import AcknowledgedFile, GateNews, GateVerdict
 from lawbench.core.history.gate_news import (FINDING_ALPHA, FINDING_WINDOW, FLAP_WINDOW, accepts, anchor_news,
                                               counts_of, drift_news, flapping_news, gone_news, ran, scope_news,
                                               skip_news)
-from lawbench.core.history.run_keys import engine_key
+from lawbench.core.record.run_keys import engine_key
 
 # drift's share of the gate's 1 % per runner-night (core/history/gate_news.py says how it is split):
 # family-wise over the night, shared (Bonferroni) among the series measured tonight;

@@ -17,6 +17,7 @@ from typing import Any, Optional
 
 from lawbench.core.history.gate import DRIFT_ALPHA, judge, load_acknowledged, machine_fingerprint
 from lawbench.core.models.gate import AcknowledgedFile, GateNews, GateVerdict
+from lawbench.core.record.run_keys import engine_key
 
 
 def _empty_history() -> Any:
@@ -98,11 +99,9 @@ class GateSetup:
             verdict = judge(record, self.history, self.acks, not_reached=tuple(record.not_reached),
                             deployed=self.deployed, roster=self.roster).model_copy(update={"weekly": list(self.weekly)})
         except Exception as exc:  # the record must still be written: a gate that cannot judge is red
-            from lawbench.core.history.run_keys import engine_key as _ek
-
             why = " ".join(f"{type(exc).__name__}: {exc}".split())
             return GateVerdict(verdict="red", profile=record.profile, fingerprint=machine_fingerprint(record.machine),
-                               engine=_ek(record.engine), alpha=DRIFT_ALPHA, baseline_state="cannot-judge",
+                               engine=engine_key(record.engine), alpha=DRIFT_ALPHA, baseline_state="cannot-judge",
                                news=[GateNews(anchor_id="(gate)", kind="cannot-judge",
                                               why=f"cannot judge: the gate failed: {why}")])
         if self.blind is not None:  # every anchor is shown as new, and the night is red for what was not seen

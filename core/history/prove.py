@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
 from lawbench.core.history.rates import ALPHA, rate_news
+from lawbench.core.record.run_keys import engine_key
 
 SIZES = (0.02, 0.03, 0.05, 0.10, 0.20, 0.40)
 ALL = "all formats"
@@ -111,7 +112,6 @@ def runner_nights(history: Any, profile: str) -> tuple[list[Any], str]:
     """The accepted nights of ``profile``'s newest set-up in ``history`` (oldest first), and that
     set-up in words; the gate's own rule (core/history/gate.py: baseline_of, accepted)."""
     from lawbench.core.history.gate import accepted, baseline_of, machine_fingerprint
-    from lawbench.core.history.run_keys import engine_key
 
     runs = [r for r in history.runs(profile=profile, limit=None) if r.finished is not None]
     latest = next((rec for rec in (history.record(r.run_id) for r in runs) if rec.mode == "run"), None)
