@@ -9,12 +9,12 @@ import time
 import pytest
 
 from lawbench.core.laws.law import LawbenchError
-from lawbench.core.run.lock import BoxBusy, box_lock, cache_root
+from lawbench.core.lock import BoxBusy, box_lock, cache_root
 
 HOLDER = """
 import sys, time
 from pathlib import Path
-from lawbench.core.run.lock import box_lock
+from lawbench.core.lock import box_lock
 with box_lock("lawbench", cache_dir=Path(sys.argv[1])):
     print("held", flush=True)
     time.sleep(60)

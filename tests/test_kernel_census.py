@@ -167,7 +167,7 @@ def test_tracer_counts_a_real_engine_run(tmp_path):
         pytest.skip(str(exc))
     if not bin_dir or not (Path(bin_dir) / "llama-bench").is_file():
         pytest.skip("LAWBENCH_LLAMA_DIR names no CUDA llama.cpp build")
-    from lawbench.core.run.resources import Resources
+    from lawbench.core.laws.resources import Resources
 
     r = Resources(llama_dir=bin_dir)
     try:
@@ -226,7 +226,7 @@ def test_pure_cpu_placement_census_turns_red_when_the_engine_reports_an_offload(
     from lawbench.core.run.evaluate import RunPolicy, evaluate
     from lawbench.core.hardware.profiles import load_profiles
     from lawbench.core.models import Verdict
-    from lawbench.core.run.resources import Resources
+    from lawbench.core.laws.resources import Resources
     from lawbench.plugins.law4.law import Law4
 
     real = build_llamacpp(progress=None)

@@ -101,7 +101,7 @@ def _prediction_evidence(a: Any, law: Any, profiles: dict[str, Any]) -> Optional
     """Why the law's number does not lie outside ``a``'s band on each profile it runs on (None: it does)."""
     from lawbench.core.models import Verdict
     from lawbench.core.run.evaluate import RunPolicy, evaluate
-    from lawbench.core.run.resources import Resources
+    from lawbench.core.laws.resources import Resources
 
     for pid in a.profiles or sorted(profiles):
         if pid not in profiles:

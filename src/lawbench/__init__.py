@@ -95,7 +95,7 @@ _EXPORTS = {
     "Visit": "lawbench.core.stats.protocol",
     # For laws that read real model files: the model a case names (Resources.model raises this
     # when the file is not on this machine: a SKIP, not an ERROR) and the header of a GGUF file.
-    "Resources": "lawbench.core.run.resources",
+    "Resources": "lawbench.core.laws.resources",
     "ModelUnavailable": "lawbench.core.store.real",
     "read_gguf_header": "lawbench.core.store.gguf_header:read_header",
     "GGUFHeader": "lawbench.core.store.gguf_header",
@@ -144,5 +144,5 @@ if TYPE_CHECKING:  # for editors and type checkers: the same names, eagerly
     from lawbench.core.laws.law import Census, Law, MachineTerm, Prediction, Sampler
     from lawbench.core.models import Anchor, Fact, FiniteFloat, HardwareProfile, Id, Sample, Strict
     from lawbench.core.stats.protocol import ArmSampler, Visit
-    from lawbench.core.run.resources import Resources
+    from lawbench.core.laws.resources import Resources
     from lawbench.core.store.real import ModelUnavailable
