@@ -28,12 +28,17 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Literal, Optional
+from typing import TYPE_CHECKING, Any, Iterable, Literal, Optional
 
 from pydantic import Field, ValidationError, model_validator
 
-from lawbench.core.errors import DataError
+from lawbench.core.claims.public_record import load_record
+from lawbench.core.errors import DataError, validation_error
 from lawbench.core.models import Id, Strict
+from lawbench.core.toml_read import read_toml
+
+if TYPE_CHECKING:
+    from lawbench.core.claims.loading import AnchorSet
 
 INVENTORY_PACKAGE = "lawbench.anchors.inventory"
 
@@ -137,9 +142,6 @@ def inventory_files() -> list[Any]:
 
 
 def load_inventory(paths: Optional[Iterable[Any]] = None) -> Inventory:
-    from lawbench.core.toml_read import read_toml
-    from lawbench.core.errors import validation_error
-
     inv = Inventory()
     law_files: dict[str, str] = {}
     for path in inventory_files() if paths is None else paths:
@@ -217,7 +219,7 @@ class Coverage:
                 f"{t.pending} pending")
 
 
-def coverage(inv: Inventory, anchor_set: Any, registered_laws: Iterable[str]) -> Coverage:
+def coverage(inv: Inventory, anchor_set: AnchorSet, registered_laws: Iterable[str]) -> Coverage:
     """Which lines are encoded, explained, work left, missing or pending. No checking: see check_inventory."""
     registered = set(registered_laws)
     cited_by: dict[str, list[str]] = {cid: [] for cid in inv.claims}
@@ -253,7 +255,7 @@ def shipped_files(registry: Any) -> set[str]:
     return {str(f) for name in registry.builtin_laws for f in registry.laws[name].anchor_files()}
 
 
-def check_inventory(inv: Inventory, anchor_set: Any, registry: Any,
+def check_inventory(inv: Inventory, anchor_set: AnchorSet, registry: Any,
                     own_files: Optional[set[str]] = None) -> tuple[Coverage, list[DataError]]:
     """Every anchor lawbench ships cites a line, every citation exists, every counted line is
     encoded or explained and never both. Returns every fault (each a DataError naming its file,
@@ -297,8 +299,6 @@ def check_inventory(inv: Inventory, anchor_set: Any, registry: Any,
 def check_record_citations(inv: Inventory, record: Any = None) -> list[DataError]:
     """Every quote of the public record is inside a cached excerpt of its file at the pinned
     commit, and every reason about the record names files of it that the cache lists."""
-    from lawbench.core.claims.public_record import load_record
-
     rec = load_record() if record is None else record
     problems: list[DataError] = []
     for cid, lc in inv.claims.items():

@@ -26,6 +26,7 @@ from lawbench.core.hardware import detect, toml_out
 from lawbench.core.hardware import profiles as profile_io
 from lawbench.core.cpus import usable_cpus
 from lawbench.core.models import Fact, HardwareProfile
+from lawbench.core.paths import writable_dir
 
 MIB = 1024 ** 2
 GIB = 1024 ** 3
@@ -215,8 +216,6 @@ def write_measured_profile(base: str = "cpu", out: Optional[os.PathLike | str] =
                            extra_dirs: Any = (), laws: profile_io.Laws = None) -> tuple[Path, HardwareProfile, BandwidthResult]:
     """Measure RAM, write a TOML profile for this machine, and re-load it to prove it valid (each
     law's table checked by ``laws``, the registry's: what `lawbench run` will check)."""
-    from lawbench.core.paths import writable_dir
-
     known = profile_io.load_profiles(extra_dirs, laws)
     base_profile = profile_io.get_profile(base, known)
     fp = detect.fingerprint_machine()

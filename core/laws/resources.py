@@ -11,8 +11,10 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Optional
 
+from lawbench.core.engines.bench import quantize
+from lawbench.core.engines.record import llama_version, record_status
 from lawbench.core.errors import EngineError, LawbenchError
 from lawbench.core.models import HardwareProfile
 
@@ -95,8 +97,6 @@ class Resources:
             if self.llama_dir:
                 self._llama = locate_llamacpp(self.llama_dir)
             else:
-                from lawbench.core.engines.record import llama_version
-
                 version, self.llama_chosen_by = llama_version(self.profile)
                 backend = self.backend()
                 self._llama = build_llamacpp(version, backend=backend, progress=report,
@@ -113,7 +113,6 @@ class Resources:
             return self._shared.store()
         self.lock()
         if self._store is None:
-            from lawbench.core.engines.bench import quantize
             from lawbench.core.store.real import ModelStore
 
             # Synthetic models other than F16 are requantized with this run's llama-quantize.
@@ -126,7 +125,6 @@ class Resources:
     def engine_info(self) -> Optional[dict]:
         if self._llama is None:
             return None
-        from lawbench.core.engines.record import record_status
 
         ll = self._llama
         record = record_status(self.profile, ll.build_info.get("build_number"))
