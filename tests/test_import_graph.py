@@ -342,7 +342,7 @@ def hidden_edges(folders: tuple[str, ...] = ("core", "plugins")) -> dict[str, in
                 params = [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]
                 any_params += sum(1 for p in params if p is not None and p.annotation is not None
                                   and _mentions_any(p.annotation))
-                # this function's own imports (a nested function's are counted with it)
+                # this function's own imports (a nested function's are counted once, with that function)
                 todo = list(ast.iter_child_nodes(fn))
                 while todo:
                     node = todo.pop()
