@@ -33,7 +33,7 @@ from lawbench.core.hardware.bandwidth import measure_ram_bandwidth
 from lawbench.core.hardware.profiles import load_profiles
 from lawbench.core.claims.loading import load_anchors
 from lawbench.core.models import Anchor, Budget, Fact
-from lawbench.core.run.resources import Resources
+from lawbench.core.laws.resources import Resources
 from lawbench.plugins.law4.law import Law4
 from lawbench.plugins.law4.measure import arm_cases
 

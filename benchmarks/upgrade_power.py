@@ -41,7 +41,7 @@ def main() -> int:
     from lawbench.core.models import Anchor
     from lawbench.core.run.ab import budget_for, measure_anchor
     from lawbench.core.run.context import RunContext
-    from lawbench.core.run.resources import Resources
+    from lawbench.core.laws.resources import Resources
     from lawbench.core.run.upgrade import ALPHA, PAIRS, TIMEOUT_S, TOLERANCE
 
     ctx = RunContext(args.profile)

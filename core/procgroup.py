@@ -48,7 +48,7 @@ for pgid in groups:
 
 _lock = threading.Lock()
 _supervisor: Optional[subprocess.Popen] = None
-_held_fds: list[int] = []  # the box lock's fd while it is held (core.run.lock)
+_held_fds: list[int] = []  # the box lock's fd while it is held (core.lock)
 
 
 def hold_fd(fd: int) -> None:

@@ -10,6 +10,7 @@ import pytest
 
 from lawbench.core.errors import DataError
 from lawbench.core.hardware.profiles import load_profiles
+from lawbench.core.laws.registry import get_registry
 
 GOOD = """
 id = "{id}"
@@ -36,7 +37,7 @@ def broken(tmp_path: Path, text: str) -> DataError:
     """The error loading ``text`` as a profile gives: one line, naming the file, no traceback."""
     path = write(tmp_path, "broken.toml", text)
     with pytest.raises(DataError) as err:
-        load_profiles([tmp_path])
+        load_profiles([tmp_path], get_registry().laws)  # each law checks its own table
     message = str(err.value)
     assert str(path) in message, message
     assert "\n" not in message and "Traceback" not in message and "pydantic" not in message

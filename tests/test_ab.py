@@ -21,12 +21,10 @@ from _engine_fixtures import llama, synth_dir, tiny_f16, write_script  # noqa: F
 from test_bad_input_runtime import HERMETIC_PIP, Index
 from test_engine_build import CMAKE, TOOL_CPP
 
+from lawbench.core.record.ab_json import ABResult, as_result, gate_band
 from lawbench.core.run.ab import (
-    ABResult,
     as_pairs,
-    as_result,
     budget_for,
-    gate_band,
     is_speed_anchor,
     pair_ratios,
     ratio_interval,
@@ -177,7 +175,7 @@ def test_exit_code_passes_only_a_whole_measured_and_cleared_set():
 
 def test_an_ab_result_is_a_run_record_result_and_back():
     """ab.json is a view of the run record: an A/B result survives the trip unchanged."""
-    from lawbench.core.run.ab import ab_result_of
+    from lawbench.core.record.ab_json import ab_result_of
 
     r = ABResult(anchor_id="law4.cpu.l15.x", law="law4", subject="main", test="syn tg16", status="measured",
                  reason="ok", median_a=10.0, median_b=9.0, ratio=0.9, interval=(0.85, 0.95), confidence=0.95,

@@ -32,7 +32,7 @@ ENGINE = "11434.0.0" + "x" * 100_000  # 100 KB
 def _hostile(run_id: str = "hostile-text-1") -> dict:
     d = json.loads(NIGHT4.read_text(encoding="utf-8"))
     d["run_id"] = run_id
-    del d["engine"]["build_number"]  # so the engine's key is its version (core.history.run_keys)
+    del d["engine"]["build_number"]  # so the engine's key is its version (core.record.run_keys)
     d["engine"]["version"] = ENGINE
     d["lawbench_version"] = HOSTILE
     fail = next(r for r in d["results"] if r["verdict"] == "FAIL")

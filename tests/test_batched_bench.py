@@ -373,7 +373,7 @@ def test_slots_without_batched_bench_and_mixed_tools_are_refused():
 def test_a_measured_ratio_at_two_expert_counts_runs_for_real(tiny_moe):
     """experts_used honoured end to end: arm a at k=1 over arm b at k=4, interleaved, through
     llama-batched-bench; every visit's load log confirmed the k it was asked for."""
-    from lawbench.core.run.resources import Resources
+    from lawbench.core.laws.resources import Resources
 
     anchor = _anchor(kind="ratio", quantity="decode_ratio", unit="x", band={"lo": 0.01, "hi": 100.0},
                      case={"quantity": "decode_tok_s", "model": f"path:{tiny_moe}",

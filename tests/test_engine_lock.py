@@ -10,12 +10,12 @@ import pytest
 
 from lawbench.core.errors import LawbenchError
 from lawbench.core.paths import cache_root
-from lawbench.core.run.lock import BoxBusy, box_lock
+from lawbench.core.lock import BoxBusy, box_lock
 
 HOLDER = """
 import sys, time
 from pathlib import Path
-from lawbench.core.run.lock import box_lock
+from lawbench.core.lock import box_lock
 with box_lock("lawbench", cache_dir=Path(sys.argv[1])):
     print("held", flush=True)
     time.sleep(60)

@@ -138,7 +138,7 @@ def _with_llama_record(profile, build: int):
 
 def test_a_run_builds_the_record_unless_lawbench_cannot_drive_it_or_the_runner_says_otherwise(profiles):
     from lawbench.core.engines.record import BENCH_MIN_BUILD, llama_version
-    from lawbench.core.run.resources import DEFAULT_LLAMA_VERSION, LLAMA_VERSION_ENV
+    from lawbench.core.engines.record import DEFAULT_LLAMA_VERSION, LLAMA_VERSION_ENV
 
     for pid in ("gtx1060", "cpu-ddr4"):
         assert llama_version(profiles[pid], environ={}) == \
@@ -158,7 +158,8 @@ def test_resources_build_what_the_profile_says_and_the_run_record_says_so(profil
     from lawbench.core.engines import build
     from lawbench.core.engines.llamacpp import LlamaCpp
     from lawbench.core.engines.record import BENCH_MIN_BUILD
-    from lawbench.core.run.resources import LLAMA_VERSION_ENV, Resources
+    from lawbench.core.engines.record import LLAMA_VERSION_ENV
+    from lawbench.core.laws.resources import Resources
 
     asked = []
 

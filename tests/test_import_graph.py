@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -213,9 +214,9 @@ def test_a_runs_exit_code_is_decided_in_one_place():
     one caller for a live run of any mode (run, ab, census plant): no command computes its own."""
     assert set(_calls(r"\. exit_code = [^=]")) == {"core/models/run_record.py"}
     assert set(_calls(r"\bjudged_bad \(")) == {"core/models/run_record.py", "core/record/checks.py"}
-    # a new record is made and finished by the Run alone; core/run/ab.py converts an old ab.json with the same rule
+    # a new record is made and finished by the Run alone; core/record/ab_json.py converts an old ab.json with the same rule
     assert set(_calls(r"\bRunRecord \. new \(")) == {"core/run/run.py"}
-    assert set(_calls(r"\brecord \. finish \(")) == {"core/run/run.py", "core/run/ab.py"}
+    assert set(_calls(r"\brecord \. finish \(")) == {"core/run/run.py", "core/record/ab_json.py"}
     # 128 + the signal's number: the record's rule, the import check of it, and main for a command
     # stopped outside any run (an engine build, a download)
     assert set(_calls(r"\binterrupt_exit_code \(")) == {"core/models/run_record.py", "core/record/checks.py",
@@ -232,25 +233,27 @@ def test_the_cli_never_fishes_the_record_out_of_pytest():
 
 # --------------------------------------------------------------------------- core's folders are its layers
 # Each folder of core imports only the folders CORE_LAYERS lists for it (lazy imports included); the
-# shared leaves at core's top import no folder. commands/ sits on top: nothing imports it but the
-# `lawbench` entry point.
+# shared leaves at core's top (errors, paths, toml_read, cpus, lock …) import no folder. Read top
+# down, every folder leans only on folders further down the table: a DAG, and
+# test_the_layer_table_has_no_cycle keeps it one. commands/ sits on top: nothing imports it but the
+# `lawbench` entry point. laws/ (the Law interface and the Resources its methods are handed) sits
+# above the engines and the model store it hands out; the folders beneath it are handed what the
+# registry knows (a profile its laws, the store its plugin catalogues) and never ask for it.
 CORE_LAYERS = {
-    "commands": {"run", "html", "history", "record", "engines", "store", "hardware", "claims", "laws",
+    "commands": {"run", "html", "history", "record", "laws", "engines", "store", "claims", "hardware",
                  "stats", "models"},
-    "run": {"html", "history", "record", "engines", "store", "hardware", "claims", "laws", "stats", "models"},
+    "run": {"html", "history", "record", "laws", "engines", "store", "claims", "hardware", "stats", "models"},
     "html": {"history", "record", "models"},
-    "history": {"record", "hardware", "claims", "laws", "models"},
-    # run: reports reads an old ab.json with run.ab's rule; engines: the load-log parser's census_amount
-    "record": {"run", "engines", "laws", "stats", "models"},
+    "history": {"record", "laws", "claims", "hardware", "models"},
+    # engines: the load-log parser's census_amount
+    "record": {"laws", "engines", "stats", "models"},
+    "laws": {"engines", "store", "hardware", "models"},
     "engines": {"store", "hardware", "stats", "models"},
-    "store": {"claims", "laws", "models"},
-    # hardware and claims read each other (profiles read TOML with claims.loading; REGISTER.md names
-    # the profiles), and models use hardware.cpus: the two pairs a later split of hardware/ would undo
-    "hardware": {"claims", "laws", "models"},
-    "claims": {"hardware", "laws", "models"},
-    "laws": {"models"},
+    "store": {"models"},
+    "claims": {"models"},
     "stats": {"hardware", "models"},
-    "models": {"hardware"},
+    "hardware": {"models"},
+    "models": set(),
 }
 
 
@@ -295,3 +298,73 @@ def test_the_folder_rule_catches_an_upward_import():
         "lawbench.core.errors (core/) imports lawbench.core.run.plan (run/)",
         "lawbench.core.stats.verdicts (stats/) imports lawbench.core.commands.main (commands/)",
     ]
+
+
+# --------------------------------------------------------------------------- the table is a DAG
+# CORE_LAYERS read as a graph of folders: a cycle in it would let two folders lean on each other
+# and no import would ever be refused between them.
+
+
+def test_the_layer_table_has_no_cycle():
+    assert cycles({folder: set(below) for folder, below in CORE_LAYERS.items()}) == []
+
+
+def test_the_layer_table_check_catches_a_planted_cycle():
+    planted = {folder: set(below) for folder, below in CORE_LAYERS.items()}
+    planted["models"] = planted["models"] | {"store"}  # the store reads models: now models the store too
+    assert cycles(planted) == [["models", "store"]]
+
+
+# --------------------------------------------------------------------------- edges that hide
+# A function-level import and an `Any` parameter each hide an edge from the table: the import from
+# this scan's first glance at a module's head, the parameter from every type checker. Their counts
+# may go down, never up (quantprobe's ratchet): lower the ceiling when they fall.
+HIDDEN_CEILING = {"function-level imports": 378, "Any parameters": 327}
+
+
+def _mentions_any(annotation: ast.AST) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == "Any" or isinstance(n, ast.Attribute) and n.attr == "Any"
+               or isinstance(n, ast.Constant) and isinstance(n.value, str) and "Any" in n.value
+               for n in ast.walk(annotation))
+
+
+def hidden_edges(folders: tuple[str, ...] = ("core", "plugins")) -> dict[str, int]:
+    """Import statements inside a function body, and function parameters whose annotation names
+    ``Any``, in the package folders given (relative to the repository root)."""
+    lazy = any_params = 0
+    for folder in folders:
+        for f in sorted((ROOT / folder).rglob("*.py")):
+            tree = ast.parse(f.read_text(encoding="utf-8"))
+            for fn in ast.walk(tree):
+                if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    continue
+                a = fn.args
+                params = [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]
+                any_params += sum(1 for p in params if p is not None and p.annotation is not None
+                                  and _mentions_any(p.annotation))
+                # this function's own imports (a nested function's are counted once, with that function)
+                todo = list(ast.iter_child_nodes(fn))
+                while todo:
+                    node = todo.pop()
+                    if isinstance(node, (ast.Import, ast.ImportFrom)):
+                        lazy += 1
+                    elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        todo.extend(ast.iter_child_nodes(node))
+    return {"function-level imports": lazy, "Any parameters": any_params}
+
+
+def test_hidden_edges_go_down_not_up():
+    counts = hidden_edges()
+    print(f"core/ + plugins/: {counts}; ceiling {HIDDEN_CEILING}")
+    for what, n in counts.items():
+        assert n <= HIDDEN_CEILING[what], f"{what}: {n} > the ceiling {HIDDEN_CEILING[what]}; import at the " \
+                                          f"module's head, or name the type"
+
+
+def test_the_hidden_edge_count_sees_both_kinds(tmp_path, monkeypatch):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "m.py").write_text(
+        "import os\nfrom typing import Any\n\n\ndef f(a: Any, b: 'Optional[Any]', c: int, *d: typing.Any):\n"
+        "    import json\n\n    def g(e):\n        from os import path\n    return json\n", encoding="utf-8")
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    assert hidden_edges(("pkg",)) == {"function-level imports": 2, "Any parameters": 3}

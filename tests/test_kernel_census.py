@@ -13,7 +13,7 @@ import pytest
 
 from lawbench.core.engines import kernels
 from lawbench.core.errors import EngineError, NotApplicable
-from lawbench.core.run.evaluate import census_problems
+from lawbench.core.record.census import census_problems
 from lawbench.core.claims.loading import load_all
 from lawbench.core.laws.registry import get_registry
 
@@ -167,7 +167,7 @@ def test_tracer_counts_a_real_engine_run(tmp_path):
         pytest.skip(str(exc))
     if not bin_dir or not (Path(bin_dir) / "llama-bench").is_file():
         pytest.skip("LAWBENCH_LLAMA_DIR names no CUDA llama.cpp build")
-    from lawbench.core.run.resources import Resources
+    from lawbench.core.laws.resources import Resources
 
     r = Resources(llama_dir=bin_dir)
     try:
@@ -226,7 +226,7 @@ def test_pure_cpu_placement_census_turns_red_when_the_engine_reports_an_offload(
     from lawbench.core.run.evaluate import RunPolicy, evaluate
     from lawbench.core.hardware.profiles import load_profiles
     from lawbench.core.models import Verdict
-    from lawbench.core.run.resources import Resources
+    from lawbench.core.laws.resources import Resources
     from lawbench.plugins.law4.law import Law4
 
     real = build_llamacpp(progress=None)
@@ -281,7 +281,7 @@ def test_byte_labels_read_as_sizes_and_the_judged_labels_are_kept():
     count, and a result keeps the counts of the labels its verdict rests on (the table shows them)."""
     from types import SimpleNamespace
 
-    from lawbench.core.run.evaluate import judged_labels
+    from lawbench.core.record.census import judged_labels
     from lawbench.core.models import Result, Verdict
     from lawbench.core.record.reports import fmt_measured
 

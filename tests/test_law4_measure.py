@@ -221,7 +221,7 @@ def _toolchain_or_skip() -> None:
 def res():
     """The run's Resources: the cached llama.cpp build (built once if missing) and model store."""
     _toolchain_or_skip()
-    from lawbench.core.run.resources import Resources
+    from lawbench.core.laws.resources import Resources
 
     r = Resources(profile=PROFILES["cpu"])
     try:

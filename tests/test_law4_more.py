@@ -80,7 +80,7 @@ def _pinned_common_h() -> str:
 
     from lawbench.core.engines.build import _fetch_sdist
     from lawbench.core.paths import cache_root
-    from lawbench.core.run.resources import DEFAULT_LLAMA_VERSION
+    from lawbench.core.engines.record import DEFAULT_LLAMA_VERSION
 
     sdist = _fetch_sdist(DEFAULT_LLAMA_VERSION, cache_root() / "llama.cpp" / "downloads")
     with tarfile.open(sdist) as tar:

@@ -43,7 +43,8 @@ def own_box(tmp_path, monkeypatch):
     from lawbench.core.store import gguf_header
     from lawbench.core.engines.build import build_llamacpp
     from lawbench.core.engines.llamacpp import locate_llamacpp
-    from lawbench.core.run.resources import DEFAULT_LLAMA_VERSION, Resources
+    from lawbench.core.engines.record import DEFAULT_LLAMA_VERSION
+    from lawbench.core.laws.resources import Resources
 
     _toolchain_or_skip()
     own = os.environ.get("LAWBENCH_LLAMA_DIR")

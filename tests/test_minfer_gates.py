@@ -13,7 +13,7 @@ from test_minfer_kernel_time import harness, traced  # noqa: F401  (fixtures)
 
 from lawbench.core.errors import DataError
 from lawbench.core.models import Verdict
-from lawbench.core.run.evaluate import census_problems
+from lawbench.core.record.census import census_problems
 from lawbench.plugins.minfer.gates import UNSET_VS_OFF, UNSET_VS_ON, differing
 from lawbench.plugins.minfer.law import Minfer
 

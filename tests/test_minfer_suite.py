@@ -17,7 +17,7 @@ from test_minfer import gb10_profile, run
 from lawbench.core.claims.loading import load_anchors
 from lawbench.core.errors import DataError, EngineError
 from lawbench.core.models import Verdict
-from lawbench.core.run.evaluate import census_problems
+from lawbench.core.record.census import census_problems
 from lawbench.plugins.minfer.law import Minfer
 from lawbench.plugins.minfer.suite import suite_counts
 

@@ -34,7 +34,7 @@ pytest.importorskip("quantprobe")
 
 from _engine_fixtures import llama  # noqa: F401,E402  (builds the ladder's missing files)
 from lawbench.core.store.gguf_header import read_header
-from lawbench.core.claims.loading import read_toml
+from lawbench.core.toml_read import read_toml
 import _quantprobe_reader as Q
 
 HERE = Path(__file__).parent

@@ -24,7 +24,7 @@ from _engine_fixtures import alive, fake_llama, wait_for
 from _mounts import in_private_mounts
 from conftest import run_cli
 from lawbench.core.history.store import History
-from lawbench.core.run.lock import BoxBusy, box_lock
+from lawbench.core.lock import BoxBusy, box_lock
 from lawbench.core.record.reports import read_json
 
 LAW = '''

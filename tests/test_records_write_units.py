@@ -27,7 +27,7 @@ from lawbench.core.history.store import History
 from lawbench.core.errors import EngineInterrupted
 from lawbench.core.models import Measurement, Result, Sample, Verdict
 from lawbench.core.record.reports import RunRecord, read_json, write_fallback, write_json
-from lawbench.core.run.resources import Resources
+from lawbench.core.laws.resources import Resources
 from lawbench.core.run import signals
 
 RECORD = ('{"model_filename": "m.gguf", "n_prompt": 0, "n_gen": 16, "n_depth": 0, '
@@ -198,7 +198,7 @@ def test_fallback_goes_to_the_cache_then_the_temp_folder_then_stderr(tmp_path, m
 
 
 def lock_is_held(cache: Path) -> bool:
-    probe = ("import sys; from pathlib import Path; from lawbench.core.run.lock import BoxBusy, box_lock\n"
+    probe = ("import sys; from pathlib import Path; from lawbench.core.lock import BoxBusy, box_lock\n"
              "try:\n    cm = box_lock(cache_dir=Path(sys.argv[1])); cm.__enter__()\n"
              "except BoxBusy:\n    sys.exit(3)\n")
     return subprocess.run([sys.executable, "-c", probe, str(cache)]).returncode == 3

@@ -19,7 +19,7 @@ import pytest
 
 from _engine_fixtures import alive, fake_llama, wait_for
 from lawbench.core.history.store import History
-from lawbench.core.run.lock import BoxBusy, box_lock
+from lawbench.core.lock import BoxBusy, box_lock
 from lawbench.core.record.reports import read_json
 from test_records_truthful import standin_site  # noqa: F401  (the stand-in law, installed)
 

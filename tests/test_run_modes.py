@@ -93,7 +93,7 @@ def test_census_plant_runs_are_run_records_in_history_compare_and_report(tmp_pat
 def test_an_ab_json_from_before_ab_runs_were_run_records_is_read_as_one(tmp_path, env):  # noqa: F811
     """results/cpu-nights/ab-*.json (format lawbench-ab/1) reads as the run record it would be now:
     checked as any imported record, it goes into a history, and its view gives the file back."""
-    from lawbench.core.run.ab import ABRecord, ab_view
+    from lawbench.core.record.ab_json import ABRecord, ab_view
     from lawbench.core.record.checks import check_record
 
     old = ROOT / "results" / "cpu-nights" / "ab-b11434-vs-llama-cpp-python-0.3.36.json"

@@ -28,12 +28,17 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Literal, Optional
+from typing import TYPE_CHECKING, Any, Iterable, Literal, Optional
 
 from pydantic import Field, ValidationError, model_validator
 
-from lawbench.core.errors import DataError
-from lawbench.core.models import Id, Strict
+from lawbench.core.claims.public_record import load_record
+from lawbench.core.errors import DataError, validation_error
+from lawbench.core.models import Anchor, Id, Strict
+from lawbench.core.toml_read import read_toml
+
+if TYPE_CHECKING:
+    from lawbench.core.claims.loading import AnchorSet
 
 INVENTORY_PACKAGE = "lawbench.anchors.inventory"
 
@@ -186,9 +191,6 @@ def inventory_files() -> list[Any]:
 
 
 def load_inventory(paths: Optional[Iterable[Any]] = None) -> Inventory:
-    from lawbench.core.claims.loading import read_toml
-    from lawbench.core.errors import validation_error
-
     inv = Inventory()
     law_files: dict[str, str] = {}
     for path in inventory_files() if paths is None else paths:
@@ -274,20 +276,20 @@ def repeated_figures(claim: Claim) -> set[str]:
     return big or found
 
 
-def stated_by(anchor: Any) -> set[float]:
+def stated_by(anchor: Anchor) -> set[float]:
     """The numbers an anchor states: in what it claims, its value and its band."""
     band = anchor.band.model_dump() if hasattr(anchor.band, "model_dump") else anchor.band
     return _numbers(" ".join([anchor.claim, str(anchor.value if anchor.value is not None else ""),
                               str(band or "")]))
 
 
-def judges_figure(anchor: Any, figures: set[str]) -> bool:
+def judges_figure(anchor: Anchor, figures: set[str]) -> bool:
     """Whether an anchor states one of these printed figures."""
     stated = stated_by(anchor)
     return any(_as_printed(f, stated) for f in figures)
 
 
-def encoded_figures(claim: Claim, anchors: list[Any]) -> set[float]:
+def encoded_figures(claim: Claim, anchors: list[Anchor]) -> set[float]:
     """The numbers of a line's quote that the line accounts for (issue 34: a number inside the quote
     of a line encoded for another number is not covered by it). A line not encoded (explained, work
     left) or repeated (same_as) accounts for its whole quote; a quote with one number, for that one;
@@ -301,7 +303,7 @@ def encoded_figures(claim: Claim, anchors: list[Any]) -> set[float]:
     return {float(n) for n in printed if _as_printed(n, named)}
 
 
-def same_quantity(line: Claim, twin_anchors: list[Any]) -> bool:
+def same_quantity(line: Claim, twin_anchors: list[Anchor]) -> bool:
     """A same_as line is judged through its twin only where an anchor of the twin states the figure
     the line repeats (issue 34: a perplexity repeated from an entry whose anchors judge its speed is
     not encoded by them)."""
@@ -309,11 +311,11 @@ def same_quantity(line: Claim, twin_anchors: list[Any]) -> bool:
     return any(judges_figure(a, figures) for a in twin_anchors)
 
 
-def coverage(inv: Inventory, anchor_set: Any, registered_laws: Iterable[str]) -> Coverage:
+def coverage(inv: Inventory, anchor_set: AnchorSet, registered_laws: Iterable[str]) -> Coverage:
     """Which lines are encoded, explained, work left, missing or pending. No checking: see check_inventory."""
     registered = set(registered_laws)
     cited_by: dict[str, list[str]] = {cid: [] for cid in inv.claims}
-    citing: dict[str, list[Any]] = {cid: [] for cid in inv.claims}
+    citing: dict[str, list[Anchor]] = {cid: [] for cid in inv.claims}
     for la in anchor_set.anchors:
         for cid in la.anchor.claims:
             if cid in cited_by:
@@ -350,7 +352,7 @@ def shipped_files(registry: Any) -> set[str]:
     return {str(f) for name in registry.builtin_laws for f in registry.laws[name].anchor_files()}
 
 
-def check_inventory(inv: Inventory, anchor_set: Any, registry: Any,
+def check_inventory(inv: Inventory, anchor_set: AnchorSet, registry: Any,
                     own_files: Optional[set[str]] = None) -> tuple[Coverage, list[DataError]]:
     """Every anchor lawbench ships cites a line, every citation exists, every counted line is
     encoded or explained and never both. Returns every fault (each a DataError naming its file,
@@ -403,8 +405,6 @@ def check_inventory(inv: Inventory, anchor_set: Any, registry: Any,
 def check_record_citations(inv: Inventory, record: Any = None) -> list[DataError]:
     """Every quote of the public record is inside a cached excerpt of its file at the pinned
     commit, and every reason about the record names files of it that the cache lists."""
-    from lawbench.core.claims.public_record import load_record
-
     rec = load_record() if record is None else record
     problems: list[DataError] = []
     for cid, lc in inv.claims.items():

@@ -1,7 +1,6 @@
 """Load and cross-check the anchor TOML files. Errors name the file, the anchor id and the field."""
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Optional
@@ -11,47 +10,7 @@ from pydantic import ValidationError
 from lawbench.core.errors import DataError, LawbenchError, PluginError, field_path, validation_error  # noqa: F401
 from lawbench.core.models import Anchor
 from lawbench.core.models.anchor import SUCCESSOR_FIELDS
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
-
-def read_toml(path: Any) -> dict:
-    """Parse one TOML file (a path or an importlib.resources Traversable). Every fault is a
-    DataError naming the file: missing, not a regular file, unreadable, not UTF-8, malformed, or
-    nested too deep for the parser."""
-    import os
-    import stat
-
-    name = str(path)
-    if isinstance(path, (str, os.PathLike)):
-        path = Path(path)
-        try:
-            mode = path.stat().st_mode
-        except FileNotFoundError:
-            raise DataError(name, "file not found") from None
-        except OSError as exc:
-            raise DataError(name, f"cannot read the file: {exc.strerror or exc}") from None
-        if not stat.S_ISREG(mode):  # a folder, a named pipe (reading it would wait forever), a device
-            raise DataError(name, "not a regular file; give the path of a .toml file")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise DataError(name, "file not found") from None
-    except UnicodeDecodeError as exc:
-        raise DataError(name, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    except OSError as exc:
-        raise DataError(name, f"cannot read the file: {exc.strerror or exc}") from None
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise DataError(name, f"malformed TOML: {exc}") from None
-    except RecursionError:
-        raise DataError(name, "arrays or tables nested too deeply to parse (hundreds of levels); "
-                              "a TOML data file needs a few") from None
-
+from lawbench.core.toml_read import read_toml
 
 @dataclass
 class LoadedAnchor:

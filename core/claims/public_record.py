@@ -28,8 +28,9 @@ from typing import Any, Optional
 
 from pydantic import Field, ValidationError, model_validator
 
-from lawbench.core.errors import DataError, UsageError
+from lawbench.core.errors import DataError, UsageError, validation_error
 from lawbench.core.models import Strict
+from lawbench.core.toml_read import read_toml
 
 RECORD_FILE = "public_record.toml"
 REPO_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$"
@@ -111,9 +112,6 @@ def record_path() -> Any:
 
 
 def load_record(path: Any = None) -> Record:
-    from lawbench.core.errors import validation_error
-    from lawbench.core.claims.loading import read_toml
-
     path = record_path() if path is None else path
     raw = read_toml(path)
     try:

@@ -30,8 +30,9 @@ from typing import Any, Iterable, Literal, Optional
 
 from pydantic import Field, ValidationError
 
-from lawbench.core.errors import DataError, UsageError
+from lawbench.core.errors import DataError, UsageError, validation_error
 from lawbench.core.models import Band, Id, Strict
+from lawbench.core.toml_read import read_toml
 
 STAKES_PACKAGE = "lawbench.anchors.stakes"
 LOCK_NAME = "LOCK"
@@ -97,9 +98,6 @@ def load_stakes(root: Any = None, *, anchors: Optional[Iterable[str]] = None,
                 require_lock: bool = True) -> list[LoadedStake]:
     """Every stake file, validated, each checked against its lock line (and the anchors it names
     against the anchor ids, when given). The first fault is a DataError naming file and field."""
-    from lawbench.core.errors import validation_error
-    from lawbench.core.claims.loading import read_toml
-
     root = _package_root() if root is None else root
     locked = read_lock(root) if require_lock else {}
     known = set(anchors) if anchors is not None else None

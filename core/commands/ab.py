@@ -19,7 +19,7 @@ from typing import Any
 
 from lawbench.core.console import console as _console
 from lawbench.core.laws.command import number_between, whole_number
-from lawbench.core.run.resources import DEFAULT_LLAMA_VERSION, LLAMA_VERSION_ENV
+from lawbench.core.engines.record import DEFAULT_LLAMA_VERSION, LLAMA_VERSION_ENV
 
 
 _ratio = number_between(0, 1e6, "a ratio gate is a finite number above 0", "0.95")
@@ -52,18 +52,12 @@ def add_ab_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_ab(args: argparse.Namespace) -> int:
-    from lawbench.core.run.ab import (
-        as_result,
-        budget_for,
-        engine_of,
-        measure_anchor,
-        select_anchors,
-        settings,
-    )
+    from lawbench.core.record.ab_json import as_result, engine_of, settings
+    from lawbench.core.run.ab import budget_for, measure_anchor, select_anchors
     from lawbench.core.engines.specs import describe, parse_engine, resolve_engine, with_record
     from lawbench.core.errors import EngineInterrupted, UsageError
     from lawbench.core.paths import writable_dir
-    from lawbench.core.run.resources import Resources
+    from lawbench.core.laws.resources import Resources
     from lawbench.core.run.run import Run
     from lawbench.core.run.context import RunContext
 
@@ -107,7 +101,7 @@ def cmd_ab(args: argparse.Namespace) -> int:
             print(f"  {result.anchor_id}: {_short(result)}", file=sys.stderr, flush=True)
 
     record = run.measure(pairs)
-    from lawbench.core.run.ab import ab_view
+    from lawbench.core.record.ab_json import ab_view
 
     view = ab_view(record, run.exit_code)
     path = _save_view(run, view, out)

@@ -9,7 +9,8 @@ import os
 
 from lawbench.core.laws.command import whole_number
 from lawbench.core.engines.sources import DEFAULT_VENDORED_VERSION
-from lawbench.core.run.resources import DEFAULT_LLAMA_VERSION, LLAMA_DIR_ENV, LLAMA_VERSION_ENV
+from lawbench.core.engines.record import DEFAULT_LLAMA_VERSION, LLAMA_VERSION_ENV
+from lawbench.core.laws.resources import LLAMA_DIR_ENV
 
 
 def add_engine_parser(sub: argparse._SubParsersAction) -> None:

@@ -157,7 +157,7 @@ _PROPOSAL = re.compile(r"^\W*to\s*review\b", re.IGNORECASE)  # the proposal's ma
 
 def reviewers(folder: Any) -> Optional[set[str]]:
     """hardware_profiles/acknowledged/reviewers.toml's `reviewers`: who may accept a red (None: no list)."""
-    from lawbench.core.claims.loading import read_toml
+    from lawbench.core.toml_read import read_toml
 
     f = folder / "reviewers.toml"
     if not f.is_file():

@@ -161,7 +161,7 @@ def build_parser(registry: Any = None) -> argparse.ArgumentParser:
     from lawbench.core.commands.history import add_history_parser
     from lawbench.core.commands.report import add_report_parser
     from lawbench.core.commands.census import add_census_parser
-    from lawbench.core.claims.register_md import add_register_parser
+    from lawbench.core.commands.register import add_register_parser
     from lawbench.core.claims.public_record import add_record_parser
     from lawbench.core.commands.run import add_run_parser, cmd_run
     from lawbench.core.commands.stakes import add_stakes_parser

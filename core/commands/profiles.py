@@ -16,7 +16,8 @@ from pydantic import ValidationError
 from lawbench.core.errors import LawbenchError
 # A runner job's limits live with the planning that must fit them.
 from lawbench.core.run.plan import JOB_LIMIT_MIN, WEEKLY_JOB_MIN, weekly_cadence, weekly_window_min
-from lawbench.core.hardware.profiles import get_profile, load_profiles
+from lawbench.core.hardware.profiles import Laws, get_profile, load_profiles, usable_plugin_dirs
+from lawbench.core.laws.registry import get_registry
 from lawbench.core.models import Fact, HardwareProfile, Tier
 
 if TYPE_CHECKING:  # rich and the bandwidth probe (numpy) load with the action that uses them, not
@@ -74,15 +75,14 @@ def profiles_command(args: argparse.Namespace, extra_dirs: Optional[Iterable[Any
     try:
         if extra_dirs is None:
             extra_dirs = getattr(args, "profile_dirs", None)
+        registry = get_registry()  # each law checks its table of every profile, as `lawbench run` does
         if extra_dirs is None:  # plugins' folders (lawbench_profile_dirs), as `lawbench run` sees them
-            from lawbench.core.hardware.profiles import usable_plugin_dirs
-            from lawbench.core.laws.registry import get_registry
-            extra_dirs = usable_plugin_dirs(get_registry())
+            extra_dirs = usable_plugin_dirs(registry)
         dirs = [*extra_dirs, *(getattr(args, "profile_dir", None) or [])]
         action = getattr(args, "profiles_action", "list")
         if action == "measure":
-            return _measure(args, dirs, console)
-        profiles = load_profiles(dirs)
+            return _measure(args, dirs, console, registry.laws)
+        profiles = load_profiles(dirs, registry.laws)
         if action == "show":
             return _show(get_profile(args.profile_id, profiles), console)
         if action == "detect":
@@ -270,14 +270,14 @@ def _detect(args: argparse.Namespace, profiles: dict[str, HardwareProfile],
     return 0
 
 
-def _measure(args: argparse.Namespace, dirs: list[Any], console: Console) -> int:
+def _measure(args: argparse.Namespace, dirs: list[Any], console: Console, laws: Laws) -> int:
     from rich.markup import escape
 
     from lawbench.core.hardware import bandwidth
 
     path, profile, result = bandwidth.write_measured_profile(
         base=args.base, out=args.out, threads=args.threads, size_mb=args.size_mb,
-        repeats=args.repeats, profile_id=args.new_id, extra_dirs=dirs)
+        repeats=args.repeats, profile_id=args.new_id, extra_dirs=dirs, laws=laws)
     if args.json:
         print(json.dumps({"file": str(path), "profile": profile.id, **result.model_dump()},
                          indent=2))

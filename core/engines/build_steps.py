@@ -12,6 +12,8 @@ import time
 from collections import deque
 from typing import Callable, Optional
 
+from lawbench.core.procgroup import end_group, group_ended, popen_group
+
 _PERCENT = re.compile(r"^\[\s*(\d{1,3})%\]")  # make: "[ 37%] Building CXX object ..."
 _NINJA = re.compile(r"^\[(\d+)/(\d+)\]")  # ninja: "[12/180] Building CXX object ..."
 
@@ -31,8 +33,6 @@ def _run_logged(cmd: list[str], log, progress, stage: str, deadline: Optional[fl
     last = -1
     # Its own process group, ended on an interrupt: a compiler left running would load the box
     # after lawbench has released its lock.
-    from lawbench.core.procgroup import end_group, group_ended, popen_group
-
     proc = popen_group(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, encoding="utf-8",
                        errors="replace", env=env)  # ended by the supervisor if lawbench dies
     assert proc.stdout is not None

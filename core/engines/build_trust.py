@@ -38,6 +38,8 @@ import time
 from pathlib import Path
 from typing import Callable, Optional
 
+from lawbench.core.errors import EngineError
+from lawbench.core.store import repairs
 from lawbench.core.store.signing import KEY_ENV, sign  # one signing rule, shared with the model stamps
 
 MANIFEST = "build_manifest.json"
@@ -81,8 +83,6 @@ def fetch_source(target: Path, fetch: Callable[[Path], Path]) -> Path:
     import sys
     import tempfile
 
-    from lawbench.core.errors import EngineError
-
     if target.is_file():
         why = source_problem(target)
         if why is None or (why == "not pinned" and not os.environ.get(KEY_ENV)):
@@ -92,8 +92,6 @@ def fetch_source(target: Path, fetch: Callable[[Path], Path]) -> Path:
             os.replace(target, aside)
             print(f"lawbench: warning: the cached source archive {target} is not the one lawbench builds from "
                   f"({why}); it is set aside in {aside} and fetched again", file=sys.stderr, flush=True)
-            from lawbench.core.store import repairs  # here: lawbench.core.store imports this module
-
             repairs.note("source archive", target, why, aside)
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
@@ -265,8 +263,6 @@ def trusted(key_dir: Path, archive: Optional[Path], set_aside_untrusted: bool = 
 
 def _refuse(key_dir: Path, why: str, set_aside_untrusted: bool) -> bool:
     import sys
-
-    from lawbench.core.store import repairs  # here: lawbench.core.store imports this module
 
     if set_aside_untrusted:
         aside = set_aside(key_dir)

@@ -13,6 +13,7 @@ import subprocess
 from typing import Optional
 
 from lawbench.core.errors import LawbenchError
+from lawbench.core.hardware.gpus import list_gpus
 
 # The toolkits that can compile for each architecture, from NVIDIA's CUDA release notes: the
 # first release that targets it, and the last (CUDA 13.0 dropped everything before Turing).
@@ -34,8 +35,6 @@ def arch_of(compute_capability: str) -> str:
 
 def this_machines_arch() -> str:
     """The architecture of this machine's first GPU with a known compute capability; "90" without one."""
-    from lawbench.core.hardware.gpus import list_gpus
-
     for gpu in list_gpus():
         if gpu.compute_capability:
             return arch_of(gpu.compute_capability)

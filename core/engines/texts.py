@@ -22,6 +22,7 @@ from typing import Annotated, Union
 
 from pydantic import Discriminator, Field, Tag
 
+from lawbench.core.paths import cache_root
 from lawbench.core.errors import EngineError, LawbenchError, NotApplicable
 from lawbench.core.models.base import Strict
 
@@ -71,8 +72,6 @@ def file_sha256(path: Path) -> str:
 
 
 def cached_text_path(ref: RecordText) -> Path:
-    from lawbench.core.paths import cache_root
-
     return cache_root() / "texts" / f"{ref.sha256[:16]}-{Path(ref.path).name}"
 
 

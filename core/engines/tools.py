@@ -17,6 +17,7 @@ from typing import Callable, Optional
 from lawbench.core.engines import build_trust
 from lawbench.core.engines.build import build_llamacpp, wanted_tools
 from lawbench.core.engines.llamacpp import LlamaCpp, build_key
+from lawbench.core.engines.sources import VendoredSource
 from lawbench.core.errors import EngineError
 
 
@@ -65,8 +66,6 @@ def build_request(key_dir: Path) -> Optional[dict]:
         request["cuda_arch"] = str(record["cuda_arch"])
     source = record.get("source")
     if isinstance(source, dict) and source.get("package"):
-        from lawbench.core.engines.sources import VendoredSource
-
         request["source"] = VendoredSource(str(source["version"]), str(source["package"]))
         request["version"] = "11434.0.0"  # unused with a source (build_llamacpp's docstring)
     key = request["source"].key if "source" in request else request["version"]

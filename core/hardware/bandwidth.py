@@ -24,8 +24,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from lawbench.core.errors import UsageError
 from lawbench.core.hardware import detect, toml_out
 from lawbench.core.hardware import profiles as profile_io
-from lawbench.core.hardware.cpus import usable_cpus
+from lawbench.core.cpus import usable_cpus
 from lawbench.core.models import Fact, HardwareProfile
+from lawbench.core.paths import writable_dir
 
 MIB = 1024 ** 2
 GIB = 1024 ** 3
@@ -212,11 +213,10 @@ def measured_profile(base: HardwareProfile, result: BandwidthResult,
 def write_measured_profile(base: str = "cpu", out: Optional[os.PathLike | str] = None,
                            threads: Optional[int] = None, size_mb: Optional[int] = None,
                            repeats: int = 7, profile_id: Optional[str] = None,
-                           extra_dirs: Any = ()) -> tuple[Path, HardwareProfile, BandwidthResult]:
-    """Measure RAM, write a TOML profile for this machine, and re-load it to prove it valid."""
-    from lawbench.core.paths import writable_dir
-
-    known = profile_io.load_profiles(extra_dirs)
+                           extra_dirs: Any = (), laws: profile_io.Laws = None) -> tuple[Path, HardwareProfile, BandwidthResult]:
+    """Measure RAM, write a TOML profile for this machine, and re-load it to prove it valid (each
+    law's table checked by ``laws``, the registry's: what `lawbench run` will check)."""
+    known = profile_io.load_profiles(extra_dirs, laws)
     base_profile = profile_io.get_profile(base, known)
     fp = detect.fingerprint_machine()
     # Everything that could refuse the result is checked before the minute of measuring.
@@ -234,7 +234,7 @@ def write_measured_profile(base: str = "cpu", out: Optional[os.PathLike | str] =
         path.write_text(toml_out.dumps(_profile_dict(profile)), encoding="utf-8")
     except OSError as exc:
         raise UsageError(f"cannot write --out {path}: {exc.strerror or exc}") from None
-    profile_io.load_profile_file(path)  # what was written must load
+    profile_io.load_profile_file(path, laws)  # what was written must load
     return path, profile, result
 
 

@@ -15,6 +15,8 @@ from typing import Any, Iterator, Optional
 
 from pydantic import BaseModel, ConfigDict
 
+from lawbench.core.errors import UsageError
+
 GIB = 1024 ** 3
 SOURCES = ("auto", "nvml", "nvidia-smi", "none")
 SMI_TIMEOUT_S = 20  # nvidia-smi can hang on a wedged driver: never hang the run with it
@@ -35,7 +37,6 @@ def detect_source() -> str:
     """The source `LAWBENCH_GPU_DETECT` asks for; an unknown value is a usage error."""
     value = os.environ.get("LAWBENCH_GPU_DETECT", "auto").strip().lower() or "auto"
     if value not in SOURCES:
-        from lawbench.core.errors import UsageError
         raise UsageError(f"LAWBENCH_GPU_DETECT={value!r} is not one of {', '.join(SOURCES)}")
     return value
 

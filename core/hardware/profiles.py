@@ -15,7 +15,7 @@ from typing import Any, Iterable, Mapping, Optional, Union
 from pydantic import BaseModel, ValidationError
 
 from lawbench.core.errors import DataError, UsageError, named_field, typo_first
-from lawbench.core.claims.loading import read_toml
+from lawbench.core.toml_read import read_toml
 from lawbench.core.models import HardwareProfile
 
 if typing.TYPE_CHECKING:
@@ -24,6 +24,7 @@ if typing.TYPE_CHECKING:
 Folder = Union["Traversable", str, os.PathLike]
 
 BUILTIN_PACKAGE = "lawbench.hardware_profiles"
+PROFILE_DIRS_ENV = "LAWBENCH_PROFILE_DIRS"  # extra hardware-profile folders, os.pathsep-separated
 
 
 def builtin_dir() -> "Traversable":
@@ -31,7 +32,8 @@ def builtin_dir() -> "Traversable":
 
 
 # The laws whose tables a profile is validated against: name -> Law (or anything with a
-# ``profile_model``). None: the laws of the process-wide registry.
+# ``profile_model``), handed by the caller (the registry's ``laws``): this layer never asks the
+# registry. None: no law's table is checked (core's own fields still are).
 Laws = Optional[Mapping[str, Any]]
 
 
@@ -42,7 +44,6 @@ def load_profiles(extra_dirs: Iterable[Folder] = (), laws: Laws = None) -> dict[
     """
     profiles: dict[str, HardwareProfile] = {}
     origin: dict[str, str] = {}
-    laws = _laws(laws)
     for folder in [builtin_dir(), *extra_dirs]:
         for entry in _toml_files(folder):
             profile = load_profile_file(entry, laws)
@@ -66,8 +67,6 @@ def usable_plugin_dirs(registry: Any, strict: bool = False) -> list[Any]:
     missing or holds a bad profile is reported by its distribution and set aside."""
     if strict:
         return list(registry.profile_dirs)
-    from lawbench.core.laws.registry import PROFILE_DIRS_ENV
-
     good = []
     for folder, origin in zip(registry.profile_dirs, registry.profile_dir_origins):
         try:
@@ -102,7 +101,7 @@ def validate_profile(data: dict[str, Any], label: str, laws: Laws = None) -> Har
         profile = HardwareProfile.model_validate(data)
     except ValidationError as exc:
         raise _data_error(exc, label) from None
-    for name, law in _laws(laws).items():
+    for name, law in (laws or {}).items():
         model = getattr(law, "profile_model", None)
         if model is None:
             continue
@@ -111,14 +110,6 @@ def validate_profile(data: dict[str, Any], label: str, laws: Laws = None) -> Har
         except ValidationError as exc:
             raise _data_error(exc, label, model, ("laws", name)) from None
     return profile
-
-
-def _laws(laws: Laws) -> Mapping[str, Any]:
-    if laws is not None:
-        return laws
-    from lawbench.core.laws.registry import get_registry  # the registry loads the laws, and they this module
-
-    return get_registry().laws
 
 
 # --------------------------------------------------------------------------- errors for people

@@ -32,7 +32,10 @@ from pathlib import Path
 from typing import Any, Optional
 
 from lawbench.core.errors import DataError
+from lawbench.core.hardware.profiles import plugin_profiles
 from lawbench.core.history.schema import Binding
+from lawbench.core.laws.registry import get_registry
+from lawbench.core.record.checks import check_shape
 from lawbench.core.record.reports import RunRecord, parse_record_time, utc_now
 
 BINDING = "binding.json"  # the runner's, beside each profile's run.json in its artifact
@@ -53,8 +56,6 @@ def not_a_record(path: Path) -> bool:
 
 
 def _read(path: Path, source: str, what: str) -> dict[str, Any]:
-    from lawbench.core.record.checks import check_shape
-
     try:
         raw = path.read_bytes()[:_MAX_BYTES + 1]
     except OSError as exc:
@@ -186,9 +187,6 @@ def verify(record_path: Path, record: RunRecord, sha256: str) -> Binding:
 
 def _box_of(profile: str, source: str) -> str:
     """The box whose nightly job runs ``profile`` ([nightly] box, else the profile's own id)."""
-    from lawbench.core.hardware.profiles import plugin_profiles
-    from lawbench.core.laws.registry import get_registry
-
     known = plugin_profiles(get_registry())
     p = known.get(profile)
     if p is None or p.nightly is None or not p.nightly.deployed:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from lawbench.core.console import console as _console
+from lawbench.core.console import console as _console, text
 from lawbench.core.history.store import History, ResultRow
 from lawbench.core.models import Verdict
 from lawbench.core.record.reports import VERDICT_STYLE, fmt_num
@@ -126,8 +126,6 @@ def print_comparison(rows: list[ComparisonRow], run_a: str = "A", run_b: str = "
     """
     from rich.table import Table
     from rich.text import Text
-
-    from lawbench.core.console import text
 
     def verdict(v: Optional[str]) -> Text:
         return Text(v or "-", style=VERDICT_STYLE.get(v or "", "dim"))

@@ -20,14 +20,23 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
+from lawbench.core.errors import DataError, validation_error
+from lawbench.core.history.rates import rate_news
+from lawbench.core.history.upgrade import upgrade_news
 from lawbench.core.models import Result, Verdict
 from lawbench.core.models.gate import AcknowledgedFile, GateNews, GateVerdict
 from lawbench.core.history.gate_news import (FINDING_ALPHA, FINDING_WINDOW, FLAP_WINDOW, accepts, anchor_news,
                                               counts_of, drift_news, flapping_news, gone_news, ran, scope_news,
                                               skip_news)
-from lawbench.core.history.run_keys import engine_key
+from lawbench.core.record.reports import is_retired, parse_record_time
+from lawbench.core.record.run_keys import engine_key
+from lawbench.core.toml_read import read_toml
+
+if TYPE_CHECKING:
+    from lawbench.core.history.store import History
+    from lawbench.core.models.run_record import RunRecord
 
 # drift's share of the gate's 1 % per runner-night (core/history/gate_news.py says how it is split):
 # family-wise over the night, shared (Bonferroni) among the series measured tonight;
@@ -45,7 +54,7 @@ def machine_fingerprint(machine: dict[str, Any]) -> str:
             f" · {round(ram) if isinstance(ram, (int, float)) else '?'} GiB · {gpus or 'no GPU'}")
 
 
-def accepted(record: Any) -> bool:
+def accepted(record: RunRecord) -> bool:
     """A night the baseline may stand on: its gate was green, or (before the gate) it exited 0."""
     if record.interrupted or not record.profile_matches:
         return False
@@ -108,7 +117,7 @@ class Baseline:
         return None
 
 
-def baseline_of(record: Any, history: Any) -> Baseline:
+def baseline_of(record: RunRecord, history: History) -> Baseline:
     """Tonight's comparable nights in ``history`` (a lawbench.core.history.store.History)."""
     fp, engine = machine_fingerprint(record.machine), engine_key(record.engine)
     same_profile = [history.record(r.run_id) for r in reversed(history.runs(profile=record.profile, limit=None))
@@ -134,7 +143,7 @@ def baseline_of(record: Any, history: Any) -> Baseline:
     return Baseline(nights=nights, accepted=ok, new_baseline=why)
 
 
-def judge(record: Any, history: Any, acks: Optional[AcknowledgedFile] = None, *,
+def judge(record: RunRecord, history: History, acks: Optional[AcknowledgedFile] = None, *,
           not_reached: tuple[str, ...] = (), alpha: float = DRIFT_ALPHA, deployed: bool = False,
           roster: Optional[dict[str, tuple[str, str]]] = None) -> GateVerdict:
     """Tonight's record judged against the history of its runner. The record must hold its results.
@@ -145,8 +154,6 @@ def judge(record: Any, history: Any, acks: Optional[AcknowledgedFile] = None, *,
         (lawbench.core.run.context.RunContext.absences); None: an anchor of the accepted night gone
         tonight is named without why, unless its retired result says.
     """
-    from lawbench.core.record.reports import is_retired, parse_record_time
-
     baseline = baseline_of(record, history)
     strict_runner = deployed and bool(record.strict)
     news: list[GateNews] = []
@@ -177,9 +184,6 @@ def judge(record: Any, history: Any, acks: Optional[AcknowledgedFile] = None, *,
                       "not fit its window") for a in not_reached]
     news += drift_news(record, baseline, alpha)
     # Rate series (issue 31, lawbench.core.history.rates): slower / faster first, before any other news.
-    from lawbench.core.history.rates import rate_news
-
-    from lawbench.core.history.upgrade import upgrade_news
 
     slower_faster, rates_unanalysed = rate_news(record, baseline.accepted)
     upgraded, undecided = upgrade_news(record)  # an engine upgrade: paired against the build it replaces
@@ -231,9 +235,6 @@ def load_acknowledged(profile: str, path: Optional[str] = None) -> Optional[Ackn
     :raises DataError: the file is malformed or names another profile (one line: file, field).
     """
     from pydantic import ValidationError
-
-    from lawbench.core.errors import DataError, validation_error
-    from lawbench.core.claims.loading import read_toml
 
     source: Any = Path(path) if path else acknowledged_path(profile)
     if not path and not source.is_file():

@@ -13,19 +13,24 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
+from lawbench.core.errors import LawbenchError, UsageError
 from lawbench.core.history.gate import DRIFT_ALPHA, judge, load_acknowledged, machine_fingerprint
+from lawbench.core.history.imports import import_paths
+from lawbench.core.history.store import History
 from lawbench.core.models.gate import AcknowledgedFile, GateNews, GateVerdict
+from lawbench.core.record.run_keys import engine_key
+
+if TYPE_CHECKING:
+    from lawbench.core.models.run_record import RunRecord
 
 
 def _empty_history() -> Any:
-    from lawbench.core.history.store import History
-
     return History(Path(tempfile.mkdtemp(prefix="lawbench-baseline-")) / "history.sqlite")
 
 
-def _profiles_held(history: Any) -> dict[str, int]:
+def _profiles_held(history: History) -> dict[str, int]:
     held: dict[str, int] = {}
     for row in history.runs(limit=None, contributions=False):
         held[row.profile] = held.get(row.profile, 0) + 1
@@ -48,10 +53,6 @@ def open_baseline(path: str, profile: str) -> tuple[Any, Optional[str]]:
     A folder of run records is imported into a temporary history, only records beside the binding
     the collect step filed (issue 32); a refused file is named on stderr and left out, the others
     still count. The history returned is empty when nothing could be read."""
-    from lawbench.core.errors import LawbenchError
-    from lawbench.core.history.imports import import_paths
-    from lawbench.core.history.store import History
-
     p = Path(path)
     if p.is_file():
         try:
@@ -93,16 +94,14 @@ class GateSetup:
     deployed: bool = False  # the profile's nightly.deployed: a skip where the anchor ran is red under --strict
     roster: Optional[dict[str, tuple[str, str]]] = None  # RunContext.absences(): why an anchor does not run tonight
 
-    def judge(self, record: Any) -> GateVerdict:
+    def judge(self, record: RunRecord) -> GateVerdict:
         try:
             verdict = judge(record, self.history, self.acks, not_reached=tuple(record.not_reached),
                             deployed=self.deployed, roster=self.roster).model_copy(update={"weekly": list(self.weekly)})
         except Exception as exc:  # the record must still be written: a gate that cannot judge is red
-            from lawbench.core.history.run_keys import engine_key as _ek
-
             why = " ".join(f"{type(exc).__name__}: {exc}".split())
             return GateVerdict(verdict="red", profile=record.profile, fingerprint=machine_fingerprint(record.machine),
-                               engine=_ek(record.engine), alpha=DRIFT_ALPHA, baseline_state="cannot-judge",
+                               engine=engine_key(record.engine), alpha=DRIFT_ALPHA, baseline_state="cannot-judge",
                                news=[GateNews(anchor_id="(gate)", kind="cannot-judge",
                                               why=f"cannot judge: the gate failed: {why}")])
         if self.blind is not None:  # every anchor is shown as new, and the night is red for what was not seen
@@ -126,8 +125,6 @@ def gate_setup(profile: str, baseline: Optional[str], acknowledged: Optional[str
     :param deployed: the profile's nightly.deployed (a registered runner: its skips are red under --strict).
     :param roster: the run's RunContext.absences(): why each anchor of its anchor set does not run tonight.
     """
-    from lawbench.core.errors import UsageError
-
     if not baseline and not first_night:
         raise UsageError("--gate baseline needs --baseline HISTORY (the history.sqlite or folder of run records to "
                          "judge against), or --first-night where no run of this profile exists yet")

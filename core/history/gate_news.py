@@ -9,10 +9,14 @@ from __future__ import annotations
 import math
 import tempfile
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
+from lawbench.core.history.store import History
 from lawbench.core.models import Result, Verdict
 from lawbench.core.models.gate import GateNews
+
+if TYPE_CHECKING:
+    from lawbench.core.models.run_record import RunRecord
 
 RAN = (Verdict.PASS, Verdict.FAIL, Verdict.VOID)  # a verdict that measured something (SKIP / ERROR did not)
 FLAP_WINDOW = 5  # tonight and the anchor's last four accepted nights
@@ -182,7 +186,7 @@ def anchor_news(now: Result, base: Optional[Result], prev: Optional[Result], *,
     return None
 
 
-def drift_news(record: Any, baseline: Any, alpha: float) -> list[GateNews]:
+def drift_news(record: RunRecord, baseline: Any, alpha: float) -> list[GateNews]:
     """Drift steps on tonight's series (accepted nights + tonight), known per step, not per anchor
     (issue 30, item 3): a step the accepted nights alone do not show is news; a step they show only
     because a person acknowledged it stays news (shown as acknowledged while the entry holds, red when
@@ -191,7 +195,6 @@ def drift_news(record: Any, baseline: Any, alpha: float) -> list[GateNews]:
     is tested at alpha / their number (Bonferroni), so a runner with ten measured anchors is not ten
     times as often red as one with one."""
     from lawbench.core.history.drift import find_drifts, series, step_test
-    from lawbench.core.history.store import History
 
     if len(baseline.accepted) < 3:  # a step needs two nights on each side
         return []

@@ -15,9 +15,15 @@ Pure given the records: no clock, no engine. Core names no law: formats are the 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
+from lawbench.core.history.gate import accepted, baseline_of, machine_fingerprint
 from lawbench.core.history.rates import ALPHA, rate_news
+from lawbench.core.record.run_keys import engine_key
+
+if TYPE_CHECKING:
+    from lawbench.core.history.store import History
+    from lawbench.core.models.run_record import RunRecord
 
 SIZES = (0.02, 0.03, 0.05, 0.10, 0.20, 0.40)
 ALL = "all formats"
@@ -54,7 +60,7 @@ class Proof:
         return next((p for p in self.power if p.target == target and p.size == size), None)
 
 
-def plant(record: Any, fmt: Optional[str], size: float) -> Any:
+def plant(record: RunRecord, fmt: Optional[str], size: float) -> RunRecord:
     """A copy of ``record`` whose rates of format ``fmt`` (None: of every format) read ``size`` slower."""
     k = 1.0 - size
     results = []
@@ -67,7 +73,7 @@ def plant(record: Any, fmt: Optional[str], size: float) -> Any:
     return record.model_copy(update={"results": results})
 
 
-def _formats(record: Any) -> dict[str, str]:
+def _formats(record: RunRecord) -> dict[str, str]:
     """series key -> format of tonight's measured rates."""
     return {r.series.key: r.series.format or "-" for res in record.results for r in res.rates
             if r.measured is not None}
@@ -107,12 +113,9 @@ def prove(nights: Sequence[Any], sizes: Sequence[float] = SIZES, alpha: float = 
     return proof
 
 
-def runner_nights(history: Any, profile: str) -> tuple[list[Any], str]:
+def runner_nights(history: History, profile: str) -> tuple[list[Any], str]:
     """The accepted nights of ``profile``'s newest set-up in ``history`` (oldest first), and that
     set-up in words; the gate's own rule (core/history/gate.py: baseline_of, accepted)."""
-    from lawbench.core.history.gate import accepted, baseline_of, machine_fingerprint
-    from lawbench.core.history.run_keys import engine_key
-
     runs = [r for r in history.runs(profile=profile, limit=None) if r.finished is not None]
     latest = next((rec for rec in (history.record(r.run_id) for r in runs) if rec.mode == "run"), None)
     if latest is None:

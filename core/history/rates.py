@@ -14,7 +14,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Sequence
+
+from lawbench.core.models.gate import GateNews
+
+if TYPE_CHECKING:
+    from lawbench.core.models.run_record import RunRecord
 
 ALPHA = 0.01  # family-wise false-alarm rate per runner-night, over all the night's series
 MIN_NIGHTS = 5  # fewer accepted nights than this: the spread is not known well enough to judge
@@ -120,7 +125,7 @@ def judge_rates(accepted: dict[str, list[Reading]], tonight: Sequence[Reading], 
 # --------------------------------------------------------------------------- the gate's hook
 
 
-def night_readings(record: Any) -> dict[str, Reading]:
+def night_readings(record: RunRecord) -> dict[str, Reading]:
     """A night's rate readings by series: a series several anchors measured keeps the reading
     with the most visits (the tightest), so one night is one value of each series."""
     out: dict[str, Reading] = {}
@@ -134,12 +139,10 @@ def night_readings(record: Any) -> dict[str, Reading]:
     return out
 
 
-def rate_news(record: Any, accepted_records: Sequence[Any], alpha: float = ALPHA
+def rate_news(record: RunRecord, accepted_records: Sequence[Any], alpha: float = ALPHA
               ) -> tuple[list[Any], list[str]]:
     """Tonight's rate news for the gate (GateNews: `slower` red, `faster` said) and the series it
     cannot analyse yet, one line each (said in the verdict, never red)."""
-    from lawbench.core.models.gate import GateNews
-
     tonight = night_readings(record)
     if not tonight:
         return [], []
@@ -159,7 +162,7 @@ def rate_news(record: Any, accepted_records: Sequence[Any], alpha: float = ALPHA
     return news, unanalysed
 
 
-def since_last_run(record: Any, last: Any) -> list[str]:
+def since_last_run(record: RunRecord, last: RunRecord) -> list[str]:
     """A developer's run against their previous run of the same set-up (issue 31: "slower since
     your last run"), one line per series whose 95 % interval tonight lies wholly below (slower) or
     above (faster) the last run's: said, never failed — the absolute gate stays the law's."""

@@ -14,7 +14,9 @@ from datetime import datetime, timezone
 from typing import Optional, Sequence
 
 from lawbench.core.errors import UsageError
+from lawbench.core.hardware.profiles import plugin_profiles
 from lawbench.core.history.store import History
+from lawbench.core.laws.registry import get_registry
 
 
 @dataclass(frozen=True)
@@ -39,9 +41,6 @@ def parse_time(text: str, what: str = "--now") -> datetime:
 def runner_profiles() -> list[str]:
     """Every deployed profile ([nightly] deployed = true) with runner labels: the ones a nightly
     job runs on. A profile with no runner is never called stale."""
-    from lawbench.core.hardware.profiles import plugin_profiles
-    from lawbench.core.laws.registry import get_registry
-
     return sorted(p.id for p in plugin_profiles(get_registry()).values()
                   if p.runner_labels and p.nightly is not None and p.nightly.deployed)
 

@@ -36,7 +36,7 @@ from lawbench.core.history.schema import (
     default_path,
 )
 from lawbench.core.record.reports import RunRecord, to_json, utc_now
-from lawbench.core.history.run_keys import RunKeys, engine_key
+from lawbench.core.record.run_keys import RunKeys, engine_key
 
 __all__ = ["History", "RunRow", "ResultRow", "RunKeys", "Provenance", "Binding", "engine_key", "default_path"]
 

@@ -7,9 +7,14 @@ verdict's "cannot analyse" lines, never red and never silently green. Pure: read
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import re
+
+from lawbench.core.models.gate import GateNews
+
+if TYPE_CHECKING:
+    from lawbench.core.models.run_record import RunRecord
 
 UPGRADE_PREFIX = "upgrade."  # a news item's anchor_id: "upgrade.<series key as an id>"
 
@@ -31,10 +36,8 @@ def news_id(key: str) -> str:
     return UPGRADE_PREFIX + ".".join(p or "-" for p in parts)
 
 
-def upgrade_news(record: Any) -> tuple[list[Any], list[str]]:
+def upgrade_news(record: RunRecord) -> tuple[list[Any], list[str]]:
     """Tonight's upgrade news (GateNews, slower first) and the lines for series it cannot decide."""
-    from lawbench.core.models.gate import GateNews
-
     up = getattr(record, "engine_upgrade", None)
     if up is None:
         return [], []

@@ -2,17 +2,20 @@
 first on the history page and on a run's page. A view of the records' `gate` and `not_reached`."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lawbench.core.html.page import Markup, esc, join, table, tag
+from lawbench.core.models.gate import GONE_NEWS
+from lawbench.core.record.gate_view import RATE_NEWS, gate_headline, gone_groups
+
+if TYPE_CHECKING:
+    from lawbench.core.history.store import History
+    from lawbench.core.models.run_record import RunRecord
 
 
-def gate_section(record: Any) -> Markup:
+def gate_section(record: RunRecord) -> Markup:
     """One runner's night: the gate's verdict and against what, what turned and why (reds first,
     then acknowledged reds with their dates, then notes), and what waits for the weekly run."""
-    from lawbench.core.models.gate import GONE_NEWS
-    from lawbench.core.record.gate_view import RATE_NEWS, gate_headline, gone_groups
-
     g = record.gate
     parts: list[Any] = []
     if g is not None:
@@ -43,7 +46,7 @@ def gate_section(record: Any) -> Markup:
     return join(parts)
 
 
-def morning_section(history: Any) -> Markup:
+def morning_section(history: History) -> Markup:
     """Per profile, its newest run's gate: the first thing the history page shows."""
     newest: dict[str, Any] = {}
     for run in history.runs(limit=None):  # newest first

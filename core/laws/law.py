@@ -33,7 +33,7 @@ from lawbench.core.models import Anchor, HardwareProfile, Result, Sample
 from lawbench.core.models.base import Strict
 
 if TYPE_CHECKING:
-    from lawbench.core.run.resources import Resources
+    from lawbench.core.laws.resources import Resources
 
 
 @dataclass

@@ -21,6 +21,8 @@ import pluggy
 from lawbench.core.laws import hookspecs
 from lawbench.core.laws.command import GROUPS, NAME_RE, Command
 from lawbench.core.errors import PluginError
+from lawbench.core.hardware.profiles import PROFILE_DIRS_ENV
+from lawbench.core.store.catalog import use_plugin_catalogs
 from lawbench.core.laws.law import Law, check_law_signatures
 
 # Built-ins are module names, not entry points (pytest's habit): they load even when autoloading
@@ -35,7 +37,6 @@ BUILTIN_PLUGINS = (
 ENTRY_POINT_GROUP = "lawbench"
 DISABLE_ENV = "LAWBENCH_DISABLE_PLUGIN_AUTOLOAD"
 TRACE_ENV = "LAWBENCH_TRACE"
-PROFILE_DIRS_ENV = "LAWBENCH_PROFILE_DIRS"  # extra hardware-profile folders, os.pathsep-separated
 
 
 @dataclass
@@ -283,4 +284,5 @@ def get_registry(refresh: bool = False) -> Registry:
     if _cached is None or refresh:
         loaded = load_plugins()
         _cached = build_registry(loaded.pm, loaded.origins, loaded.broken)
+        use_plugin_catalogs(_cached.model_catalogs)  # the store is handed the plugins' catalogues
     return _cached

@@ -62,7 +62,7 @@ class GateVerdict(Strict):
     verdict: Literal["green", "red"]
     profile: str
     fingerprint: str  # the machine's, as core.history.gate.machine_fingerprint reads it
-    engine: str  # the engine build key (core.history.run_keys.engine_key)
+    engine: str  # the engine build key (core.record.run_keys.engine_key)
     baseline_run_id: Optional[str] = None  # the newest accepted night it was judged against
     baseline_runs: int = 0  # accepted nights of the same profile, machine and engine build
     new_baseline: Optional[str] = None  # why tonight starts a new baseline (None: it continues one)

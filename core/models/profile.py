@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal, Optional, TypeVar, Union
 
 from pydantic import AfterValidator, BaseModel, Field, ValidationError, WrapValidator, model_validator
 
+from lawbench.core.cpus import usable_cpus
 from lawbench.core.models.base import FiniteFloat, Id, NoiseKind, Strict
 
 
@@ -242,8 +243,6 @@ class HardwareProfile(Strict):
     def engine_threads(self) -> Optional[int]:
         """The thread count to run an engine with here (None: the engine's own default)."""
         if self.threads == "all-but-one":
-            from lawbench.core.hardware.cpus import usable_cpus
-
             return max(1, usable_cpus() - 1)
         return self.threads
 

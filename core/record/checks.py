@@ -18,8 +18,8 @@ from lawbench.core.errors import DataError
 from lawbench.core.models import Result, Verdict
 from lawbench.core.models.anchor import CensusSpec
 from lawbench.core.models.gate import GateNews
+from lawbench.core.record.census import census_problems
 from lawbench.core.record.reports import RunRecord, interrupt_exit_code, is_retired
-from lawbench.core.run.evaluate import census_problems
 from lawbench.core.stats.verdicts import classify
 
 # The census rule of an anchor id as this lawbench's anchors state it (None: not a census anchor
@@ -69,7 +69,7 @@ def check_record(record: RunRecord, source: str, prefix: str = "",
 
     :param prefix: "record." for the record inside a bundle, so the field names its path.
     :param census_rules: the anchors' census rules; a census verdict is re-derived from the
-        result's counts by the rule the run applies (core.run.evaluate.census_problems).
+        result's counts by the rule the run applies (core.record.census.census_problems).
     :raises DataError: the first mismatch, naming the anchor and the field.
     """
     if len(record.results) > MAX_RESULTS:

@@ -34,6 +34,7 @@ from lawbench.core.models.run_record import (  # noqa: F401  (re-exported: the r
     utc_now,
 )
 from lawbench.core.paths import cache_root
+from lawbench.core.record.ab_json import OLD_FORMAT, ABRecord, run_record_of
 
 VERDICT_STYLE = {"PASS": "bold green", "FAIL": "bold red", "VOID": "bold yellow",
                  "SKIP": "cyan", "ERROR": "bold magenta"}
@@ -238,13 +239,11 @@ def headline(record: RunRecord) -> str:
 
 def _old_ab_record(text: Union[str, bytes]) -> Optional[RunRecord]:
     """An ab.json of format lawbench-ab/1 (results/cpu-nights/ab-*.json) as the run record it is
-    now (lawbench.core.run.ab.run_record_of); None when the text is not one."""
+    now (lawbench.core.record.ab_json.run_record_of); None when the text is not one."""
     try:
         raw = json.loads(text)
     except ValueError:
         return None
-    from lawbench.core.run.ab import OLD_FORMAT, ABRecord, run_record_of
-
     if not isinstance(raw, dict) or raw.get("format") != OLD_FORMAT:
         return None  # an ab.json of today is a view of its run.json, which is the record
 

@@ -17,6 +17,7 @@ from lawbench.core.errors import (DataError, EngineError, EngineOfRecordMissing,
 from lawbench.core.laws.law import Law
 from lawbench.core.models import Anchor, HardwareProfile, Measurement, Result, Verdict
 from lawbench.core.models.result import Sampling
+from lawbench.core.record.census import census_problems, judged_labels
 from lawbench.core.stats.verdicts import classify, decide_sequential, looks, median, relative_spread
 
 
@@ -231,38 +232,6 @@ def _statistic_name(anchor: Anchor, agreement: bool, method: str) -> str:
     unit = "per interleaved round" if anchor.arms else "per engine visit"
     centre = "geometric mean" if "log" in method else "mean"
     return f"{centre} of {what}, one sample {unit}"
-
-
-def census_problems(spec: Any, counts: dict[str, int]) -> list[str]:
-    """Every expectation of a [census] table that the counts break, one line each, naming the
-    label, what was counted and what was expected. An empty list: the census holds."""
-    from lawbench.core.engines.loadlog import census_amount as amount
-
-    problems = []
-    for label, want in spec.exact.items():
-        got = counts.get(label, 0)
-        if got != want:
-            problems.append(f"{label}: counted {amount(label, got)}, expected exactly {amount(label, want)}")
-    for label, want in spec.minimum.items():
-        got = counts.get(label, 0)
-        if got < want:
-            problems.append(f"{label}: counted {amount(label, got)}, expected at least {amount(label, want)}")
-    for label, want in spec.maximum.items():
-        if label not in counts:
-            problems.append(f"{label}: not counted by this run, expected at most {amount(label, want)}")
-        elif counts[label] > want:
-            problems.append(f"{label}: counted {amount(label, counts[label])}, expected at most {amount(label, want)}")
-    for label in spec.forbidden:
-        got = counts.get(label, 0)
-        if got:
-            problems.append(f"{label}: counted {amount(label, got)}, must never appear")
-    return problems
-
-
-def judged_labels(spec: Any, counts: dict[str, int]) -> dict[str, int]:
-    """The counts of the labels a [census] table names, in its order: what the verdict rests on."""
-    labels = [*spec.exact, *spec.minimum, *spec.maximum, *spec.forbidden]
-    return {label: counts.get(label, 0) for label in dict.fromkeys(labels)}
 
 
 def _census_result(anchor: Anchor, base: dict[str, Any], census: Any) -> Result:

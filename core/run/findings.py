@@ -40,7 +40,7 @@ def load_pending(path: Any = None) -> dict[str, PendingFinding]:
     """:raises DataError: the file is malformed (one line: file, field)."""
     from pydantic import ValidationError
 
-    from lawbench.core.claims.loading import read_toml
+    from lawbench.core.toml_read import read_toml
     from lawbench.core.errors import validation_error
 
     source = path if path is not None else pending_path()
@@ -101,7 +101,7 @@ def _prediction_evidence(a: Any, law: Any, profiles: dict[str, Any]) -> Optional
     """Why the law's number does not lie outside ``a``'s band on each profile it runs on (None: it does)."""
     from lawbench.core.models import Verdict
     from lawbench.core.run.evaluate import RunPolicy, evaluate
-    from lawbench.core.run.resources import Resources
+    from lawbench.core.laws.resources import Resources
 
     for pid in a.profiles or sorted(profiles):
         if pid not in profiles:

@@ -24,7 +24,7 @@ from lawbench.core.errors import EngineInterrupted, LawbenchError
 from lawbench.core.run.evaluate import evaluate
 from lawbench.core.models import Anchor, Result, Verdict
 from lawbench.core.models.run_record import CacheRepair, RunRecord, utc_now
-from lawbench.core.run.resources import Resources
+from lawbench.core.laws.resources import Resources
 
 
 class Run:

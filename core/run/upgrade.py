@@ -24,6 +24,7 @@ from typing import Any, Optional
 
 from lawbench.core.errors import EngineInterrupted, LawbenchError, NotApplicable
 from lawbench.core.models.upgrade import EngineUpgrade, UpgradeSeries
+from lawbench.core.record.run_keys import engine_key
 
 ALPHA = 0.01  # family-wise over the night's paired series, as the rate test's (core/history/rates.py)
 TOLERANCE = 0.01  # slower / faster only when the whole interval lies beyond 1 ∓ 1 %
@@ -35,7 +36,6 @@ def replaced_night(history: Any, profile: str, machine: dict[str, Any], tonight:
     """The accepted night whose build tonight's replaces: None when the runner has an accepted night
     with tonight's build (the rate series judge it) or none at all (tonight starts the baseline)."""
     from lawbench.core.history.gate import accepted, machine_fingerprint
-    from lawbench.core.history.run_keys import engine_key
 
     fp = machine_fingerprint(machine)
     newest = None
@@ -60,7 +60,6 @@ def replaced_build(engine: dict[str, Any], key: str, backend: str, cuda_arch: st
 
     from lawbench.core.engines.build import build_llamacpp
     from lawbench.core.engines.llamacpp import locate_llamacpp
-    from lawbench.core.history.run_keys import engine_key
 
     folder = engine.get("bin_dir")
     if folder and Path(folder).is_dir():
@@ -99,7 +98,6 @@ def _verdict(r: Any, tolerance: float) -> Optional[str]:
 def pair_upgrade(run: Any) -> Optional[EngineUpgrade]:
     """Tonight's rate series paired on the replaced build (A) and tonight's (B); None when tonight
     is no engine upgrade. A stop signal (KeyboardInterrupt) goes on up: the run is interrupted."""
-    from lawbench.core.history.run_keys import engine_key
     from lawbench.core.run.ab import budget_for, measure_anchor
 
     ctx, resources = run.ctx, run.resources

@@ -17,6 +17,7 @@ from typing import Any, Callable, Optional, Sequence
 
 from lawbench.core.errors import EngineError
 from lawbench.core.models import RateSample, RateSeries, Sample
+from lawbench.core.stats.verdicts import location_interval
 
 # One visit of an arm: run the engine once, asking for `reps` repetitions; return one reading per
 # repetition plus whatever raw record the engine printed.
@@ -154,8 +155,6 @@ class ArmSampler:
 
     def rates(self) -> list[RateSample]:
         """One reading per named series: its kept visits' values, geometric mean and interval."""
-        from lawbench.core.stats.verdicts import location_interval
-
         out = []
         for arm, series in self.series.items():
             values = self._rate_values.get(arm, [])

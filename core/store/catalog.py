@@ -10,13 +10,14 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass, field
+from importlib.resources import files
 from typing import Any, Iterable, Optional, Union
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from lawbench.core.errors import DataError
-from lawbench.core.claims.loading import read_toml, validation_error
+from lawbench.core.errors import DataError, validation_error
 from lawbench.core.models import Id, Strict
+from lawbench.core.toml_read import read_toml
 
 CATALOG_PACKAGE = "lawbench.anchors"
 SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
@@ -122,17 +123,25 @@ def _entry_id(entry: Any) -> Optional[str]:
     return entry.get("id") if isinstance(entry, dict) else getattr(entry, "id", None)
 
 
+# The files plugins add through the lawbench_model_catalogs hook, handed to the store by the
+# registry as it is built (lawbench.core.laws.registry.get_registry): the store never asks for them.
+_plugin_catalogs: list[Any] = []
+
+
+def use_plugin_catalogs(catalogs: Iterable[Any]) -> None:
+    """The plugins' catalogue files (paths or importlib.resources Traversables), read after the
+    shipped ones by every catalogue load from now on."""
+    _plugin_catalogs[:] = list(catalogs)
+    catalog_ids.cache_clear()
+
+
 def catalog_files() -> list[Any]:
     """Every `models*.toml` the lawbench.anchors package ships, in name order, then the files
-    plugins add through the lawbench_model_catalogs hook."""
-    from importlib.resources import files
-
-    from lawbench.core.laws.registry import get_registry
-
+    plugins add (use_plugin_catalogs)."""
     root = files(CATALOG_PACKAGE)
     shipped = sorted((p for p in root.iterdir() if p.name.startswith("models") and p.name.endswith(".toml")),
                      key=lambda p: p.name)
-    return shipped + list(get_registry().model_catalogs)
+    return shipped + list(_plugin_catalogs)
 
 
 def _tables(name: str, data: dict, key: str) -> list[dict]:

@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 from typing import Optional
 
+from lawbench.core.procgroup import end_group, group_ended, popen_group
 from lawbench.core.progress import Meter, report
 from lawbench.core.store import pip_output
 from lawbench.core.store.pip_output import DownloadError
@@ -181,8 +182,6 @@ def _folder_state(dirs: list[Path], name: str) -> tuple[int, int, int]:
 def _run(cmd: list[str], log_path: Path, dirs: list[Path], watch: _Watch) -> tuple[int, list[str]]:
     """Run pip in its own process group with its output going to ``log_path``; end the group when
     it goes quiet or runs too long. Returns pip's exit status and its output lines."""
-    from lawbench.core.procgroup import end_group, group_ended, popen_group
-
     stall, total_s = pip_output.stall_timeout(), pip_output.total_timeout()
     quiet_s = quiet_limit(stall, pip_output.retries())
     env = {**os.environ, "TMPDIR": str(dirs[0]), "PYTHONUNBUFFERED": "1"}

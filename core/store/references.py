@@ -12,6 +12,7 @@ from pydantic import AfterValidator
 
 from lawbench.core.errors import NotApplicable
 from lawbench.core.store.catalog import catalog_ids
+from lawbench.core.store.real import ModelStore, ModelUnavailable
 
 MODEL_KINDS = ("gguf", "path", "manifest")
 MODEL_REF_FORMS = "gguf:<catalogue id>, path:<file.gguf> or manifest:<id>"
@@ -96,7 +97,6 @@ def model_file(ref: Union[str, ModelRef], resources: Any = None, *, fetch: bool 
             named = f" (named {str(parsed)!r})" if str(path) != parsed.name else ""  # which $VAR it read
             raise NotApplicable(f"model file {path} is not on this machine{named}")
         return path
-    from lawbench.core.store.real import ModelStore, ModelUnavailable
 
     if fetch and resources is not None:
         try:

@@ -25,6 +25,7 @@ from typing import Any, Optional
 from lawbench import Anchor, ArmSampler, DataError, EngineError, HardwareProfile, NotApplicable, RateSeries, Visit
 from lawbench.plugins.law4.bench_case import BenchCase
 from lawbench.plugins.law4.case import CASE_FILE, Law4Case, arm_case, check_measured, parse_case
+from lawbench.plugins.law4.scope import check_measured_on, check_scope
 
 ENGINES = {"llama-bench": "llama-bench", "batched-bench": "llama-batched-bench"}  # bench.tool -> binary
 
@@ -288,8 +289,6 @@ def sampler(anchor: Anchor, profile: HardwareProfile, resources: Any) -> ArmSamp
                         anchor=anchor.id, field="arms.b.bench.reps")
     # A figure scoped to its source's machine runs only on such a machine: decided before any model
     # is fetched or built (plugins/law4/scope.py).
-    from lawbench.plugins.law4.scope import check_measured_on
-
     for case in cases.values():
         check_measured_on(case, profile)
     # Resolve every model first: a missing one is a SKIP (a FAIL on own runner) before any run.
@@ -309,8 +308,6 @@ def sampler(anchor: Anchor, profile: HardwareProfile, resources: Any) -> ArmSamp
     scope = None
     # Decided before the anchor's own visits; an engine A/B compares engines on the case, not the law.
     if any(c.scope == "cpu-tier" for c in cases.values()) and not getattr(resources, "comparing_engines", False):
-        from lawbench.plugins.law4.scope import check_scope
-
         scope = check_scope(files, lambda arm, path: _visit(llama, path, params[arm], cases[arm].bench),
                             resources.store().synthetic, reps=next(iter(reps)))
     series = {name: rate_series(c, params[name]) for name, c in cases.items()}

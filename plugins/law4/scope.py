@@ -22,9 +22,13 @@ resource and not a finding about the law.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
-from lawbench import EngineError, LawbenchError, OutOfScope
+from lawbench import EngineError, HardwareProfile, LawbenchError, OutOfScope
+from lawbench.hardware import fingerprint_machine
+
+if TYPE_CHECKING:
+    from lawbench.plugins.law4.case import Law4Case
 
 # L-01's published accuracy for the law: a fixed cost above this share of a token can alone move
 # a priced ratio outside the band (the rule's threshold, not fitted to any run).
@@ -131,7 +135,7 @@ def check_scope(arms: dict[str, Path], visit_of: Callable[[str, Path], Callable[
     return out
 
 
-def check_measured_on(case: Any, profile: Any, cpu_model: Optional[str] = None) -> None:
+def check_measured_on(case: Law4Case, profile: HardwareProfile, cpu_model: Optional[str] = None) -> None:
     """A figure its source scopes to its own machine (case.measured_on) is judged only on such a
     machine: the profile must give the engine at least the source's threads (the anchor then runs at
     exactly that count) and, where the source names its CPU, this CPU's model must contain that name.
@@ -151,8 +155,6 @@ def check_measured_on(case: Any, profile: Any, cpu_model: Optional[str] = None) 
                              detail=where)
     if scope.cpu_model_contains is not None:
         if cpu_model is None:
-            from lawbench.hardware import fingerprint_machine
-
             cpu_model = fingerprint_machine().cpu_model
         where.update(cpu_published=scope.cpu_model_contains, cpu_here=cpu_model)
         if scope.cpu_model_contains.lower() not in (cpu_model or "").lower():

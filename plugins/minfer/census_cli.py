@@ -7,7 +7,7 @@
 group, MINFER_MMQ_RAW_NB_DEBUG=1; the lawbench minfer contract, docs/minfer-contract.md), counts
 the B-path labels on its stderr, with --memory reads the peak per-PID GPU memory of its process
 tree, and checks the expectations with the rule every census anchor is judged by
-(lawbench.core.run.evaluate.census_problems): the anchor's [census] table with --anchor (which also
+(lawbench.core.record.census.census_problems): the anchor's [census] table with --anchor (which also
 brings the anchor's env, unset_env, timeout and engine revisions), else the flags.
 
 Exit 0 when every expectation holds (or none was given: then it only counts), 1 when one fails,

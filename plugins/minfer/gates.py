@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 from lawbench import Census
+from lawbench.engines import build_tracer, kernel_labels, read_trace, traced_env
+from lawbench.store import cache_root
 from lawbench.plugins.minfer.case import Case
 from lawbench.plugins.minfer.engine import child_env, run_engine
 
@@ -31,9 +33,6 @@ def differing(a: dict[str, int], b: dict[str, int]) -> list[str]:
 
 
 def gate_census(argv: list[str], case: Case, revision: Optional[str]) -> Census:
-    from lawbench.engines import build_tracer, kernel_labels, read_trace, traced_env
-    from lawbench.store import cache_root
-
     assert case.gate is not None  # check_case
     gate = case.gate.name
     tracer = build_tracer(cache_root())  # no toolkit with CUPTI: NotApplicable before any pass

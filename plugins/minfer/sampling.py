@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Any, Optional
 
 from lawbench import ArmSampler, EngineError, Visit
+from lawbench.engines import build_tracer, kernel_time, read_trace, traced_env
 from lawbench.hardware import PerPidMemory
+from lawbench.store import cache_root
 from lawbench.plugins.minfer.case import Case, Run
 from lawbench.plugins.minfer.engine import child_env, engine_argv, prefill_tok_s, run_engine
 
@@ -34,9 +36,6 @@ class EngineReader:
         self.argv = {name: engine_argv(run.command) for name, run in arms.items()}
         self.tracer: Optional[Path] = None
         if case.measure == "kernel_time_ms":  # no toolkit with CUPTI: NotApplicable, before any run
-            from lawbench.engines import build_tracer
-            from lawbench.store import cache_root
-
             self.tracer = build_tracer(cache_root())
 
     def label(self, arm: str) -> str:
@@ -67,8 +66,6 @@ class EngineReader:
         return prefill_tok_s(done, what), {"duration_s": round(done.duration_s, 3)}
 
     def _kernel_time(self, arm: str, env: dict[str, str], what: str) -> tuple[float, dict[str, Any]]:
-        from lawbench.engines import kernel_time, read_trace, traced_env
-
         assert self.tracer is not None and self.case.kernel is not None
         with tempfile.TemporaryDirectory(prefix="lawbench-minfer-trace-") as tmp:
             trace_file = Path(tmp) / "trace.tsv"

@@ -34,16 +34,16 @@ from lawbench import (
     Law,
     LawbenchError,
     NotApplicable,
+    Resources,
     Sample,
     Sampler,
 )
-from lawbench.engines import file_sha256, resolve_text, run_kld, run_perplexity, save_base_logits, text_label
+from lawbench.engines import file_sha256, quantize, resolve_text, run_kld, run_perplexity, save_base_logits, text_label
 from lawbench.plugins.quality.case import Arm, QualityCase, parse_case
+from lawbench.store import cache_root, model_file
 
 
 def _workdir() -> Path:
-    from lawbench.store import cache_root
-
     return cache_root() / "quality"
 
 
@@ -79,8 +79,6 @@ def jackknife(case: QualityCase, nll: dict[str, list[float]]) -> list[float]:
 
 def requantized(llama: Any, src: Path, type_name: str, timeout_s: float, threads: int | None) -> Path:
     """``src`` requantized to ``type_name`` (llama-quantize --allow-requantize), made once per source file."""
-    from lawbench.engines import quantize
-
     st = src.stat()
     key = hashlib.sha256(f"{src.name}|{st.st_size}|{st.st_mtime_ns}|{type_name.upper()}".encode()).hexdigest()[:16]
     dst = _workdir() / "quantized" / f"{src.stem}.{type_name.lower()}-{key}.gguf"
@@ -168,7 +166,7 @@ class ChunkSampler:
     def environment(self) -> dict[str, Any]:
         if not self._env:
             try:
-                from lawbench.hardware import environment_snapshot
+                from lawbench.hardware import environment_snapshot  # psutil: not at `lawbench --help`
 
                 self._env = environment_snapshot()
             except Exception as exc:  # noqa: BLE001 - evidence, never a reason to lose a run
@@ -193,9 +191,7 @@ class Quality(Law):
     def check_anchor(self, anchor: Anchor) -> None:
         parse_case(anchor)
 
-    def sampler(self, anchor: Anchor, profile: HardwareProfile, resources: Any) -> Sampler:
-        from lawbench.store import model_file
-
+    def sampler(self, anchor: Anchor, profile: HardwareProfile, resources: Resources) -> Sampler:
         case, arms = parse_case(anchor)
         sources = {name: model_file(arm.model, resources) for name, arm in arms.items()}
         try:
@@ -217,7 +213,7 @@ class Quality(Law):
                              "label": arms[n].label} for n, f in files.items()}}
         return ChunkSampler(anchor, case, arms, files, text, llama, threads, info)
 
-    def predict(self, anchor: Anchor, profile: HardwareProfile, resources: Any = None):
+    def predict(self, anchor: Anchor, profile: HardwareProfile, resources: Resources | None = None):
         raise NotApplicable(f"law 'quality' makes no prediction for anchor {anchor.id!r}: a quality cost "
                             "is measured, its band is the source's published figure")
 

@@ -96,7 +96,7 @@ _EXPORTS = {
     "ArmSampler": "lawbench.core.stats.protocol",
     "InterleavedSampler": "lawbench.core.stats.protocol",
     "Visit": "lawbench.core.stats.protocol",
-    "Resources": "lawbench.core.run.resources",
+    "Resources": "lawbench.core.laws.resources",
     # the header of a GGUF file, for laws that read real model files (lawbench.store finds them)
     "read_gguf_header": "lawbench.core.store.gguf_header:read_header",
     "GGUFHeader": "lawbench.core.store.gguf_header",
@@ -146,4 +146,4 @@ if TYPE_CHECKING:  # for editors and type checkers: the same names, eagerly
     from lawbench.core.laws.law import Census, Law, MachineTerm, Prediction, Sampler
     from lawbench.core.models import Anchor, Fact, FiniteFloat, HardwareProfile, Id, Sample, Strict
     from lawbench.core.stats.protocol import ArmSampler, InterleavedSampler, Visit
-    from lawbench.core.run.resources import Resources
+    from lawbench.core.laws.resources import Resources

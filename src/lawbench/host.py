@@ -11,16 +11,17 @@ _EXPORTS = {
     "get_registry": "lawbench.core.laws.registry",
     "plugin_profiles": "lawbench.core.hardware.profiles",
     "load_all": "lawbench.core.claims.loading",
-    "read_toml": "lawbench.core.claims.loading",
+    "read_toml": "lawbench.core.toml_read",
     "CensusSpec": "lawbench.core.models",
-    "census_problems": "lawbench.core.run.evaluate",
+    "census_problems": "lawbench.core.record.census",
 }
 __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
-    from lawbench.core.run.evaluate import census_problems  # noqa: F401
+    from lawbench.core.record.census import census_problems  # noqa: F401
     from lawbench.core.hardware.profiles import plugin_profiles  # noqa: F401
-    from lawbench.core.claims.loading import load_all, read_toml  # noqa: F401
+    from lawbench.core.claims.loading import load_all  # noqa: F401
+    from lawbench.core.toml_read import read_toml  # noqa: F401
     from lawbench.core.models import CensusSpec  # noqa: F401
     from lawbench.core.laws.registry import get_registry  # noqa: F401

@@ -137,7 +137,7 @@ def lawbench_resources():
     ``.model("<catalogue id>")`` fetches and verifies a catalogue model once into the cache,
     ``.llama()`` is the pinned llama.cpp build (built on first use: minutes). It holds the box
     lock from first use until the test ends, like a run."""
-    from lawbench.core.run.resources import Resources
+    from lawbench.core.laws.resources import Resources
 
     resources = Resources()
     try:

@@ -2,18 +2,25 @@
 llama.cpp build, the model store. A prediction-only run touches none of them.
 
 One type for every run: a run that compares engine builds (`lawbench ab`) hands each side
-``resources.with_engine(build)`` — that engine, this run's lock and model store."""
+``resources.with_engine(build)`` — that engine, this run's lock and model store.
+
+It sits beside the Law interface (core/laws/law.py) whose methods are handed it, above the engines
+and the model store it hands out (tests/test_import_graph.py: CORE_LAYERS)."""
 from __future__ import annotations
 
 import contextlib
 import os
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Optional
 
+from lawbench.core.engines.bench import quantize
+from lawbench.core.engines.record import llama_version, record_status
 from lawbench.core.errors import EngineError, LawbenchError
 from lawbench.core.models import HardwareProfile
 
-from lawbench.core.engines.record import DEFAULT_LLAMA_VERSION, LLAMA_VERSION_ENV  # noqa: F401  (re-exported)
+if TYPE_CHECKING:
+    from lawbench.core.engines.llamacpp import LlamaCpp
+    from lawbench.core.store.real import ModelStore
 
 LLAMA_DIR_ENV = "LAWBENCH_LLAMA_DIR"
 
@@ -30,18 +37,18 @@ class Resources:
     comparing_engines = False
 
     def __init__(self, llama_dir: Optional[str] = None, profile: Optional[HardwareProfile] = None, *,
-                 engine: Any = None):
+                 engine: Optional[LlamaCpp] = None):
         self.llama_dir = llama_dir or os.environ.get(LLAMA_DIR_ENV) or None
         self.profile = profile
         self._stack = contextlib.ExitStack()
         self._locked = False
-        self._llama: Any = engine
+        self._llama: Optional[LlamaCpp] = engine
         self._llama_error: Optional[LawbenchError] = None
-        self._store: Any = None
+        self._store: Optional[ModelStore] = None
         self._shared: Optional["Resources"] = None  # the run whose lock and store a side uses
         self.llama_chosen_by = "--llama-dir"  # else set when the build is chosen (engines.record)
 
-    def with_engine(self, engine: Any) -> "Resources":
+    def with_engine(self, engine: LlamaCpp) -> "Resources":
         """This run's lock and model store, measuring with ``engine`` (one side of an A/B)."""
         side = Resources(profile=self.profile, engine=engine)
         side._shared, side.comparing_engines = self, True
@@ -53,7 +60,7 @@ class Resources:
             return self._shared.lock()
         if self._locked:
             return
-        from lawbench.core.run.lock import box_lock
+        from lawbench.core.lock import box_lock  # filelock: loaded with the first lock, not by every command
 
         try:
             self._stack.enter_context(box_lock())
@@ -73,7 +80,7 @@ class Resources:
         cc = self.profile.fingerprint.compute_capability if self.profile else None
         return arch_of(cc) if cc else "90"
 
-    def llama(self) -> Any:
+    def llama(self) -> LlamaCpp:
         """The llama.cpp to measure with: a runner's own build by path, else the profile's engine of
         record, else the pinned build (lawbench.core.engines.record)."""
         if self._llama is not None:
@@ -90,8 +97,6 @@ class Resources:
             if self.llama_dir:
                 self._llama = locate_llamacpp(self.llama_dir)
             else:
-                from lawbench.core.engines.record import llama_version
-
                 version, self.llama_chosen_by = llama_version(self.profile)
                 backend = self.backend()
                 self._llama = build_llamacpp(version, backend=backend, progress=report,
@@ -101,14 +106,13 @@ class Resources:
             raise self._llama_error from None
         return self._llama
 
-    def store(self) -> Any:
+    def store(self) -> ModelStore:
         # Building, fetching or requantizing a model loads the box: another job's timings would
         # see it, so it happens under the lock like a measurement.
         if self._shared is not None:
             return self._shared.store()
         self.lock()
         if self._store is None:
-            from lawbench.core.engines.bench import quantize
             from lawbench.core.store.real import ModelStore
 
             # Synthetic models other than F16 are requantized with this run's llama-quantize.
@@ -121,7 +125,6 @@ class Resources:
     def engine_info(self) -> Optional[dict]:
         if self._llama is None:
             return None
-        from lawbench.core.engines.record import record_status
 
         ll = self._llama
         record = record_status(self.profile, ll.build_info.get("build_number"))

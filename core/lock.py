@@ -20,6 +20,7 @@ from filelock import FileLock, Timeout
 
 from lawbench.core.errors import LawbenchError
 from lawbench.core.paths import cache_root, writable_dir
+from lawbench.core.procgroup import hold_fd, release_fd
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -71,7 +72,6 @@ def box_lock(name: str = "lawbench", timeout: float = 0, cache_dir: Optional[Pat
         raise BoxBusy(f"another lawbench job holds the box lock {lock_file}: {_describe(holder)}; "
                       "wait for it to finish (one job per box keeps timings honest)",
                       holder) from None
-    from lawbench.core.procgroup import hold_fd, release_fd
 
     # Every engine group started while the lock is held inherits its fd: the kernel keeps a flock
     # while any process holds the file open, so a `kill -9` of lawbench never frees the box while
