@@ -30,6 +30,7 @@ from lawbench.plugins.law4.models import Models, check_model_ref, load_model
 from lawbench.plugins.law4.profile import Law4Profile, law4_profile
 from lawbench.plugins.law4.quantmix import apply_mix, weight_format
 from lawbench.plugins.law4.shape import ModelShape, ShapeError
+from lawbench.plugins.law4.spread import SPREAD_QUANTITIES
 
 # Tier resolution lives in tiers.py; resolve_tiers stays importable from here for its callers.
 from lawbench.plugins.law4.tiers import k_seconds, resolve_placement, resolve_tiers
@@ -74,6 +75,8 @@ class Law4(Law):
         from lawbench.plugins.law4.measure import arm_cases
 
         version = resolve(getattr(anchor, "law_version", None), anchor.id)
+        if anchor.case.get("quantity") in SPREAD_QUANTITIES:
+            return self._check_spread(anchor)
         cases = arm_cases(anchor)
         for arm, case in cases.items():
             check_quantity(version, case.quantity, anchor.id)
@@ -108,6 +111,20 @@ class Law4(Law):
                                            "run it", anchor=anchor.id, field=f"{where}.bench")
             if case.model is not None:
                 check_model_ref(case.model, anchor.id, f"{where}.model")
+
+    @staticmethod
+    def _check_spread(anchor: Anchor) -> None:
+        """A spread anchor (plugins/law4/spread.py): its cases, quantity, unit and models."""
+        from lawbench.plugins.law4.spread import spread_cases
+
+        cases = spread_cases(anchor)
+        quantity = next(iter(cases.values())).quantity
+        if anchor.quantity != quantity:
+            raise DataError(CASE_FILE, f"quantity {anchor.quantity!r} differs from case.quantity "
+                                       f"{quantity!r}; name the same quantity in both", anchor=anchor.id, field="quantity")
+        unit_scale(anchor.quantity, anchor.unit, anchor.id)
+        for arm, case in cases.items():
+            check_model_ref(case.model, anchor.id, ("case" if arm == "main" else f"arms.{arm}") + ".model")
 
     def predict(self, anchor: Anchor, profile: HardwareProfile, resources: Any = None) -> Prediction:
         """A measured anchor's model file is fetched or built through ``resources`` (the
@@ -190,6 +207,10 @@ class Law4(Law):
     def sampler(self, anchor: Anchor, profile: HardwareProfile, resources: Any) -> Any:
         from lawbench.plugins.law4 import measure, speculative
 
+        if anchor.case.get("quantity") in SPREAD_QUANTITIES:
+            from lawbench.plugins.law4 import spread
+
+            return spread.sampler(self, anchor, profile, resources)
         cases = measure.arm_cases(anchor)
         if any(c.bench is not None and c.bench.tool == "server" for c in cases.values()):
             return speculative.sampler(anchor, profile, resources, cases)  # llama-server, not llama-bench
@@ -224,6 +245,9 @@ class Law4(Law):
         q = case.quantity
         if q == "draft_acceptance":  # check_anchor refuses it on a prediction; a direct call lands here
             raise DataError(CASE_FILE, "draft_acceptance is measured in llama-server, never priced",
+                            anchor=anchor.id, field="case.quantity")
+        if q in SPREAD_QUANTITIES:  # spread_cases refuses it on a prediction; a direct call lands here
+            raise DataError(CASE_FILE, f"{q} is a spread of measured readings, never priced",
                             anchor=anchor.id, field="case.quantity")
         shape = self._shape(case, anchor.id, models)
         if q in ("kv_bytes_per_pos", "kv_bytes_ratio", "kv_reference_ratio", "kv_compression_needed"):
