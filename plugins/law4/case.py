@@ -71,6 +71,9 @@ Quantity = Literal[
     # Spreads (plugins/law4/spread.py), measured only: one sample is a statistic over several readings.
     "decode_spread",  # (max − min) / mean of the arm's decode tok/s over spread.visits consecutive visits
     "eta_range",  # per round of one visit per arm: the min or max over the arms of each arm's implied η
+    # Perplexity of arm a over arm b on one disjoint text slice per round, each arm at its own KV
+    # cache type (-ctk / -ctv) and placement (plugins/law4/kv_quality.py): the quality half of a KV lever.
+    "kv_ppl_ratio",
 ]
 
 # Unit scales per quantity: predict() returns the value in the anchor's own unit.
@@ -111,6 +114,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "draft_acceptance": ("model", "bench"),
     "decode_spread": ("model", "bench", "spread"),
     "eta_range": ("spread",),
+    "kv_ppl_ratio": ("model", "perplexity"),
 }
 
 
@@ -151,6 +155,21 @@ class SpreadCase(Strict):
     # eta_range: the bytes an arm's η is read on, as its source printed it: "active" (what a token
     # reads: the law's tier η, L-14's ladder) or "file" (the whole file: L-15's per-format η)
     bytes: Literal["active", "file"] = "active"
+
+
+class PerplexityCase(Strict):
+    """How llama-perplexity scores a kv_ppl_ratio case (plugins/law4/kv_quality.py): one visit
+    scores one disjoint slice of the text in `chunks` chunks of `ctx` tokens, each chunk a fresh
+    cache that deep (the depth the KV type is judged at)."""
+
+    # A text lawbench ships (anchors/texts/), or "path:<file>": a file a runner holds ($VARS expanded)
+    text: str = "python-reference-3.11.txt"
+    ctx: int = Field(default=128, ge=32)  # -c
+    chunks: int = Field(default=1, ge=1)  # --chunks, per visit
+    slice_chars: int = Field(default=3000, ge=500)  # characters of text per slice (per visit)
+    flash_attn: Optional[Literal["on", "off", "auto"]] = None  # -fa (a quantized V cache needs it on)
+    no_mmap: bool = False  # --no-mmap, as the register ran its -ot=CPU rows
+    timeout_s: FiniteFloat = Field(default=600.0, gt=0)
 
 
 class PlacementCase(Strict):
@@ -206,6 +225,7 @@ class Law4Case(Strict):
     # outside is a SKIP with the figures, never a FAIL.
     scope: Optional[Literal["cpu-tier"]] = None
     spread: Optional[SpreadCase] = None  # decode_spread / eta_range: how one sample is formed
+    perplexity: Optional[PerplexityCase] = None  # kv_ppl_ratio: how llama-perplexity scores the text
 
     @model_validator(mode="after")
     def _needs(self) -> "Law4Case":
@@ -238,6 +258,8 @@ class Law4Case(Strict):
                              "statistic = \"min\" or \"max\"")
         if self.quantity == "decode_spread" and self.spread is not None and self.spread.statistic is not None:
             raise ValueError("spread.statistic: a decode_spread sample is (max − min) / mean; leave statistic out")
+        if self.perplexity is not None and self.quantity != "kv_ppl_ratio":
+            raise ValueError(f"perplexity: only a kv_ppl_ratio case scores a text, not {self.quantity!r}")
         if self.quantity == "decode_tok_s" and self.model is None and self.baseline_tok_s is None:
             raise ValueError("decode_tok_s needs a model to price, or a published baseline_tok_s")
         return self

@@ -77,6 +77,8 @@ class Law4(Law):
         version = resolve(getattr(anchor, "law_version", None), anchor.id)
         if anchor.case.get("quantity") in SPREAD_QUANTITIES:
             return self._check_spread(anchor)
+        if anchor.case.get("quantity") == "kv_ppl_ratio":
+            return self._check_kv_quality(anchor)
         cases = arm_cases(anchor)
         for arm, case in cases.items():
             check_quantity(version, case.quantity, anchor.id)
@@ -125,6 +127,19 @@ class Law4(Law):
         unit_scale(anchor.quantity, anchor.unit, anchor.id)
         for arm, case in cases.items():
             check_model_ref(case.model, anchor.id, ("case" if arm == "main" else f"arms.{arm}") + ".model")
+
+    @staticmethod
+    def _check_kv_quality(anchor: Anchor) -> None:
+        """A KV-type perplexity ratio (plugins/law4/kv_quality.py): its arms, text, unit and models."""
+        from lawbench.plugins.law4 import kv_quality
+
+        kv_quality.check(anchor)
+        if anchor.quantity != "kv_ppl_ratio":
+            raise DataError(CASE_FILE, f"quantity {anchor.quantity!r} differs from case.quantity "
+                                       "'kv_ppl_ratio'; name the same quantity in both", anchor=anchor.id, field="quantity")
+        unit_scale(anchor.quantity, anchor.unit, anchor.id)
+        for arm, case in kv_quality.kv_cases(anchor).items():
+            check_model_ref(case.model, anchor.id, f"arms.{arm}.model")
 
     def predict(self, anchor: Anchor, profile: HardwareProfile, resources: Any = None) -> Prediction:
         """A measured anchor's model file is fetched or built through ``resources`` (the
@@ -211,6 +226,10 @@ class Law4(Law):
             from lawbench.plugins.law4 import spread
 
             return spread.sampler(self, anchor, profile, resources)
+        if anchor.case.get("quantity") == "kv_ppl_ratio":
+            from lawbench.plugins.law4 import kv_quality
+
+            return kv_quality.sampler(anchor, profile, resources)
         cases = measure.arm_cases(anchor)
         if any(c.bench is not None and c.bench.tool == "server" for c in cases.values()):
             return speculative.sampler(anchor, profile, resources, cases)  # llama-server, not llama-bench
@@ -246,8 +265,8 @@ class Law4(Law):
         if q == "draft_acceptance":  # check_anchor refuses it on a prediction; a direct call lands here
             raise DataError(CASE_FILE, "draft_acceptance is measured in llama-server, never priced",
                             anchor=anchor.id, field="case.quantity")
-        if q in SPREAD_QUANTITIES:  # spread_cases refuses it on a prediction; a direct call lands here
-            raise DataError(CASE_FILE, f"{q} is a spread of measured readings, never priced",
+        if q in (*SPREAD_QUANTITIES, "kv_ppl_ratio"):  # check_anchor refuses them on a prediction
+            raise DataError(CASE_FILE, f"{q} is measured (a spread of readings, or a perplexity), never priced",
                             anchor=anchor.id, field="case.quantity")
         shape = self._shape(case, anchor.id, models)
         if q in ("kv_bytes_per_pos", "kv_bytes_ratio", "kv_reference_ratio", "kv_compression_needed"):
