@@ -74,6 +74,9 @@ Quantity = Literal[
     # Perplexity of arm a over arm b on one disjoint text slice per round, each arm at its own KV
     # cache type (-ctk / -ctv) and placement (plugins/law4/kv_quality.py): the quality half of a KV lever.
     "kv_ppl_ratio",
+    # The disk tier's η read back from a decode streamed past RAM (plugins/law4/eta_disk.py): the
+    # bytes the page cache missed (measured residency) over BW_disk × the seconds the other terms leave.
+    "eta_disk_implied",
 ]
 
 # Unit scales per quantity: predict() returns the value in the anchor's own unit.
@@ -115,6 +118,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "decode_spread": ("model", "bench", "spread"),
     "eta_range": ("spread",),
     "kv_ppl_ratio": ("model", "perplexity"),
+    "eta_disk_implied": ("model", "bench"),
 }
 
 
@@ -258,6 +262,9 @@ class Law4Case(Strict):
                              "statistic = \"min\" or \"max\"")
         if self.quantity == "decode_spread" and self.spread is not None and self.spread.statistic is not None:
             raise ValueError("spread.statistic: a decode_spread sample is (max − min) / mean; leave statistic out")
+        if self.quantity == "eta_disk_implied" and self.bench is not None and self.bench.prime is None:
+            raise ValueError("bench.prime: eta_disk_implied reads the page cache's residency, which a visit "
+                             "records only with a prime (\"keep\" records it and touches nothing)")
         if self.perplexity is not None and self.quantity != "kv_ppl_ratio":
             raise ValueError(f"perplexity: only a kv_ppl_ratio case scores a text, not {self.quantity!r}")
         if self.quantity == "decode_tok_s" and self.model is None and self.baseline_tok_s is None:

@@ -79,6 +79,10 @@ class Law4(Law):
             return self._check_spread(anchor)
         if anchor.case.get("quantity") == "kv_ppl_ratio":
             return self._check_kv_quality(anchor)
+        if anchor.case.get("quantity") == "eta_disk_implied":
+            from lawbench.plugins.law4 import eta_disk
+
+            eta_disk.check(anchor)
         cases = arm_cases(anchor)
         for arm, case in cases.items():
             check_quantity(version, case.quantity, anchor.id)
@@ -230,6 +234,10 @@ class Law4(Law):
             from lawbench.plugins.law4 import kv_quality
 
             return kv_quality.sampler(anchor, profile, resources)
+        if anchor.case.get("quantity") == "eta_disk_implied":
+            from lawbench.plugins.law4 import eta_disk
+
+            return eta_disk.sampler(self, anchor, profile, resources)
         cases = measure.arm_cases(anchor)
         if any(c.bench is not None and c.bench.tool == "server" for c in cases.values()):
             return speculative.sampler(anchor, profile, resources, cases)  # llama-server, not llama-bench
@@ -265,7 +273,7 @@ class Law4(Law):
         if q == "draft_acceptance":  # check_anchor refuses it on a prediction; a direct call lands here
             raise DataError(CASE_FILE, "draft_acceptance is measured in llama-server, never priced",
                             anchor=anchor.id, field="case.quantity")
-        if q in (*SPREAD_QUANTITIES, "kv_ppl_ratio"):  # check_anchor refuses them on a prediction
+        if q in (*SPREAD_QUANTITIES, "kv_ppl_ratio", "eta_disk_implied"):  # check_anchor refuses them on a prediction
             raise DataError(CASE_FILE, f"{q} is measured (a spread of readings, or a perplexity), never priced",
                             anchor=anchor.id, field="case.quantity")
         shape = self._shape(case, anchor.id, models)
