@@ -10,8 +10,9 @@
                                  (`spread.statistic`): one end of a per-format η band (L-14, L-15)
 
 The sampling unit stays honest: a sample is a round of separate engine processes, so the verdict's
-interval over samples (core's rule) is an interval over rounds. Spreads can be zero, so the
-interval is taken on values, not logarithms. Every visit, with its predecessor, is in the record.
+interval over samples (core's rule) is an interval over rounds. A spread can be zero, so its
+interval is taken on values; an η is a speed times constants, so its interval is on logarithms, as
+a speed's is. Every visit, with its predecessor, is in the record.
 """
 from __future__ import annotations
 
@@ -105,13 +106,14 @@ def eta_price(law: Any, anchor: Anchor, case: Law4Case, profile: HardwareProfile
 class SpreadSampler:
     """Rounds of engine visits; one sample per round (core's Sampler protocol)."""
 
-    log_scale = False  # a spread can be 0; the interval is on values
+    log_scale = False  # set per quantity in __init__: a spread can be 0 (values), an η cannot (logs)
 
     def __init__(self, quantity: str, visits: dict[str, Callable[[int], Any]], labels: dict[str, str], *,
                  reps: int, per_visit: Callable[[list[float]], Optional[float]], n_visits: int = 1,
                  statistic: Optional[str] = None, eta_scale: Optional[dict[str, float]] = None,
                  protocol: Optional[dict[str, Any]] = None):
         self.quantity, self.arms, self.labels = quantity, visits, labels
+        self.log_scale = quantity == "eta_range"  # an η is a speed times constants: multiplicative
         self.reps, self.per_visit, self.n_visits = reps, per_visit, n_visits
         self.end = statistic
         self.eta_scale = eta_scale or {}  # arm -> 1 / (its tok/s at η = 1)
