@@ -17,7 +17,7 @@ import math
 import os
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from lawbench import Anchor, DataError, EngineError, HardwareProfile, LawbenchError, NotApplicable, Sample
 from lawbench.plugins.law4.case import CASE_FILE, Law4Case, arm_case
@@ -174,10 +174,9 @@ def sampler(anchor: Anchor, profile: HardwareProfile, resources: Any) -> KvQuali
     return KvQualitySampler(visits, info)
 
 
-def check(anchor: Anchor) -> Optional[str]:
+def check(anchor: Anchor) -> None:
     """What `lawbench check` asks of a kv_ppl_ratio anchor: its arms (kv_cases) and the text's form."""
     cases = kv_cases(anchor)
     text = cases["a"].perplexity.text  # type: ignore[union-attr]
     if not text.startswith("path:"):
         text_file(text, anchor.id)  # a shipped text must exist; a runner's path is the runner's business
-    return None

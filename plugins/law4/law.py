@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from lawbench import Anchor, DataError, HardwareProfile, Law, NotApplicable, Prediction
+from lawbench.plugins.law4 import measured_kinds
 from lawbench.plugins.law4 import pricing as P
 from lawbench.plugins.law4.case import (
     CASE_FILE,
@@ -30,7 +31,6 @@ from lawbench.plugins.law4.models import Models, check_model_ref, load_model
 from lawbench.plugins.law4.profile import Law4Profile, law4_profile
 from lawbench.plugins.law4.quantmix import apply_mix, weight_format
 from lawbench.plugins.law4.shape import ModelShape, ShapeError
-from lawbench.plugins.law4.spread import SPREAD_QUANTITIES
 
 # Tier resolution lives in tiers.py; resolve_tiers stays importable from here for its callers.
 from lawbench.plugins.law4.tiers import k_seconds, resolve_placement, resolve_tiers
@@ -75,14 +75,8 @@ class Law4(Law):
         from lawbench.plugins.law4.measure import arm_cases
 
         version = resolve(getattr(anchor, "law_version", None), anchor.id)
-        if anchor.case.get("quantity") in SPREAD_QUANTITIES:
-            return self._check_spread(anchor)
-        if anchor.case.get("quantity") == "kv_ppl_ratio":
-            return self._check_kv_quality(anchor)
-        if anchor.case.get("quantity") == "eta_disk_implied":
-            from lawbench.plugins.law4 import eta_disk
-
-            eta_disk.check(anchor)
+        if measured_kinds.check(anchor):  # spreads, KV-type perplexity: checked whole there
+            return
         cases = arm_cases(anchor)
         for arm, case in cases.items():
             check_quantity(version, case.quantity, anchor.id)
@@ -117,33 +111,6 @@ class Law4(Law):
                                            "run it", anchor=anchor.id, field=f"{where}.bench")
             if case.model is not None:
                 check_model_ref(case.model, anchor.id, f"{where}.model")
-
-    @staticmethod
-    def _check_spread(anchor: Anchor) -> None:
-        """A spread anchor (plugins/law4/spread.py): its cases, quantity, unit and models."""
-        from lawbench.plugins.law4.spread import spread_cases
-
-        cases = spread_cases(anchor)
-        quantity = next(iter(cases.values())).quantity
-        if anchor.quantity != quantity:
-            raise DataError(CASE_FILE, f"quantity {anchor.quantity!r} differs from case.quantity "
-                                       f"{quantity!r}; name the same quantity in both", anchor=anchor.id, field="quantity")
-        unit_scale(anchor.quantity, anchor.unit, anchor.id)
-        for arm, case in cases.items():
-            check_model_ref(case.model, anchor.id, ("case" if arm == "main" else f"arms.{arm}") + ".model")
-
-    @staticmethod
-    def _check_kv_quality(anchor: Anchor) -> None:
-        """A KV-type perplexity ratio (plugins/law4/kv_quality.py): its arms, text, unit and models."""
-        from lawbench.plugins.law4 import kv_quality
-
-        kv_quality.check(anchor)
-        if anchor.quantity != "kv_ppl_ratio":
-            raise DataError(CASE_FILE, f"quantity {anchor.quantity!r} differs from case.quantity "
-                                       "'kv_ppl_ratio'; name the same quantity in both", anchor=anchor.id, field="quantity")
-        unit_scale(anchor.quantity, anchor.unit, anchor.id)
-        for arm, case in kv_quality.kv_cases(anchor).items():
-            check_model_ref(case.model, anchor.id, f"arms.{arm}.model")
 
     def predict(self, anchor: Anchor, profile: HardwareProfile, resources: Any = None) -> Prediction:
         """A measured anchor's model file is fetched or built through ``resources`` (the
@@ -226,18 +193,9 @@ class Law4(Law):
     def sampler(self, anchor: Anchor, profile: HardwareProfile, resources: Any) -> Any:
         from lawbench.plugins.law4 import measure, speculative
 
-        if anchor.case.get("quantity") in SPREAD_QUANTITIES:
-            from lawbench.plugins.law4 import spread
-
-            return spread.sampler(self, anchor, profile, resources)
-        if anchor.case.get("quantity") == "kv_ppl_ratio":
-            from lawbench.plugins.law4 import kv_quality
-
-            return kv_quality.sampler(anchor, profile, resources)
-        if anchor.case.get("quantity") == "eta_disk_implied":
-            from lawbench.plugins.law4 import eta_disk
-
-            return eta_disk.sampler(self, anchor, profile, resources)
+        own = measured_kinds.sampler(self, anchor, profile, resources)  # the measured-only quantities
+        if own is not None:
+            return own
         cases = measure.arm_cases(anchor)
         if any(c.bench is not None and c.bench.tool == "server" for c in cases.values()):
             return speculative.sampler(anchor, profile, resources, cases)  # llama-server, not llama-bench
@@ -273,7 +231,7 @@ class Law4(Law):
         if q == "draft_acceptance":  # check_anchor refuses it on a prediction; a direct call lands here
             raise DataError(CASE_FILE, "draft_acceptance is measured in llama-server, never priced",
                             anchor=anchor.id, field="case.quantity")
-        if q in (*SPREAD_QUANTITIES, "kv_ppl_ratio", "eta_disk_implied"):  # check_anchor refuses them on a prediction
+        if q in measured_kinds.MEASURED_ONLY:  # their checks refuse them on a prediction
             raise DataError(CASE_FILE, f"{q} is measured (a spread of readings, or a perplexity), never priced",
                             anchor=anchor.id, field="case.quantity")
         shape = self._shape(case, anchor.id, models)

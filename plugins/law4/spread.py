@@ -20,8 +20,8 @@ import statistics
 import time
 from typing import Any, Callable, Optional
 
-from lawbench import Anchor, DataError, EngineError, HardwareProfile, NotApplicable, Sample
-from lawbench.plugins.law4.case import CASE_FILE, Law4Case, TierOverride, arm_case, check_measured, parse_case
+from lawbench import Anchor, DataError, EngineError, HardwareProfile, Sample
+from lawbench.plugins.law4.case import CASE_FILE, Law4Case, arm_case, check_measured, parse_case
 
 SPREAD_QUANTITIES = ("decode_spread", "eta_range")
 
