@@ -37,7 +37,7 @@ def one_line(p: subprocess.CompletedProcess, code: int = 2) -> str:
     (["--profile", "cpu", "--anchor", "law4.cpu.census.pure-cpu-placement"],
      "--anchor 'law4.cpu.census.pure-cpu-placement' declares no planted fault: there is nothing to plant into it"),
     (["--profile", "gb10"], "no census anchor of profile 'gb10' declares a planted fault: nothing to prove here "
-                            "(profiles whose census anchors do: cpu, h200)"),
+                            "(profiles whose census anchors do: cpu, gtx1060, h200)"),
 ])
 def test_a_bad_anchor_or_profile_is_one_line_exit_2(tmp_path, args, words):
     assert words in one_line(plant(args, tmp_path))

@@ -93,7 +93,8 @@ def test_an_added_anchor_moves_no_anchor_before_it_in_id_order_and_few_after_it(
     """Stable when an anchor is added: slices are cut in id order, each anchor to its hashed slice
     or the next with room, so the anchors before the new one keep their slices exactly, and the
     ones after it move only when it filled their slice (first fit by id moved 8 of 102 at the
-    median; the hash moves 0)."""
+    median; the hash moves 0 with slack in the slices, and at most 1 at the median with the shipped
+    weekly filling 7942 of its 12 x 700 slice-minutes, 2026-12-07)."""
     pl = _gtx_weekly(shipped)
     costs = [(r.anchor_id, r.worst_s) for r in pl.rows]
     before = {a: k for k, s in enumerate(pl.rotation.slices) for a in s}
@@ -106,7 +107,7 @@ def test_an_added_anchor_moves_no_anchor_before_it_in_id_order_and_few_after_it(
         after = {a: k for k, s in enumerate(after_rot.slices) for a in s}
         assert all(after[a] == before[a] for a in before if a < new), new
         moved.append(sum(after[a] != before[a] for a in before))
-    assert len(moved) > 40 and statistics.median(moved) == 0 and max(moved) < len(before) // 5, moved
+    assert len(moved) > 40 and statistics.median(moved) <= 1 and max(moved) < len(before) // 5, moved
 
 
 def test_the_week_count_rotates_through_every_slice_across_a_new_year():
@@ -135,7 +136,7 @@ def test_check_plans_the_weekly_notes_the_rotation_and_refuses_an_anchor_no_slic
     done = _lawbench("check")
     assert done.stdout.startswith("ok:")
     n = _gtx_weekly(shipped).rotation.count
-    assert (f"note: profile gtx1060: the weekly's worst case is 7800 min, above its 700-min window: it rotates in "
+    assert (f"note: profile gtx1060: the weekly's worst case is 7942 min, above its 700-min window: it rotates in "
             f"{n} slices, one a week, each anchor once in {n} weeks") in done.stdout, done.stdout
     heavy = next(la for la in anchors.anchors if la.anchor.id == _gtx_weekly(shipped).rows[0].anchor_id)
     budget = heavy.anchor.budget.model_copy(update={"timeout_s": 800 * 60.0})

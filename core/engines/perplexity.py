@@ -13,7 +13,7 @@ Public surface (other laws code against this; signatures are stable):
         log-likelihood (nats/token) of every chunk, in order; .nll the mean over chunks (equal token
         counts, so this is the run's log-perplexity); .ppl = exp(.nll); .final_ppl the tool's own
         "Final estimate"; .tokens_per_chunk, .cmd, .wall_s, .log. Faults are EngineError.
-    SliceVisits(llama, model, slices: list[str], *, ctx, chunks, threads, timeout_s, workdir)
+    SliceVisits(llama, model, slices: list[str], *, ctx, chunks, threads, timeout_s, workdir, extra_args=())
         A callable arm for lawbench.core.stats.protocol.ArmSampler: visit k runs slice k (then k+1 …)
         and returns Visit(values=[exp(slice nll)]). Two arms built on the same slices visit the
         same slice in the same round, so a ratio sample a/b is exp(nll_a - nll_b) on one slice.
@@ -228,10 +228,11 @@ class SliceVisits:
 
     def __init__(self, llama: LlamaCpp, model: Path | str, slices: Sequence[str], *,
                  workdir: Path | str, ctx: int = 128, chunks: int | None = None,
-                 threads: int | None = None, timeout_s: float = 600):
+                 threads: int | None = None, timeout_s: float = 600, extra_args: Sequence[str] = ()):
         self.llama, self.model, self.slices = llama, Path(model), list(slices)
         self.workdir = Path(workdir)
         self.ctx, self.chunks, self.threads, self.timeout_s = ctx, chunks, threads, timeout_s
+        self.extra_args = list(extra_args)  # e.g. -ctk/-ctv: the arm's engine options, every visit
         self.next = 0
 
     def slice_file(self, k: int) -> Path:
@@ -248,7 +249,8 @@ class SliceVisits:
                               f"budget asking for more would score a slice twice (model {self.model.name})")
         self.next += 1
         run = run_perplexity(self.llama, self.model, self.slice_file(k), ctx=self.ctx,
-                             chunks=self.chunks, threads=self.threads, timeout_s=self.timeout_s)
+                             chunks=self.chunks, threads=self.threads, timeout_s=self.timeout_s,
+                             extra_args=self.extra_args)
         return Visit(values=[run.ppl], raw={"slice": k, **run.record()}, wall_s=run.wall_s)
 
 

@@ -57,9 +57,10 @@ class BenchCase(Strict):
     # touched: on a file larger than free RAM the read also evicts the previous run's working set.
     # "evict": drop the file's cached pages instead (posix_fadvise DONTNEED, no root), so every
     # visit starts cold whatever ran before it (L-29's 'colder state', L-31's predecessor).
-    # Either way the raw record holds how much of the file was resident before and after the
+    # "keep": touch nothing, only record the residency (the state whatever ran before left).
+    # Every way the raw record holds how much of the file was resident before and after the
     # prime and after the visit (mincore; lawbench.core.hardware.pagecache).
-    prime: Optional[Literal["read", "evict"]] = None
+    prime: Optional[Literal["read", "evict", "keep"]] = None
     # tool = "server": llama-server with speculation (plugins/law4/speculative.py); n_gen is n_predict
     server: Optional[ServerOptions] = None
     # The engine's own switches that turn a fast path off (a census's planted faults use them):

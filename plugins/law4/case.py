@@ -68,6 +68,12 @@ Quantity = Literal[
     # Accepted over drafted tokens of a llama-server request (timings.draft_n_accepted / draft_n):
     # measured only; the law has no speculation term to price it (plugins/law4/speculative.py).
     "draft_acceptance",
+    # Spreads (plugins/law4/spread.py), measured only: one sample is a statistic over several readings.
+    "decode_spread",  # (max − min) / mean of the arm's decode tok/s over spread.visits consecutive visits
+    "eta_range",  # per round of one visit per arm: the min or max over the arms of each arm's implied η
+    # The disk tier's η read back from a decode streamed past RAM (plugins/law4/eta_disk.py): the
+    # bytes the page cache missed (measured residency) over BW_disk × the seconds the other terms leave.
+    "eta_disk_implied",
 ]
 
 # Unit scales per quantity: predict() returns the value in the anchor's own unit.
@@ -106,6 +112,9 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "fits": ("model",),
     "fit_margin_gb": ("model",),
     "draft_acceptance": ("model", "bench"),
+    "decode_spread": ("model", "bench", "spread"),
+    "eta_range": ("spread",),
+    "eta_disk_implied": ("model", "bench"),
 }
 
 
@@ -134,6 +143,18 @@ class TierOverride(Strict):
         if self.ddr_mts is not None:
             return self.ddr_mts * 8 * self.ddr_channels / 1000.0
         return self.bandwidth_gbs
+
+
+class SpreadCase(Strict):
+    """How a spread anchor forms one sample (plugins/law4/spread.py): over `visits` consecutive
+    engine visits of one arm (decode_spread: (max − min) / mean, the register's own "relative
+    spread"), or over one visit of every arm (eta_range: the arms' implied η, their `statistic`)."""
+
+    visits: int = Field(default=6, ge=2, le=50)  # decode_spread: consecutive fresh visits per sample
+    statistic: Optional[Literal["min", "max"]] = None  # eta_range: which end of the range
+    # eta_range: the bytes an arm's η is read on, as its source printed it: "active" (what a token
+    # reads: the law's tier η, L-14's ladder) or "file" (the whole file: L-15's per-format η)
+    bytes: Literal["active", "file"] = "active"
 
 
 class PlacementCase(Strict):
@@ -208,6 +229,7 @@ class Law4Case(Strict):
     # outside is a SKIP with the figures, never a FAIL.
     scope: Optional[Literal["cpu-tier"]] = None
     measured_on: Optional[MeasuredOn] = None
+    spread: Optional[SpreadCase] = None  # decode_spread / eta_range: how one sample is formed
 
     @model_validator(mode="after")
     def _needs(self) -> "Law4Case":
@@ -238,6 +260,17 @@ class Law4Case(Strict):
                              f"{self.measured_on.threads} (the anchor runs at the source's threads)")
         if self.scope is not None and self.bench is None:
             raise ValueError("scope: the scope rules are measured; a case without a bench table has nothing to probe")
+        if self.spread is not None and self.quantity not in ("decode_spread", "eta_range"):
+            raise ValueError(f"spread: only a decode_spread or eta_range case forms its sample from a "
+                             f"spread, not {self.quantity!r}")
+        if self.quantity == "eta_range" and (self.spread is None or self.spread.statistic is None):
+            raise ValueError("spread.statistic: an eta_range anchor judges one end of the range: "
+                             "statistic = \"min\" or \"max\"")
+        if self.quantity == "decode_spread" and self.spread is not None and self.spread.statistic is not None:
+            raise ValueError("spread.statistic: a decode_spread sample is (max − min) / mean; leave statistic out")
+        if self.quantity == "eta_disk_implied" and self.bench is not None and self.bench.prime is None:
+            raise ValueError("bench.prime: eta_disk_implied reads the page cache's residency, which a visit "
+                             "records only with a prime (\"keep\" records it and touches nothing)")
         if self.quantity == "decode_tok_s" and self.model is None and self.baseline_tok_s is None:
             raise ValueError("decode_tok_s needs a model to price, or a published baseline_tok_s")
         return self

@@ -43,11 +43,18 @@ def opt_outs(bench: BenchCase) -> set[str]:
 
 
 def census(anchor: Anchor, profile: HardwareProfile, resources: Any) -> Census:
-    """One verbose llama-bench run of the case (its bench test, one repetition), counted."""
-    from lawbench.engines import capture_load_log, parse_load_log
-
+    """One verbose llama-bench run of the case (its bench test, one repetition), counted; with
+    arms a and b, two loads and their difference (two_load_census)."""
+    if anchor.arms:
+        return two_load_census(anchor, profile, resources)
     case = parse_case(anchor.case, anchor.id)
     check_measured(case, "census", anchor.id)
+    return _one_load(case, profile, resources)
+
+
+def _one_load(case: Any, profile: HardwareProfile, resources: Any) -> Census:
+    from lawbench.engines import capture_load_log, parse_load_log
+
     model = model_file(case.model, resources)
     params = bench_params(case, profile)
     llama = resources.llama()
@@ -73,6 +80,33 @@ def census(anchor: Anchor, profile: HardwareProfile, resources: Any) -> Census:
     environment = {"command": run.cmd, "wall_s": run.wall_s, "llama_cpp": llama.version,
                    "census": bench.census, **({"env": bench.env} if bench.env else {}), **extra}
     return Census(counts=counts, log=run.log, environment=environment)
+
+
+def two_load_census(anchor: Anchor, profile: HardwareProfile, resources: Any) -> Census:
+    """Two loads, arm a then arm b, each counted as one census; the labels are each arm's
+    (`a:<label>`, `b:<label>`) and, for every label both counted, their difference `a-b:<label>`.
+    Where the arms differ in -ub, `per_ubatch_token:<label>` is that difference over the ubatch
+    difference, rounded to a whole count (bytes per ubatch token for a buffer: register L-08's
+    slope of the compute buffer, which one load cannot show)."""
+    from lawbench.plugins.law4.measure import arm_cases
+    from lawbench.plugins.law4.tiers import DEFAULT_UBATCH
+
+    cases = arm_cases(anchor)  # arms a and b, each checked as a census case
+    loads = {arm: _one_load(cases[arm], profile, resources) for arm in ("a", "b")}
+    counts: dict[str, int] = {}
+    for arm, load in loads.items():
+        counts.update({f"{arm}:{label}": v for label, v in load.counts.items()})
+    shared = [label for label in loads["a"].counts if label in loads["b"].counts]
+    for label in shared:
+        counts[f"a-b:{label}"] = loads["a"].counts[label] - loads["b"].counts[label]
+    ub = {arm: (c.bench.ubatch if c.bench and c.bench.ubatch else DEFAULT_UBATCH) for arm, c in cases.items()}
+    if ub["a"] != ub["b"]:
+        for label in shared:
+            counts[f"per_ubatch_token:{label}"] = round(counts[f"a-b:{label}"] / (ub["a"] - ub["b"]))
+    log = "".join(f"===== arm {arm}: {load.environment.get('command')}\n{load.log}" for arm, load in loads.items())
+    return Census(counts=counts, log=log,
+                  environment={"loads": {arm: load.environment for arm, load in loads.items()},
+                               "ubatch": ub, "llama_cpp": loads["a"].environment.get("llama_cpp")})
 
 
 def _tracer_env(llama: Any, trace_file: Path) -> dict[str, str]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from lawbench import Anchor, DataError, HardwareProfile, Law, NotApplicable, Prediction
+from lawbench.plugins.law4 import measured_kinds
 from lawbench.plugins.law4 import pricing as P
 from lawbench.plugins.law4.case import (
     CASE_FILE,
@@ -75,6 +76,8 @@ class Law4(Law):
         from lawbench.plugins.law4.measure import arm_cases
 
         version = resolve(getattr(anchor, "law_version", None), anchor.id)
+        if measured_kinds.check(anchor):  # spreads, KV-type perplexity: checked whole there
+            return
         cases = arm_cases(anchor)
         for arm, case in cases.items():
             check_quantity(version, case.quantity, anchor.id)
@@ -191,6 +194,9 @@ class Law4(Law):
     def sampler(self, anchor: Anchor, profile: HardwareProfile, resources: Any) -> Any:
         from lawbench.plugins.law4 import measure, speculative
 
+        own = measured_kinds.sampler(self, anchor, profile, resources)  # the measured-only quantities
+        if own is not None:
+            return own
         cases = measure.arm_cases(anchor)
         if any(c.bench is not None and c.bench.tool == "server" for c in cases.values()):
             return speculative.sampler(anchor, profile, resources, cases)  # llama-server, not llama-bench
@@ -225,6 +231,9 @@ class Law4(Law):
         q = case.quantity
         if q == "draft_acceptance":  # check_anchor refuses it on a prediction; a direct call lands here
             raise DataError(CASE_FILE, "draft_acceptance is measured in llama-server, never priced",
+                            anchor=anchor.id, field="case.quantity")
+        if q in measured_kinds.MEASURED_ONLY:  # their checks refuse them on a prediction
+            raise DataError(CASE_FILE, f"{q} is measured (a spread of readings, or a perplexity), never priced",
                             anchor=anchor.id, field="case.quantity")
         shape = self._shape(case, anchor.id, models)
         if q in ("kv_bytes_per_pos", "kv_bytes_ratio", "kv_reference_ratio", "kv_compression_needed"):

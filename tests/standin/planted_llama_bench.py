@@ -5,6 +5,8 @@ printed, as told by `planted.json` in the wrapper's folder (absent: a faithful p
   {"slow": {"Q4_0": 0.6}}      every test of a model whose type names Q4_0 ran at 0.6 x its speed
                                (avg_ts / samples_ts scaled, avg_ns / samples_ns divided): a 40 % slowdown
   {"slow_files": {"NAME": 0.6}}  the same for a model whose file name contains NAME (one model, not a format)
+  {"slow_every": [2, 0.6]}     every 2nd invocation that runs a model (counted in `invocations` beside
+                               planted.json) ran at 0.6 x its speed: a run-to-run instability
   {"drop": ["repack"]}         stderr lines containing "repack" are not printed: a load-log label is lost
   {"args": ["--repack", "0"]}  appended to the real llama-bench's arguments (an engine switch turned)
 
@@ -49,6 +51,13 @@ def main() -> int:
     sys.stderr.write("".join(line for line in err.splitlines(keepends=True)
                              if not any(d.lower() in line.lower() for d in drop)))
     slow, slow_files = plan.get("slow") or {}, plan.get("slow_files") or {}
+    if plan.get("slow_every") and ("-m" in args or "--model" in args):
+        every, factor = plan["slow_every"]
+        counter = plan_file.parent / "invocations"
+        n = int(counter.read_text(encoding="utf-8")) + 1 if counter.is_file() else 1
+        counter.write_text(str(n), encoding="utf-8")
+        if n % int(every) == 0:
+            slow = {**slow, "": float(factor)}  # "" is in every model type: this whole run
     if (slow or slow_files) and out.strip():
         text = out.strip()
         if text.startswith("["):

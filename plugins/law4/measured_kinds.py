@@ -1,0 +1,59 @@
+"""Law 4's measured-only quantities, each with its own sampler and check: the law never prices them.
+
+    decode_spread, eta_range   plugins/law4/spread.py      a statistic over a round of engine visits
+    eta_disk_implied           plugins/law4/eta_disk.py    η_disk read back from a decode and its residency
+
+Law4.check_anchor and Law4.sampler hand these quantities here first (``handles``); eta_disk_implied
+is a one-arm llama-bench case, so after its own check it goes on through the law's usual checks.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from lawbench import Anchor, DataError, HardwareProfile
+from lawbench.plugins.law4.case import CASE_FILE, unit_scale
+from lawbench.plugins.law4.models import check_model_ref
+from lawbench.plugins.law4.spread import SPREAD_QUANTITIES
+
+MEASURED_ONLY = (*SPREAD_QUANTITIES, "eta_disk_implied")
+
+
+def quantity(anchor: Anchor) -> Any:
+    return anchor.case.get("quantity") if isinstance(anchor.case, dict) else None
+
+
+def check(anchor: Anchor) -> bool:
+    """Check a measured-only anchor; True when nothing else is left to check."""
+    q = quantity(anchor)
+    if q == "eta_disk_implied":
+        from lawbench.plugins.law4 import eta_disk
+
+        eta_disk.check(anchor)
+        return False  # one llama-bench arm: the law's usual checks follow
+    if q in SPREAD_QUANTITIES:
+        from lawbench.plugins.law4.spread import spread_cases
+
+        cases = spread_cases(anchor)
+    else:
+        return False
+    if anchor.quantity != q:
+        raise DataError(CASE_FILE, f"quantity {anchor.quantity!r} differs from case.quantity {q!r}; name "
+                                   "the same quantity in both", anchor=anchor.id, field="quantity")
+    unit_scale(anchor.quantity, anchor.unit, anchor.id)
+    for arm, case in cases.items():
+        check_model_ref(case.model, anchor.id, ("case" if arm == "main" else f"arms.{arm}") + ".model")
+    return True
+
+
+def sampler(law: Any, anchor: Anchor, profile: HardwareProfile, resources: Any) -> Any:
+    """The quantity's own sampler, or None for every other quantity."""
+    q = quantity(anchor)
+    if q in SPREAD_QUANTITIES:
+        from lawbench.plugins.law4 import spread
+
+        return spread.sampler(law, anchor, profile, resources)
+    if q == "eta_disk_implied":
+        from lawbench.plugins.law4 import eta_disk
+
+        return eta_disk.sampler(law, anchor, profile, resources)
+    return None
