@@ -5,7 +5,7 @@ lies at or above R); 1 on a regression (an interval wholly below R), an unresolv
 interval still straddles R when the pairs are spent), an anchor that could not be measured, or a
 failed engine build; 2 on bad input (an engine spec, a version the index does not have, a folder
 without llama-bench, a selection without speed anchors); 130 / 143 when stopped by SIGINT / SIGTERM
-(the pairs taken so far are written). An A/B is a run like any other (lawbench.core.run, mode "ab"):
+(the pairs taken so far are written). An A/B is a run like any other (lawbench.core.run.ab.AB, a mode of the Run):
 its record is OUT/run.json and a row of OUT/history.sqlite, one result "<anchor>~ab" per anchor;
 OUT/ab.json is the A/B's own view of it (docs/ab.md).
 """

@@ -10,6 +10,10 @@ geometric mean and its interval the Student-t interval on the log ratios (lawben
 the rule ratio anchors use). With a gate (``--gate-min-ratio R``) the verdicts' sequential rule
 decides against the band [R, ∞): the whole interval at or above R passes, wholly below is a
 regression, and one that still straddles R when the pairs are spent is unresolved — never a pass.
+
+All of the A/B's logic is here: the mode (:class:`AB`, a mode of the one Run: lawbench.core.run.mode),
+its selection, the pairing of one anchor, its results in the run record and ab.json, its view.
+`lawbench ab` (lawbench.core.commands.ab) parses the command line and prints.
 """
 from __future__ import annotations
 
