@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 
     from lawbench.core.laws.command import Command
     from lawbench.core.laws.law import Law
+    from lawbench.core.run.outputs import RunOutputs
 
 PROJECT = "lawbench"
 hookspec = pluggy.HookspecMarker(PROJECT)
@@ -65,7 +66,7 @@ def lawbench_commands() -> "Iterable[Command]":
 
 
 @hookspec
-def lawbench_run_finished(record: Any, outputs: Any) -> None:
+def lawbench_run_finished(record: Any, outputs: "RunOutputs") -> None:
     """Called once after a run (`lawbench run`, `ab`, `census plant`) with its finished record
     (lawbench.core.models.run_record.RunRecord):
     every output of a run is an implementation of this hook. lawbench's own — run.json, the

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import time
 import uuid
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from pydantic import BaseModel, Field
 
@@ -29,6 +29,11 @@ from lawbench.core.models import Budget, Measurement, Result, Sample, Verdict
 from lawbench.core.models.result import AbFigures
 from lawbench.core.models.run_record import not_every_result_passed
 from lawbench.core.run.mode import Mode, Stopped
+
+if TYPE_CHECKING:
+    from lawbench.core.claims.loading import LoadedAnchor
+    from lawbench.core.run.context import RunContext
+    from lawbench.core.run.run import Run
 
 SPEED_KINDS = ("measurement", "agreement", "ratio")
 GATE_WORDS = {Verdict.PASS: "pass", Verdict.FAIL: "regression", Verdict.VOID: "unresolved"}
@@ -265,10 +270,10 @@ class AB(Mode):
         """The run record's ``engine``: both builds (engine_of)."""
         return engine_of(self.described)
 
-    def select(self, ctx: Any) -> list[Any]:
+    def select(self, ctx: "RunContext") -> "list[LoadedAnchor]":
         return select_anchors(ctx, self.k)
 
-    def evaluate(self, run: Any, loaded: Any) -> list[Result]:
+    def evaluate(self, run: "Run", loaded: "LoadedAnchor") -> list[Result]:
         run.resources.lock()  # one job per box, for every pair of every anchor
         if not self._engines:
             self._engines = {side: run.resources.with_engine(build) for side, build in self.builds.items()}
@@ -278,7 +283,7 @@ class AB(Mode):
         self.said(r)
         return [as_result(r, profile.id, self.gate)]
 
-    def finish(self, run: Any) -> dict[str, Any]:
+    def finish(self, run: "Run") -> dict[str, Any]:
         return {"settings": settings(self.pairs, self.confidence, self.gate), "engine": self.engine(),
                 "run_id": f"ab-{uuid.uuid4().hex}", "gate": None}
 

@@ -16,9 +16,16 @@ The Run never asks which mode it holds.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, ClassVar, Optional
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Optional
 
 from lawbench.core.models import Result
+
+if TYPE_CHECKING:
+    from lawbench.core.claims.loading import LoadedAnchor
+    from lawbench.core.run.context import RunContext
+    from lawbench.core.history.store import History
+    from lawbench.core.models.run_record import RunRecord
+    from lawbench.core.run.run import Run
 
 
 class Stopped(KeyboardInterrupt):
@@ -38,29 +45,29 @@ class Mode:
     name: ClassVar[str]  # RunRecord.mode: "run", "ab" or "plant"
     exit_rule: ClassVar[Callable[[Any], bool]]  # RunRecord.EXIT_RULES[name]
 
-    def select(self, ctx: Any) -> list[Any]:
+    def select(self, ctx: "RunContext") -> "list[LoadedAnchor]":
         """The anchors (LoadedAnchor) of the run context this mode measures.
 
         :raises UsageError: nothing this mode can measure was selected.
         """
         raise NotImplementedError
 
-    def evaluate(self, run: Any, loaded: Any) -> list[Result]:
+    def evaluate(self, run: "Run", loaded: "LoadedAnchor") -> list[Result]:
         """One selected anchor to the record's results, measured with the run's resources.
 
         :raises Stopped: a stop signal arrived; its ``kept`` are the anchor's results so far.
         """
         raise NotImplementedError
 
-    def finish(self, run: Any) -> dict[str, Any]:
+    def finish(self, run: "Run") -> dict[str, Any]:
         """The record's fields this mode decides, as keyword arguments of RunRecord.new plus
         ``gate`` (RunRecord.finish's: None for a record judged by its verdicts alone)."""
         return {"settings": {}, "gate": None}
 
-    def measured(self, run: Any) -> None:
+    def measured(self, run: "Run") -> None:
         """After the last anchor, while the box lock and signals still hold (an engine upgrade
         night pairs its rate series here). A stop signal sets ``run.stop.received``."""
 
-    def notes(self, record: Any, history: Any) -> list[str]:
+    def notes(self, record: "RunRecord", history: "History") -> list[str]:
         """Lines said before the record joins ``history`` (the run's own history.sqlite)."""
         return []

@@ -21,7 +21,7 @@ import sqlite3
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from lawbench.core.errors import LawbenchError
 from lawbench.core.history.store import History
@@ -29,6 +29,9 @@ from lawbench.core.laws.hookspecs import hookimpl
 from lawbench.core.models.run_record import RunRecord
 from lawbench.core.record import reports
 from lawbench.core.record.summaries import append_step_summary
+
+if TYPE_CHECKING:
+    from lawbench.core.laws.registry import Registry
 
 
 @dataclass
@@ -43,7 +46,7 @@ class RunOutputs:
 
     folder: Optional[Path] = None
     history: bool = True
-    notes: Callable[[RunRecord, Any], list[str]] = lambda record, history: []
+    notes: Callable[[RunRecord, History], list[str]] = lambda record, history: []
     written: dict[str, Path] = field(default_factory=dict)  # output name -> the file written
     problems: list[str] = field(default_factory=list)  # outputs that could not be written, for people
     record_lost: bool = False  # run.json or the history row failed: the Run keeps a copy elsewhere
@@ -129,7 +132,7 @@ BUILTIN_OUTPUTS: dict[str, Any] = {
 }
 
 
-def register_outputs(registry: Any) -> None:
+def register_outputs(registry: "Registry") -> None:
     """Register lawbench's own outputs on the registry's plugin manager (once per registry)."""
     for name, plugin in BUILTIN_OUTPUTS.items():
         if registry.pm.get_plugin(name) is None:
@@ -137,7 +140,7 @@ def register_outputs(registry: Any) -> None:
             registry.origins[id(plugin)] = f"plugin {name}"
 
 
-def call_run_finished(registry: Any, record: RunRecord, outputs: RunOutputs, builtin: bool) -> None:
+def call_run_finished(registry: "Registry", record: RunRecord, outputs: RunOutputs, builtin: bool) -> None:
     """Each `lawbench_run_finished` through pluggy, one plugin at a time: lawbench's own outputs
     (``builtin``) in BUILTIN_OUTPUTS' order, or every other plugin's in registration order. An
     exception is one line naming the plugin; it never stops another plugin or changes a verdict."""

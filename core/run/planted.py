@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import uuid
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from lawbench.core.errors import EngineError, LawbenchError, NotApplicable, UsageError
 from lawbench.core.run.evaluate import RunPolicy, evaluate
@@ -32,6 +32,11 @@ from lawbench.core.models import Anchor, Result, Verdict
 from lawbench.core.models.result import PlantProof
 from lawbench.core.models.run_record import not_every_result_passed
 from lawbench.core.run.mode import Mode, Stopped
+
+if TYPE_CHECKING:
+    from lawbench.core.claims.loading import LoadedAnchor
+    from lawbench.core.run.context import RunContext
+    from lawbench.core.run.run import Run
 
 # Perplexity through another kernel path differs by rounding only: the H200 and CPU planted runs
 # moved it by at most 0.021 % (results/h200/census/planted.json). 0.1 % keeps five times that margin
@@ -197,10 +202,10 @@ class Plant(Mode):
     def __init__(self, ids: tuple[str, ...] = (), llama_dir: Optional[str] = None):
         self.ids, self.llama_dir = tuple(ids), llama_dir
 
-    def select(self, ctx: Any) -> list[Any]:
+    def select(self, ctx: "RunContext") -> "list[LoadedAnchor]":
         return census_anchors(ctx, self.ids)
 
-    def evaluate(self, run: Any, loaded: Any) -> list[Result]:
+    def evaluate(self, run: "Run", loaded: "LoadedAnchor") -> list[Result]:
         anchor = loaded.anchor
         if not anchor.planted:
             rec = {"anchor": anchor.id, "file": loaded.file, "proved": False, "no_faults": True,
@@ -210,7 +215,7 @@ class Plant(Mode):
                                file=loaded.file, stop=run.stop)
         return proof_results(anchor, rec, run.policy.profile.id)
 
-    def finish(self, run: Any) -> dict[str, Any]:
+    def finish(self, run: "Run") -> dict[str, Any]:
         import platform
 
         return {"settings": {"anchors_asked": list(self.ids), "llama_dir": self.llama_dir, "host": platform.node(),

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from lawbench.core.errors import EngineInterrupted
 from lawbench.core.models import Result
@@ -27,6 +27,9 @@ from lawbench.core.run.mode import Mode, Stopped
 from lawbench.core.run.outputs import RunOutputs, call_run_finished, register_outputs
 from lawbench.core.run.resources import Resources
 from lawbench.core.run.verify import Verify
+
+if TYPE_CHECKING:
+    from lawbench.core.claims.loading import LoadedAnchor
 
 
 
@@ -75,7 +78,7 @@ class Run:
         except Exception as exc:  # the snapshot is evidence, never a reason to lose a run
             self.environment = {"error": f"{type(exc).__name__}: {exc}"}
 
-    def evaluate(self, loaded: Any) -> list[Result]:
+    def evaluate(self, loaded: "LoadedAnchor") -> list[Result]:
         """One selected anchor (a LoadedAnchor) to its results, by the mode, kept in the record. A
         stop signal ends the run after the anchor: what the mode's interrupt keeps (Stopped.kept)
         is recorded, then KeyboardInterrupt goes on up."""
@@ -89,7 +92,7 @@ class Run:
             raise KeyboardInterrupt(self.stop.received)
         return results
 
-    def measure(self, anchors: Optional[list[Any]] = None) -> RunRecord:
+    def measure(self, anchors: "Optional[list[LoadedAnchor]]" = None) -> RunRecord:
         """Start, evaluate ``anchors`` (default: the mode's selection) one by one, then finish and
         save — also when a stop signal ends it early: the record keeps what ran and says which signal."""
         chosen = self.mode.select(self.ctx) if anchors is None else anchors
@@ -122,7 +125,8 @@ class Run:
         fields = dict(self.mode.finish(self))
         gate = fields.pop("gate", None)
         weekly_slice = fields.pop("weekly_slice", None)
-        fields.setdefault("engine", self.resources.engine_info())
+        if "engine" not in fields:  # a mode that names its own (an A/B's two builds) is not asked
+            fields["engine"] = self.resources.engine_info()
         record = RunRecord.new(
             self.policy.profile.id, detected_profile=ctx.detected, profile_matches=self.policy.on_own_runner,
             strict=self.policy.strict, argv=sys.argv, machine=ctx.machine.model_dump(mode="json"),

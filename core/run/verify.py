@@ -8,13 +8,20 @@ previous run of its local history.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lawbench.core.errors import EngineInterrupted
-from lawbench.core.models import Result, Verdict
+from lawbench.core.models import Anchor, Result, Verdict
 from lawbench.core.models.run_record import any_blocking
 from lawbench.core.run.evaluate import evaluate
 from lawbench.core.run.mode import Mode, Stopped
+
+if TYPE_CHECKING:
+    from lawbench.core.claims.loading import LoadedAnchor
+    from lawbench.core.run.context import RunContext
+    from lawbench.core.history.store import History
+    from lawbench.core.models.run_record import RunRecord
+    from lawbench.core.run.run import Run
 
 
 class Verify(Mode):
@@ -23,10 +30,10 @@ class Verify(Mode):
     name = "run"
     exit_rule = staticmethod(any_blocking)
 
-    def select(self, ctx: Any) -> list[Any]:
+    def select(self, ctx: "RunContext") -> "list[LoadedAnchor]":
         return [la for la in ctx.anchor_set.anchors if ctx.selected(la) and la.anchor.runs]
 
-    def evaluate(self, run: Any, loaded: Any) -> list[Result]:
+    def evaluate(self, run: "Run", loaded: "LoadedAnchor") -> list[Result]:
         """One anchor to its Result (lawbench.core.run.evaluate). Stopped outside its engine, the
         anchor is kept as an ERROR that says so."""
         anchor = loaded.anchor
@@ -40,12 +47,12 @@ class Verify(Mode):
             result.duration_s = round(time.monotonic() - started, 3)
             raise Stopped(signal, [result]) from None
 
-    def finish(self, run: Any) -> dict[str, Any]:
+    def finish(self, run: "Run") -> dict[str, Any]:
         ctx = run.ctx
         return {"settings": {}, "cadence": ctx.cadence, "weekly_slice": ctx.weekly_slice,
                 "gate": ctx.gate.judge if ctx.gate is not None else None}
 
-    def measured(self, run: Any) -> None:
+    def measured(self, run: "Run") -> None:
         """Under `--gate baseline`, a night whose engine build replaces the accepted night's pairs its
         rate series on both builds before the record is finished (lawbench.core.run.upgrade)."""
         if run.ctx.gate is None:
@@ -64,7 +71,7 @@ class Verify(Mode):
             run.engine_upgrade = EngineUpgrade(replaced="?", tonight="?", accepted_run_id="?", alpha=ALPHA,
                                                tolerance=TOLERANCE, error=f"the pairing failed: {why}")
 
-    def notes(self, record: Any, history: Any) -> list[str]:
+    def notes(self, record: "RunRecord", history: "History") -> list[str]:
         """An absolute run (a developer's) says which rates moved since the previous run of the same
         profile, machine and engine in its local history; the nightly gate judges rates itself."""
         if record.gate is not None:
@@ -76,7 +83,7 @@ class Verify(Mode):
         return list(since_last_run(record, nights[-1])) if nights else []
 
 
-def interrupted_result(anchor: Any, profile_id: str, signal_name: str) -> Result:
+def interrupted_result(anchor: Anchor, profile_id: str, signal_name: str) -> Result:
     """The anchor that was running when the run was stopped outside the engine (building it,
     fetching a model): an ERROR that says so, so the record shows where the run stopped."""
     return Result(anchor_id=anchor.id, law=anchor.law, kind=anchor.kind, profile=profile_id,
