@@ -102,3 +102,44 @@ def test_a_stopped_anchor_keeps_what_its_interrupt_carries(tmp_path):
     assert [r.verdict for r in record.results] == [Verdict.PASS, Verdict.PASS, Verdict.ERROR]
     assert record.interrupted == "SIGTERM" and record.exit_code == 143 == run.exit_code
     assert (tmp_path / "out" / "run.json").is_file() and (tmp_path / "out" / "history.sqlite").is_file()
+
+
+def test_an_ab_stopped_between_pairs_keeps_the_pairs_it_took(tmp_path, monkeypatch):
+    """The A/B's interrupt (one Stopped, no exc.ab_result any more): a law whose engine is ended on
+    the seventh visit (two warm-ups, two pairs, then SIGTERM) leaves an ERROR result with both pairs."""
+    from lawbench import ArmSampler, Visit
+    from lawbench.core.errors import EngineInterrupted
+    from lawbench.core.run.ab import AB
+    from lawbench.core.run.context import RunContext
+    from lawbench.core.run.run import Run
+
+    monkeypatch.setenv("LAWBENCH_CACHE", str(tmp_path / "cache"))  # its own box lock: no engine runs here
+    visits = []
+
+    def visit(reps):
+        visits.append(reps)
+        if len(visits) == 7:
+            raise EngineInterrupted("the engine was ended", "SIGTERM")
+        return Visit(values=[10.0 + len(visits) % 2])
+
+    class Paired:
+        name = "law4"
+
+        def sampler(self, anchor, profile, resources):
+            return ArmSampler({"main": visit}, labels={"main": "syn tg16"})
+
+    ctx = RunContext("cpu")
+    monkeypatch.setitem(ctx.registry.laws, "law4", Paired())
+    (loaded,) = [la for la in ctx.anchor_set.anchors if la.anchor.id == "law4.cpu.l15.syn-25m-q4_0"]
+    mode = AB(None, pairs=6, confidence=0.95, gate=None, timeout_s=60)
+    mode.use_engines({"a": None, "b": None}, {"a": {"spec": "a"}, "b": {"spec": "b"}})
+    run = Run(ctx, mode=mode, out=tmp_path / "out")
+    try:
+        record = run.measure([loaded])
+    finally:
+        run.close()
+    (r,) = record.results
+    assert r.anchor_id == "law4.cpu.l15.syn-25m-q4_0~ab" and r.verdict is Verdict.ERROR
+    assert r.reason == "interrupted by SIGTERM" and r.ab.pairs == 2 and len(r.measurement.samples) == 2
+    assert record.interrupted == "SIGTERM" and record.exit_code == 143 and record.mode == "ab"
+    assert record.run_id.startswith("ab-") and record.engine["a"] == {"spec": "a"}
