@@ -19,7 +19,7 @@ gate_power.py: one-sided z, sd known) for a 10 % one-format slowdown.
     python benchmarks/rate_noise.py --analyse results/gate-prove/noise-X/nights.jsonl
     python benchmarks/rate_noise.py --analyse-runs results/gate-prove/cpu-nights-2026-12-07
 
-Each night takes the box lock (core.run.lock, as a run does: waits while another job holds it) and
+Each night takes the box lock (core.lock, as a run does: waits while another job holds it) and
 gives it back for --gap seconds after; one JSON line per night keeps every visit's value and the load average.
 """
 from __future__ import annotations
@@ -54,7 +54,7 @@ def _model(fmt: str) -> str:
 def one_night(llama_dir: str, rounds: int) -> dict:
     """Every format against the reference, ``rounds`` interleaved rounds each, under the box lock."""
     from lawbench.core.errors import EngineError
-    from lawbench.core.run.resources import Resources
+    from lawbench.core.laws.resources import Resources
     from lawbench.core.stats.protocol import ArmSampler, Visit
     from lawbench.engines import run_bench
     from lawbench.store import model_file

@@ -41,7 +41,7 @@ if [ "$PHASE" = census ]; then
   BIN=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["bin_dir"])' "$OUT/engine.json")
   python3 -P - "$BIN" <<'PY' 2>&1 | tee "$OUT/models.log"
 import sys, time
-from lawbench.core.run.resources import Resources
+from lawbench.core.laws.resources import Resources
 r = Resources(llama_dir=sys.argv[1])
 for t in ("f16", "q8_0", "q4_0", "q4_k_m", "q2_k"):
     t0 = time.monotonic(); p = r.model(f"syn-100m-{t}")
@@ -76,7 +76,7 @@ if [ "$PHASE" != measure ]; then
   t0=$(date +%s)
   [ "${LB_LADDER:-1}" = 0 ] || python3 -P - "$BIN" <<'PY' 2>&1 | tee "$OUT/models.log"
 import sys, time
-from lawbench.core.run.resources import Resources
+from lawbench.core.laws.resources import Resources
 r = Resources(llama_dir=sys.argv[1])
 for base in ("syn-1.6b", "syn-3.4b"):
     for t in ("f16", "q8_0", "q4_0", "q4_k_m", "q2_k"):

@@ -16,7 +16,7 @@
 # Each profile runs through nox's anchors session (NOX, default `nox`), as a developer would.
 # `--deadline` is the profile's window: a run near it stops taking anchors and records which it
 # did not reach, instead of the job being killed with no record. One profile's failure never
-# stops the next; the exit status is the worst of them. The box lock (lawbench.core.run.lock) and the
+# stops the next; the exit status is the worst of them. The box lock (lawbench.core.lock) and the
 # job's concurrency group keep any other job from measuring beside this one.
 #
 # Inside the nightly's job (GITHUB_RUN_ID set) each profile's record gets OUT/<profile>/binding.json:

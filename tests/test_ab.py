@@ -196,7 +196,7 @@ def test_selection_takes_speed_anchors_only():
     ctx = RunContext("cpu")
     got = select_anchors(ctx, SMALL)
     assert [la.anchor.id for la in got] == ["law4.cpu.l15.syn-100m-q4_0"]
-    assert all(is_speed_anchor(la.anchor) for la in select_anchors(ctx, "agree"))
+    assert all(is_speed_anchor(la.anchor, ctx.registry.laws) for la in select_anchors(ctx, "agree"))
     with pytest.raises(UsageError, match="has no anchor that measures engine speed"):
         select_anchors(ctx, "census")
     with pytest.raises(UsageError, match="match the selection"):

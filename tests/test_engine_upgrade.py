@@ -84,7 +84,7 @@ class Nights:
         run = Run(ctx, out=self.history)
         err = io.StringIO()
         with contextlib.redirect_stderr(err):
-            record = run.measure(lambda: run.evaluate(loaded.anchor, loaded.file))
+            record = run.measure([loaded])
             run.close()
         shutil.copy(self.history / "run.json", self.tmp / f"night-{self.n}.json")
         return run.exit_code, record, err.getvalue()

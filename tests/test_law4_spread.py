@@ -150,7 +150,7 @@ def wrapped(tmp_path_factory):
 
 @pytest.fixture
 def resources(wrapped):
-    from lawbench.core.run.resources import Resources
+    from lawbench.core.laws.resources import Resources
 
     for stale in ("planted.json", "invocations"):
         (wrapped / stale).unlink(missing_ok=True)

@@ -79,7 +79,7 @@ def wrapped(tmp_path_factory):
 
 @pytest.mark.integration
 def test_the_compute_buffer_slope_measures_here_and_turns_red(wrapped):
-    from lawbench.core.run.resources import Resources
+    from lawbench.core.laws.resources import Resources
 
     (wrapped / "planted.json").unlink(missing_ok=True)
     res = Resources(llama_dir=str(wrapped), profile=PROFILES["cpu"])

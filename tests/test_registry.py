@@ -101,7 +101,7 @@ def test_lawbench_profile_dirs_extends_profiles(tmp_path, lawbench_plugin):
 def test_lawbench_run_finished_is_called_with_the_record(lawbench_plugin):
     seen = []
     with lawbench_plugin(plugin("exp", lawbench_run_finished=lambda record: seen.append(record))) as reg:
-        reg.pm.hook.lawbench_run_finished(record="R")
+        reg.pm.hook.lawbench_run_finished(record="R", outputs=None)
     assert seen == ["R"]
 
 

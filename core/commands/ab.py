@@ -5,7 +5,7 @@ lies at or above R); 1 on a regression (an interval wholly below R), an unresolv
 interval still straddles R when the pairs are spent), an anchor that could not be measured, or a
 failed engine build; 2 on bad input (an engine spec, a version the index does not have, a folder
 without llama-bench, a selection without speed anchors); 130 / 143 when stopped by SIGINT / SIGTERM
-(the pairs taken so far are written). An A/B is a run like any other (lawbench.core.run, mode "ab"):
+(the pairs taken so far are written). An A/B is a run like any other (lawbench.core.run.ab.AB, a mode of the Run):
 its record is OUT/run.json and a row of OUT/history.sqlite, one result "<anchor>~ab" per anchor;
 OUT/ab.json is the A/B's own view of it (docs/ab.md).
 """
@@ -52,14 +52,14 @@ def add_ab_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_ab(args: argparse.Namespace) -> int:
-    from lawbench.core.record.ab_json import as_result, engine_of, settings
-    from lawbench.core.run.ab import budget_for, measure_anchor, select_anchors
     from lawbench.core.engines.specs import describe, parse_engine, resolve_engine, with_record
-    from lawbench.core.errors import EngineInterrupted, UsageError
+    from lawbench.core.errors import UsageError
     from lawbench.core.paths import writable_dir
     from lawbench.core.laws.resources import Resources
-    from lawbench.core.run.run import Run
+    from lawbench.core.record.ab_json import ab_view
+    from lawbench.core.run.ab import AB
     from lawbench.core.run.context import RunContext
+    from lawbench.core.run.run import Run
 
     default_version = os.environ.get(LLAMA_VERSION_ENV, DEFAULT_LLAMA_VERSION)
     specs = {"a": parse_engine(args.a, "--a", default_version), "b": parse_engine(args.b, "--b", default_version)}
@@ -69,40 +69,23 @@ def cmd_ab(args: argparse.Namespace) -> int:
     if not ctx.policy.on_own_runner:
         raise UsageError(f"--profile {profile.id}: this machine does not match it (detected: {ctx.detected}); "
                          "an A/B measures on the profile's own hardware")
-    anchors = select_anchors(ctx, args.k)
+    mode = AB(args.k, args.pairs, args.confidence, args.gate_min_ratio, float(args.timeout_s),
+              said=lambda r: print(f"  {r.anchor_id}: {_short(r)}", file=sys.stderr, flush=True))
+    anchors = mode.select(ctx)  # a selection without speed anchors is refused before anything builds
     out = Path(args.out)
     writable_dir(out, "--out folder", fix="give a writable path")
     probe = Resources(profile=profile)
     backend, arch = probe.backend(), probe.cuda_arch() if probe.backend() == "cuda" else "90"
     llamas = {side: resolve_engine(spec, backend=backend, cuda_arch=arch, option=f"--{side}")
               for side, spec in specs.items()}
-    gate = args.gate_min_ratio
+    mode.use_engines(llamas, {side: describe(specs[side], llamas[side]) for side in specs})
     # engine A is the run's engine: its llama-quantize makes the synthetic models both engines read
-    run = Run(ctx, mode="ab", out=out, engine=llamas["a"], settings=settings(args.pairs, args.confidence, gate))
-    run.engine = engine_of({side: describe(specs[side], llamas[side]) for side in specs})
-    engines = {side: run.resources.with_engine(llama) for side, llama in llamas.items()}
-    budget = budget_for(args.pairs, gate is not None, float(args.timeout_s), args.confidence)
+    run = Run(ctx, mode=mode, out=out, engine=llamas["a"])
+    engines = mode.engine()
     print(f"lawbench ab: profile {profile.id}, {len(anchors)} anchor(s), up to {args.pairs} pairs each\n"
-          f"  A = {_engine_line(run.engine['a'])}\n  B = {_engine_line(run.engine['b'])}",
+          f"  A = {_engine_line(engines['a'])}\n  B = {_engine_line(engines['b'])}",
           file=sys.stderr, flush=True)
-
-    def pairs() -> None:
-        run.resources.lock()  # one job per box, for every pair of every anchor
-        for loaded in anchors:
-            law = ctx.registry.law(loaded.anchor.law)
-            try:
-                result = measure_anchor(loaded, law, profile, engines, budget, gate)
-            except (EngineInterrupted, KeyboardInterrupt) as exc:
-                if getattr(exc, "ab_result", None) is not None:  # the pairs so far ride on the interrupt
-                    run.add(as_result(exc.ab_result, profile.id, gate))  # type: ignore[union-attr]
-                raise KeyboardInterrupt(exc.signal_name if isinstance(exc, EngineInterrupted)
-                                        else EngineInterrupted.signal_of(exc)) from None
-            run.add(as_result(result, profile.id, gate))
-            print(f"  {result.anchor_id}: {_short(result)}", file=sys.stderr, flush=True)
-
-    record = run.measure(pairs)
-    from lawbench.core.record.ab_json import ab_view
-
+    record = run.measure(anchors)
     view = ab_view(record, run.exit_code)
     path = _save_view(run, view, out)
     if record.interrupted:

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 
     from lawbench.core.laws.command import Command
     from lawbench.core.laws.law import Law
+    from lawbench.core.run.outputs import RunOutputs
 
 PROJECT = "lawbench"
 hookspec = pluggy.HookspecMarker(PROJECT)
@@ -65,11 +66,19 @@ def lawbench_commands() -> "Iterable[Command]":
 
 
 @hookspec
-def lawbench_run_finished(record: Any) -> None:
-    """Called once after a run with its :class:`lawbench.core.record.reports.RunRecord`.
+def lawbench_run_finished(record: Any, outputs: "RunOutputs") -> None:
+    """Called once after a run (`lawbench run`, `ab`, `census plant`) with its finished record
+    (lawbench.core.models.run_record.RunRecord):
+    every output of a run is an implementation of this hook. lawbench's own — run.json, the
+    history row, the step summary, report.html (lawbench.core.run.outputs) — are called first, in
+    that order, then every other plugin's, one at a time.
 
-    For exporters (dashboards, result bundles). Return values are ignored; an exception here is
-    reported but does not change the run's verdicts.
+    Return values are ignored; an exception is one line naming the plugin and changes no verdict.
 
-    :param record: the finished run record, already written to disk.
+    :param record: the finished run record.
+    :param outputs: where the run's outputs go (lawbench.core.run.outputs.RunOutputs): its
+        ``folder`` (the --out folder, None when the run writes no files), ``written`` (output
+        name -> path, e.g. "run.json", filled as lawbench's own are written), ``wrote(name, path)``
+        and ``failed(problem)``, which names an output that could not be written and makes the
+        run's exit code at least 1.
     """

@@ -188,16 +188,18 @@ class RunRecord(BaseModel):
             argv: Optional[Iterable[str]] = None, machine: Optional[dict[str, Any]] = None,
             environment: Optional[dict[str, Any]] = None,
             engine: Optional[dict[str, Any]] = None, started: Optional[str] = None,
-            mode: str = "run", settings: Optional[dict[str, Any]] = None) -> "RunRecord":
+            mode: str = "run", settings: Optional[dict[str, Any]] = None,
+            run_id: Optional[str] = None) -> "RunRecord":
         """A record for a run that started at ``started`` (default: now); the version and the
-        checkout's commit are filled in here. An ab or plant run's id says its mode ("ab-…")."""
+        checkout's commit are filled in here. ``run_id``: the mode's (an A/B's says "ab-…");
+        default a fresh one."""
         return cls(profile=profile, detected_profile=detected_profile,
                    profile_matches=profile_matches, strict=strict, cadence=cadence, argv=list(argv or []),
                    machine=dict(machine or {}), environment=dict(environment or {}),
                    engine=None if engine is None else dict(engine), git_commit=git_commit(),
                    mode=mode, settings=dict(settings or {}),
                    **({"started": started} if started else {}),
-                   **({"run_id": f"{mode}-{uuid.uuid4().hex}"} if mode != "run" else {}))
+                   **({"run_id": run_id} if run_id else {}))
 
     def finish(self, results: Iterable[Result], interrupted: Optional[str] = None,
                not_reached: Iterable[str] = (), gate: Any = None, broke_down: bool = False) -> "RunRecord":
@@ -229,20 +231,33 @@ class RunRecord(BaseModel):
 
     def judged_bad(self) -> bool:
         """Whether a finished, uninterrupted run fails: the one rule for its exit code (finish) and
-        for a record checked on import (core.record.checks)."""
+        for a record checked on import (core.record.checks) — its mode's (EXIT_RULES)."""
         # A --strict job on a machine that is not its profile's fails even when nothing it
         # selected measures (-k prediction): it ran on the wrong runner (core.run.session).
         wrong_runner = self.strict and not self.profile_matches
         if self.gate is not None:  # --gate baseline: red or green against the runner's last accepted night
             return wrong_runner or self.gate.verdict == "red"
-        if self.mode != "run":
-            # An A/B or a planted-fault proof passes only when every result passed: a pair not
-            # measured or a fault not run here proves nothing (SKIP fails too). An anchor listed
-            # for the record only (a census with no planted fault) is not judged.
-            judged = [r for r in self.results if not r.listed_only]
-            return wrong_runner or not judged or any(r.verdict is not Verdict.PASS for r in judged)
-        return wrong_runner or any(r.blocking for r in self.results) or bool(self.not_reached)
+        return wrong_runner or EXIT_RULES[self.mode](self)
 
     @property
     def ok(self) -> bool:
         return self.exit_code == 0
+
+
+def any_blocking(record: RunRecord) -> bool:
+    """A verification run (`lawbench run`) fails on a blocking result (FAIL / ERROR / VOID that is
+    not an open finding, …) or an anchor the --deadline left unreached."""
+    return any(r.blocking for r in record.results) or bool(record.not_reached)
+
+
+def not_every_result_passed(record: RunRecord) -> bool:
+    """An A/B or a planted-fault proof passes only when every result passed: a pair not measured or
+    a fault not run here proves nothing (SKIP fails too). An anchor listed for the record only (a
+    census with no planted fault) is not judged; a run with nothing judged proves nothing."""
+    judged = [r for r in record.results if not r.listed_only]
+    return not judged or any(r.verdict is not Verdict.PASS for r in judged)
+
+
+# Each mode's exit rule (lawbench.core.run.mode: every Mode object names its own from here), so
+# that a record read from elsewhere is judged by the rule of the mode that made it.
+EXIT_RULES: dict[str, Any] = {"run": any_blocking, "ab": not_every_result_passed, "plant": not_every_result_passed}

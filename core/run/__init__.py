@@ -12,7 +12,7 @@ from typing import Any
 _LAZY = {
     "Run": "lawbench.core.run.run",
     "RunContext": "lawbench.core.run.context",
-    "interrupted_result": "lawbench.core.run.run",
+    "interrupted_result": "lawbench.core.run.verify",
 }
 
 __all__ = ["Run", "RunContext", "interrupted_result"]

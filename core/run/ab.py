@@ -10,15 +10,29 @@ geometric mean and its interval the Student-t interval on the log ratios (lawben
 the rule ratio anchors use). With a gate (``--gate-min-ratio R``) the verdicts' sequential rule
 decides against the band [R, ∞): the whole interval at or above R passes, wholly below is a
 regression, and one that still straddles R when the pairs are spent is unresolved — never a pass.
+
+All of the A/B's logic is here: the mode (:class:`AB`, a mode of the one Run: lawbench.core.run.mode),
+its selection, the pairing of one anchor, its results in the run record and ab.json, its view.
+`lawbench ab` (lawbench.core.commands.ab) parses the command line and prints.
 """
 from __future__ import annotations
 
 import time
-from typing import Any, Optional
+import uuid
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from lawbench.core.errors import EngineError, EngineInterrupted, LawbenchError, NotApplicable, UsageError
-from lawbench.core.models import Budget, Sample, Verdict
-from lawbench.core.record.ab_json import GATE_WORDS, ABResult, gate_band
+from lawbench.core.models import Anchor, Budget, Result, Sample, Verdict
+from lawbench.core.record.ab_json import GATE_WORDS, ABResult, as_result, engine_of, gate_band, settings
+from lawbench.core.models.run_record import not_every_result_passed
+from lawbench.core.run.mode import Mode, Stopped
+
+if TYPE_CHECKING:
+    from lawbench.core.claims.loading import LoadedAnchor
+    from lawbench.core.laws.law import Law
+    from lawbench.core.models import HardwareProfile
+    from lawbench.core.run.context import RunContext
+    from lawbench.core.run.run import Run
 
 SPEED_KINDS = ("measurement", "agreement", "ratio")
 
@@ -58,18 +72,16 @@ def budget_for(pairs: int, gated: bool, timeout_s: float, confidence: float) -> 
 # --------------------------------------------------------------------------- selection
 
 
-def is_speed_anchor(anchor: Any) -> bool:
+def is_speed_anchor(anchor: Anchor, laws: dict[str, Any]) -> bool:
     """Measured on an engine in tokens per second, as the anchor's own law reads it
-    (``Law.measures_engine_speed``); an anchor of a law not installed here is not."""
+    (``Law.measures_engine_speed``); an anchor of a law not in ``laws`` (the run's registry's) is not."""
     if not anchor.runs or anchor.kind not in SPEED_KINDS:
         return False
-    from lawbench.core.laws.registry import get_registry
-
-    law = get_registry().laws.get(anchor.law)
+    law = laws.get(anchor.law)
     return law is not None and law.measures_engine_speed(anchor)
 
 
-def select_anchors(ctx: Any, k: Optional[str]) -> list[Any]:
+def select_anchors(ctx: "RunContext", k: Optional[str]) -> "list[LoadedAnchor]":
     """The run context's anchors for its profile that measure engine speed, narrowed by -k.
 
     :raises UsageError: nothing matched, or nothing that matched measures engine speed.
@@ -82,7 +94,7 @@ def select_anchors(ctx: Any, k: Optional[str]) -> list[Any]:
     if not chosen:
         raise UsageError(f"no anchors of profile {profile!r} match the selection (-k {k!r}, --law); "
                          "nothing was measured")
-    speed = [la for la in chosen if is_speed_anchor(la.anchor)]
+    speed = [la for la in chosen if is_speed_anchor(la.anchor, ctx.registry.laws)]
     if not speed:
         ids = ", ".join(la.anchor.id for la in chosen[:3]) + (" …" if len(chosen) > 3 else "")
         raise UsageError(f"the selection ({ids}) has no anchor that measures engine speed "
@@ -93,7 +105,7 @@ def select_anchors(ctx: Any, k: Optional[str]) -> list[Any]:
 # --------------------------------------------------------------------------- one anchor
 
 
-def measure_anchor(loaded: Any, law: Any, profile: Any, engines: dict[str, Any],
+def measure_anchor(loaded: "LoadedAnchor", law: "Law", profile: "HardwareProfile", engines: dict[str, Any],
                    budget: Budget, gate: Optional[float], subject: Optional[str] = None) -> ABResult:
     """Pairs of visits of one anchor's subject on engines A and B, decided by the verdicts' rule.
 
@@ -112,8 +124,8 @@ def measure_anchor(loaded: Any, law: Any, profile: Any, engines: dict[str, Any],
         per_engine = {side: law.sampler(anchor, profile, res) for side, res in engines.items()}
     except NotApplicable as exc:
         return ABResult(**base, status="skip", reason=str(exc))
-    except EngineInterrupted:
-        raise
+    except EngineInterrupted as exc:  # stopped while a model was made: no pair to keep
+        raise Stopped(exc.signal_name) from None
     except LawbenchError as exc:  # the engine, or a model the store could not fetch or build
         return ABResult(**base, status="error", reason=str(exc).splitlines()[0])
     sa, sb = per_engine["a"], per_engine["b"]
@@ -131,13 +143,13 @@ def measure_anchor(loaded: Any, law: Any, profile: Any, engines: dict[str, Any],
     try:
         decision = decide_sequential(sampler.draw, pair_ratios, gate_band(gate), budget)
     except (EngineInterrupted, KeyboardInterrupt) as exc:
-        # Stopped: the pairs and every visit so far ride on the interrupt to the record.
+        # Stopped: the pairs and every visit so far are what the interrupt keeps for the record.
         signal = exc.signal_name if isinstance(exc, EngineInterrupted) else EngineInterrupted.signal_of(exc)
         kept = as_pairs(list(getattr(exc, "samples", [])))
-        exc.ab_result = ABResult(**base, status="error", reason=f"interrupted by {signal}", samples=kept,  # type: ignore[union-attr]
-                                 pairs=len(kept), ratios=pair_ratios(kept), protocol=sampler.protocol(),
-                                 duration_s=round(time.monotonic() - started, 3))
-        raise
+        partial = ABResult(**base, status="error", reason=f"interrupted by {signal}", samples=kept,
+                           pairs=len(kept), ratios=pair_ratios(kept), protocol=sampler.protocol(),
+                           duration_s=round(time.monotonic() - started, 3))
+        raise Stopped(signal, [as_result(partial, profile.id, gate)]) from None
     except EngineError as exc:
         kept = as_pairs(list(exc.samples))
         return ABResult(**base, status="error", reason=str(exc).splitlines()[0], samples=kept,
@@ -156,3 +168,54 @@ def measure_anchor(loaded: Any, law: Any, profile: Any, engines: dict[str, Any],
     elif gate is not None:
         result.gate = GATE_WORDS.get(decision.verdict)
     return result
+
+
+# --------------------------------------------------------------------------- the mode
+
+
+class AB(Mode):
+    """`lawbench ab`: per selected speed anchor, pairs of visits on engine A and engine B, one result
+    "<anchor>~ab" each (the B/A ratio with its interval against the gate's band).
+
+    :param k: the -k selection; :param pairs: pairs per anchor (with a gate, the most it may take);
+    :param confidence: the interval's; :param gate: ``--gate-min-ratio`` or None;
+    :param timeout_s: the longest one anchor's pairs may take;
+    :param said: called with each anchor's ABResult as it is measured (the command's progress line).
+    Before :meth:`evaluate`, :meth:`use_engines` hands it the two builds.
+    """
+
+    name = "ab"
+    exit_rule = staticmethod(not_every_result_passed)
+
+    def __init__(self, k: Optional[str], pairs: int, confidence: float, gate: Optional[float], timeout_s: float,
+                 said: Callable[[ABResult], None] = lambda r: None):
+        self.k, self.pairs, self.confidence, self.gate, self.said = k, pairs, confidence, gate, said
+        self.budget = budget_for(pairs, gate is not None, float(timeout_s), confidence)
+        self.builds: dict[str, Any] = {}  # "a", "b" -> the llama.cpp build
+        self.described: dict[str, dict[str, Any]] = {}  # "a", "b" -> the record's description of it
+        self._engines: dict[str, Any] = {}
+
+    def use_engines(self, builds: dict[str, Any], described: dict[str, dict[str, Any]]) -> None:
+        """The two builds (engine A is also the run's: its llama-quantize makes the models both read)."""
+        self.builds, self.described = dict(builds), dict(described)
+
+    def engine(self) -> dict[str, Any]:
+        """The run record's ``engine``: both builds (engine_of)."""
+        return engine_of(self.described)
+
+    def select(self, ctx: "RunContext") -> "list[LoadedAnchor]":
+        return select_anchors(ctx, self.k)
+
+    def evaluate(self, run: "Run", loaded: "LoadedAnchor") -> list[Result]:
+        run.resources.lock()  # one job per box, for every pair of every anchor
+        if not self._engines:
+            self._engines = {side: run.resources.with_engine(build) for side, build in self.builds.items()}
+        profile = run.policy.profile
+        law = run.ctx.registry.law(loaded.anchor.law)
+        r = measure_anchor(loaded, law, profile, self._engines, self.budget, self.gate)
+        self.said(r)
+        return [as_result(r, profile.id, self.gate)]
+
+    def finish(self, run: "Run") -> dict[str, Any]:
+        return {"settings": settings(self.pairs, self.confidence, self.gate), "engine": self.engine(),
+                "run_id": f"ab-{uuid.uuid4().hex}", "gate": None}

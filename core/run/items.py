@@ -43,7 +43,7 @@ class AnchorItem(pytest.Item):
 
     def runtest(self) -> None:
         run = self.config.pluginmanager.get_plugin(SESSION_NAME).run
-        self.result = run.evaluate(self.anchor, file=self.loaded.file)  # a stop signal goes on up
+        (self.result,) = run.evaluate(self.loaded)  # a stop signal goes on up
         if self.result.verdict is Verdict.SKIP:
             pytest.skip(self.result.reason)
         if self.result.open_finding:

@@ -16,19 +16,27 @@ A fault whose census stays green, or fails without naming its labels, or whose o
 That is seed 002's landing-day bug, reproduced on purpose: parity green, fast path gone, and only
 the census says so.
 
-A proof is a run like any other (lawbench.core.run, mode "plant"): its record is OUT/run.json and a
+A proof is a run like any other (lawbench.core.run, its mode :class:`Plant`): its record is OUT/run.json and a
 row of OUT/history.sqlite — per anchor its census result, per planted fault a result
 "<anchor>~<fault>" that PASSes when the fault was proved — and OUT/planted.json is its view.
 """
 from __future__ import annotations
 
 import math
-from typing import Any
+import uuid
+from typing import TYPE_CHECKING, Any, Optional
 
 from lawbench.core.errors import EngineError, LawbenchError, NotApplicable, UsageError
 from lawbench.core.run.evaluate import RunPolicy, evaluate
 from lawbench.core.models import Anchor, Result, Verdict
 from lawbench.core.models.result import PlantProof
+from lawbench.core.models.run_record import not_every_result_passed
+from lawbench.core.run.mode import Mode, Stopped
+
+if TYPE_CHECKING:
+    from lawbench.core.claims.loading import LoadedAnchor
+    from lawbench.core.run.context import RunContext
+    from lawbench.core.run.run import Run
 
 # Perplexity through another kernel path differs by rounding only: the H200 and CPU planted runs
 # moved it by at most 0.021 % (results/h200/census/planted.json). 0.1 % keeps five times that margin
@@ -44,25 +52,18 @@ def _parity(law: Any, anchor: Anchor, policy: RunPolicy, resources: Any) -> dict
         return {"error": str(exc)}
 
 
-class Stopped(Exception):
-    """A signal arrived while an engine ran (its group is ended): stop planting, keep the record."""
-
-    def __init__(self, signal_name: str, record: dict[str, Any]):
-        super().__init__(signal_name)
-        self.signal_name, self.record = signal_name, record
-
-
 def plant_anchor(anchor: Anchor, law: Any, policy: RunPolicy, resources: Any,
                  file: str | None = None, stop: Any = None) -> dict[str, Any]:
     """Run one census anchor unplanted and with each of its planted faults; the proof record.
 
-    :param stop: the command's StopSignals: once it has received a signal, the anchor's record so
-        far is raised with :class:`Stopped` (the engine turned the signal into an ERROR result).
+    :param stop: the command's StopSignals: once it has received a signal, the anchor's proof so
+        far is raised with :class:`Stopped`, as the record's results (the engine turned the signal
+        into an ERROR result).
     """
     def check(record: dict[str, Any]) -> None:
         if stop is not None and stop.received:
             record.update(proved=False, problems=[f"interrupted by {stop.received}"])
-            raise Stopped(stop.received, record)
+            raise Stopped(stop.received, proof_results(anchor, record, policy.profile.id))
 
     base = evaluate(anchor, law, policy, resources, file=file)
     record: dict[str, Any] = {"anchor": anchor.id, "file": file, "unplanted": base.model_dump(mode="json"),
@@ -151,7 +152,6 @@ def run_plant(profile_id: str, ids: tuple[str, ...] = (), out: Any = None, llama
     nothing); 128 + the signal's number when a signal stopped it, the record keeping what ran) and
     the planted.json view of its record, also written to ``out``.
     """
-    import platform
     from pathlib import Path
 
     from lawbench.core.engines.llamacpp import check_llama_dir
@@ -160,7 +160,8 @@ def run_plant(profile_id: str, ids: tuple[str, ...] = (), out: Any = None, llama
 
     check_llama_dir(llama_dir)
     ctx = RunContext(profile_id, strict=strict, llama_dir=llama_dir)
-    chosen = census_anchors(ctx, ids)
+    mode = Plant(ids, llama_dir=llama_dir)
+    chosen = mode.select(ctx)
     if not any(la.anchor.planted for la in chosen):  # before anything builds: nothing could be proved
         elsewhere = sorted({p for la in ctx.anchor_set.anchors if la.anchor.kind == "census" and la.anchor.planted
                             and la.anchor.runs for p in la.anchor.profiles})
@@ -174,28 +175,8 @@ def run_plant(profile_id: str, ids: tuple[str, ...] = (), out: Any = None, llama
         reasons = "; ".join(r.removeprefix("no: ") for r in ctx.policy.mismatch)
         raise LawbenchError(f"--strict: this machine does not match profile {ctx.policy.profile.id!r} ({reasons}): "
                             f"its planted faults run on a {ctx.policy.profile.id} runner")
-    run = Run(ctx, mode="plant", out=Path(out) if out else None,
-              settings={"anchors_asked": list(ids), "llama_dir": llama_dir, "host": platform.node(),
-                        "parity_tolerance": PARITY_TOLERANCE})
-    profile = ctx.policy.profile.id
-
-    def prove() -> None:
-        for la in chosen:
-            if not la.anchor.planted:
-                rec = {"anchor": la.anchor.id, "file": la.file, "proved": False, "no_faults": True,
-                       "problems": ["no planted fault declared: this command proves nothing about it"], "faults": []}
-            else:
-                try:
-                    rec = plant_anchor(la.anchor, ctx.registry.law(la.anchor.law), ctx.policy, run.resources,
-                                       file=la.file, stop=run.stop)
-                except Stopped as exc:  # the engine was ended: its anchor's record so far is kept
-                    for r in proof_results(la.anchor, exc.record, profile):
-                        run.add(r)
-                    raise KeyboardInterrupt(exc.signal_name) from None
-            for r in proof_results(la.anchor, rec, profile):
-                run.add(r)
-
-    record = run.measure(prove)
+    run = Run(ctx, mode=mode, out=Path(out) if out else None)
+    record = run.measure(chosen)
     view = planted_view(record)
     if out:
         import json
@@ -206,6 +187,40 @@ def run_plant(profile_id: str, ids: tuple[str, ...] = (), out: Any = None, llama
         except OSError as exc:  # the folder went away or filled up during the run
             run.output_error(f"cannot write the planted-fault record {target}: {exc.strerror or exc}")
     return run, view
+
+
+class Plant(Mode):
+    """`lawbench census plant`: per census anchor, its proof (plant_anchor) as the record's results —
+    its census as measured, then per planted fault "<anchor>~<fault>" (proof_results).
+
+    :param ids: the anchors asked for with --anchor (empty: every census anchor selected).
+    """
+
+    name = "plant"
+    exit_rule = staticmethod(not_every_result_passed)
+
+    def __init__(self, ids: tuple[str, ...] = (), llama_dir: Optional[str] = None):
+        self.ids, self.llama_dir = tuple(ids), llama_dir
+
+    def select(self, ctx: "RunContext") -> "list[LoadedAnchor]":
+        return census_anchors(ctx, self.ids)
+
+    def evaluate(self, run: "Run", loaded: "LoadedAnchor") -> list[Result]:
+        anchor = loaded.anchor
+        if not anchor.planted:
+            rec = {"anchor": anchor.id, "file": loaded.file, "proved": False, "no_faults": True,
+                   "problems": ["no planted fault declared: this command proves nothing about it"], "faults": []}
+        else:  # a stop while an engine ran raises Stopped with the anchor's proof so far
+            rec = plant_anchor(anchor, run.ctx.registry.law(anchor.law), run.policy, run.resources,
+                               file=loaded.file, stop=run.stop)
+        return proof_results(anchor, rec, run.policy.profile.id)
+
+    def finish(self, run: "Run") -> dict[str, Any]:
+        import platform
+
+        return {"settings": {"anchors_asked": list(self.ids), "llama_dir": self.llama_dir, "host": platform.node(),
+                             "parity_tolerance": PARITY_TOLERANCE},
+                "run_id": f"plant-{uuid.uuid4().hex}", "gate": None}
 
 
 def proof_results(anchor: Anchor, rec: dict[str, Any], profile: str) -> list[Result]:

@@ -113,7 +113,7 @@ class AnchorSession:
         nothing_ran = exitstatus in (pytest.ExitCode.NO_TESTS_COLLECTED, pytest.ExitCode.USAGE_ERROR) \
             or self.config.getoption("collectonly", False)
         if not nothing_ran and not run.stop.received and exitstatus != pytest.ExitCode.INTERNAL_ERROR:
-            run.pair_engine_upgrade()  # an engine upgrade night: still under the box lock, signals live
+            run.mode.measured(run)  # an engine upgrade night: still under the box lock, signals live
         run.stop.closing = True
         run.resources.close()
         if not nothing_ran or run.stop.received:

@@ -18,12 +18,17 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lawbench import Anchor, Census, EngineError, HardwareProfile, NotApplicable
 from lawbench.plugins.law4.bench_case import BenchCase
 from lawbench.plugins.law4.case import check_measured, parse_case
-from lawbench.plugins.law4.measure import bench_params, model_file
+from lawbench.plugins.law4.measure import arm_cases, bench_params, model_file
+from lawbench.plugins.law4.tiers import DEFAULT_UBATCH
+
+if TYPE_CHECKING:
+    from lawbench import Resources
+    from lawbench.plugins.law4.case import Law4Case
 
 MIB = 1024 * 1024
 
@@ -42,7 +47,7 @@ def opt_outs(bench: BenchCase) -> set[str]:
     return out
 
 
-def census(anchor: Anchor, profile: HardwareProfile, resources: Any) -> Census:
+def census(anchor: Anchor, profile: HardwareProfile, resources: "Resources") -> Census:
     """One verbose llama-bench run of the case (its bench test, one repetition), counted; with
     arms a and b, two loads and their difference (two_load_census)."""
     if anchor.arms:
@@ -52,7 +57,7 @@ def census(anchor: Anchor, profile: HardwareProfile, resources: Any) -> Census:
     return _one_load(case, profile, resources)
 
 
-def _one_load(case: Any, profile: HardwareProfile, resources: Any) -> Census:
+def _one_load(case: "Law4Case", profile: HardwareProfile, resources: "Resources") -> Census:
     from lawbench.engines import capture_load_log, parse_load_log
 
     model = model_file(case.model, resources)
@@ -82,15 +87,12 @@ def _one_load(case: Any, profile: HardwareProfile, resources: Any) -> Census:
     return Census(counts=counts, log=run.log, environment=environment)
 
 
-def two_load_census(anchor: Anchor, profile: HardwareProfile, resources: Any) -> Census:
+def two_load_census(anchor: Anchor, profile: HardwareProfile, resources: "Resources") -> Census:
     """Two loads, arm a then arm b, each counted as one census; the labels are each arm's
     (`a:<label>`, `b:<label>`) and, for every label both counted, their difference `a-b:<label>`.
     Where the arms differ in -ub, `per_ubatch_token:<label>` is that difference over the ubatch
     difference, rounded to a whole count (bytes per ubatch token for a buffer: register L-08's
     slope of the compute buffer, which one load cannot show)."""
-    from lawbench.plugins.law4.measure import arm_cases
-    from lawbench.plugins.law4.tiers import DEFAULT_UBATCH
-
     cases = arm_cases(anchor)  # arms a and b, each checked as a census case
     loads = {arm: _one_load(cases[arm], profile, resources) for arm in ("a", "b")}
     counts: dict[str, int] = {}
@@ -150,7 +152,7 @@ def _memory_counts(sampler: Any, log: Any, model: str) -> dict[str, Any]:
 PARITY_CTX, PARITY_CHUNKS = 128, 2
 
 
-def parity(anchor: Anchor, profile: HardwareProfile, resources: Any) -> dict[str, Any]:
+def parity(anchor: Anchor, profile: HardwareProfile, resources: "Resources") -> dict[str, Any]:
     """What the output says, for the planted-fault runs: llama-perplexity on the census's model
     with the same placement and switches, over the first PARITY_CHUNKS × PARITY_CTX tokens of the
     shipped text. A planted fault changes which kernels run, not what the model computes, so its

@@ -16,10 +16,18 @@ cannot say what the disk did: an engine error naming the figures, never a number
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from lawbench import Anchor, DataError, EngineError, HardwareProfile, Sample
-from lawbench.plugins.law4.case import CASE_FILE, Law4Case
+from lawbench.plugins.law4 import measure
+from lawbench.plugins.law4.case import CASE_FILE, Law4Case, parse_case, priced_case
+from lawbench.plugins.law4.models import Models
+from lawbench.plugins.law4.quantmix import weight_format
+from lawbench.plugins.law4.tiers import resolve_tiers
+
+if TYPE_CHECKING:
+    from lawbench import Resources
+    from lawbench.plugins.law4.law import Law4
 
 
 class DiskTerms:
@@ -42,9 +50,7 @@ class DiskTerms:
         return self.ram_bytes * miss / (self.disk_gbs * 1e9 * t_disk), figures
 
 
-def disk_terms(law: Any, anchor: Anchor, case: Law4Case, profile: HardwareProfile, models: Any) -> DiskTerms:
-    from lawbench.plugins.law4.case import priced_case
-
+def disk_terms(law: "Law4", anchor: Anchor, case: Law4Case, profile: HardwareProfile, models: Models) -> DiskTerms:
     priced = priced_case(case).model_copy(update={"quantity": "decode_tok_s"})
     shape = law._shape(priced, anchor.id, models)
     pr = law.price(priced, shape, profile)
@@ -54,9 +60,6 @@ def disk_terms(law: Any, anchor: Anchor, case: Law4Case, profile: HardwareProfil
     if ram is None or disk is None:
         raise DataError(CASE_FILE, f"profile {profile.id!r} has no ram and disk tiers to read η_disk between",
                         anchor=anchor.id, field="profiles")
-    from lawbench.plugins.law4.quantmix import weight_format
-    from lawbench.plugins.law4.tiers import resolve_tiers
-
     rates = resolve_tiers(priced, profile, shape.is_moe, weight_format(shape))
     disk_bw = rates[disk].bandwidth_gbs if disk in rates else None
     if not disk_bw or ram not in rates:
@@ -118,12 +121,8 @@ class EtaDiskSampler:
         return self.inner.rates() if hasattr(self.inner, "rates") else []
 
 
-def sampler(law: Any, anchor: Anchor, profile: HardwareProfile, resources: Any,
+def sampler(law: "Law4", anchor: Anchor, profile: HardwareProfile, resources: "Resources",
             inner: Optional[Any] = None) -> EtaDiskSampler:
-    from lawbench.plugins.law4 import measure
-    from lawbench.plugins.law4.case import parse_case
-    from lawbench.plugins.law4.models import Models
-
     check(anchor)
     case = parse_case(anchor.case, anchor.id)
     inner = inner or measure.sampler(anchor, profile, resources)

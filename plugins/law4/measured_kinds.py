@@ -8,12 +8,17 @@ is a one-arm llama-bench case, so after its own check it goes on through the law
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lawbench import Anchor, DataError, HardwareProfile
+from lawbench.plugins.law4 import eta_disk, spread
 from lawbench.plugins.law4.case import CASE_FILE, unit_scale
 from lawbench.plugins.law4.models import check_model_ref
-from lawbench.plugins.law4.spread import SPREAD_QUANTITIES
+from lawbench.plugins.law4.spread import SPREAD_QUANTITIES, spread_cases
+
+if TYPE_CHECKING:
+    from lawbench import Resources
+    from lawbench.plugins.law4.law import Law4
 
 MEASURED_ONLY = (*SPREAD_QUANTITIES, "eta_disk_implied")
 
@@ -26,13 +31,9 @@ def check(anchor: Anchor) -> bool:
     """Check a measured-only anchor; True when nothing else is left to check."""
     q = quantity(anchor)
     if q == "eta_disk_implied":
-        from lawbench.plugins.law4 import eta_disk
-
         eta_disk.check(anchor)
         return False  # one llama-bench arm: the law's usual checks follow
     if q in SPREAD_QUANTITIES:
-        from lawbench.plugins.law4.spread import spread_cases
-
         cases = spread_cases(anchor)
     else:
         return False
@@ -45,15 +46,11 @@ def check(anchor: Anchor) -> bool:
     return True
 
 
-def sampler(law: Any, anchor: Anchor, profile: HardwareProfile, resources: Any) -> Any:
+def sampler(law: "Law4", anchor: Anchor, profile: HardwareProfile, resources: "Resources") -> Any:
     """The quantity's own sampler, or None for every other quantity."""
     q = quantity(anchor)
     if q in SPREAD_QUANTITIES:
-        from lawbench.plugins.law4 import spread
-
         return spread.sampler(law, anchor, profile, resources)
     if q == "eta_disk_implied":
-        from lawbench.plugins.law4 import eta_disk
-
         return eta_disk.sampler(law, anchor, profile, resources)
     return None

@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from lawbench import EngineError, HardwareProfile, LawbenchError, OutOfScope
-from lawbench.hardware import fingerprint_machine
 
 if TYPE_CHECKING:
     from lawbench.plugins.law4.case import Law4Case
@@ -155,6 +154,8 @@ def check_measured_on(case: Law4Case, profile: HardwareProfile, cpu_model: Optio
                              detail=where)
     if scope.cpu_model_contains is not None:
         if cpu_model is None:
+            from lawbench.hardware import fingerprint_machine  # psutil: not at `lawbench --help`
+
             cpu_model = fingerprint_machine().cpu_model
         where.update(cpu_published=scope.cpu_model_contains, cpu_here=cpu_model)
         if scope.cpu_model_contains.lower() not in (cpu_model or "").lower():

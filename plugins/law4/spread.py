@@ -16,12 +16,21 @@ a speed's is. Every visit, with its predecessor, is in the record.
 """
 from __future__ import annotations
 
+import dataclasses
 import statistics
 import time
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from lawbench import Anchor, DataError, EngineError, HardwareProfile, Sample
-from lawbench.plugins.law4.case import CASE_FILE, Law4Case, arm_case, check_measured, parse_case
+from lawbench.plugins.law4 import measure, pricing as P
+from lawbench.plugins.law4.case import arm_case, CASE_FILE, check_measured, Law4Case, parse_case, priced_case
+from lawbench.plugins.law4.models import Models
+from lawbench.plugins.law4.quantmix import weight_format
+from lawbench.plugins.law4.tiers import k_seconds, resolve_placement, resolve_tiers
+
+if TYPE_CHECKING:
+    from lawbench import Resources
+    from lawbench.plugins.law4.law import Law4
 
 SPREAD_QUANTITIES = ("decode_spread", "eta_range")
 
@@ -76,18 +85,11 @@ def relative_spread(values: list[float]) -> float:
     return (max(values) - min(values)) / mean
 
 
-def eta_price(law: Any, anchor: Anchor, case: Law4Case, profile: HardwareProfile, models: Any) -> float:
+def eta_price(law: "Law4", anchor: Anchor, case: Law4Case, profile: HardwareProfile, models: Models) -> float:
     """The arm's decode tok/s priced at η = 1 on every tier (and for the KV read), each tier at the
     bandwidth its profile η multiplies and on the bytes spread.bytes names: a measured decode over
     it is the η the arm ran at, on the basis its source printed it ("active": the law's own bytes
     a token reads, as L-14's ladder; "file": the whole file, as L-15's per-format η)."""
-    import dataclasses
-
-    from lawbench.plugins.law4 import pricing as P
-    from lawbench.plugins.law4.case import priced_case
-    from lawbench.plugins.law4.quantmix import weight_format
-    from lawbench.plugins.law4.tiers import k_seconds, resolve_placement, resolve_tiers
-
     assert case.spread is not None
     priced = priced_case(case).model_copy(update={"quantity": "decode_tok_s", "spread": None})
     shape = law._shape(priced, anchor.id, models)
@@ -200,10 +202,7 @@ class SpreadSampler:
                 "visits": self.visits, **self._extra}
 
 
-def sampler(law: Any, anchor: Anchor, profile: HardwareProfile, resources: Any) -> SpreadSampler:
-    from lawbench.plugins.law4 import measure
-    from lawbench.plugins.law4.models import Models
-
+def sampler(law: "Law4", anchor: Anchor, profile: HardwareProfile, resources: "Resources") -> SpreadSampler:
     cases = spread_cases(anchor)
     reps = {c.bench.reps for c in cases.values()}  # type: ignore[union-attr]
     if len(reps) != 1:
