@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from lawbench.core.claims.inventory import _same_number, encoded_figures, load_inventory
+from lawbench.core.claims.figures import encoded_figures, same_number
+from lawbench.core.claims.inventory import load_inventory
 from lawbench.core.claims.public_record import pieces, words
 
 SEEDS = Path(__file__).resolve().parents[1] / "sources" / "seeds"
@@ -39,7 +40,7 @@ def _mark_figures(mask: bytearray, text: str, fragment: str, figures: set[float]
     while i >= 0:
         for m in NUMBER.finditer(fragment):
             whole = re.match(r"\d[\d,]*(?:\.\d+)?", fragment[m.start():]).group()
-            if _same_number(float(whole.replace(",", "")), figures):
+            if same_number(float(whole.replace(",", "")), figures):
                 mask[i + m.start():i + m.end()] = b"\1" * (m.end() - m.start())
         i = text.find(fragment, i + 1)
 

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Literal, Optional
 
 from pydantic import Field, ValidationError, model_validator
 
+from lawbench.core.claims.figures import numbers, repeated_figures, same_number, same_quantity
 from lawbench.core.claims.public_record import load_record
 from lawbench.core.errors import DataError, validation_error
 from lawbench.core.models import Anchor, Id, Strict
@@ -56,38 +57,6 @@ Reason = Literal[
 # Reasons about what the public record holds: each must name the files of the record it looked at
 # (lawbench.core.claims.public_record), so "not published" is a finding someone can re-check, not a guess.
 RECORD_REASONS = ("not-published", "no-public-model", "private-engine", "engine-capability")
-
-
-_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
-
-
-def _numbers(text: str) -> set[float]:
-    """The numbers a text prints, as values (0.70 and 0.7 are one figure; 1,521,237,632 one number)."""
-    out = set()
-    for m in _NUMBER.finditer(text):
-        try:
-            out.add(float(m.group().replace(",", "")))
-        except ValueError:
-            continue
-    return out
-
-
-def _same_number(value: float, among: Iterable[float]) -> bool:
-    return any(abs(value - n) <= 1e-9 * max(1.0, abs(value)) for n in among)
-
-
-def _printed(text: str) -> set[str]:
-    """The numbers a text prints, as printed (thousands separators dropped)."""
-    return {m.group().replace(",", "") for m in _NUMBER.finditer(text)}
-
-
-def _as_printed(figure: str, stated: Iterable[float]) -> bool:
-    """Whether one of the stated values is this printed figure: the same value, or, for a figure
-    printed with decimals, a value that rounds to it there (the seed's 9.1 is the record's 9.14)."""
-    value = float(figure)
-    decimals = len(figure.partition(".")[2])
-    tol = 1e-9 * max(1.0, abs(value))
-    return any(abs(s - value) <= tol or (decimals and abs(round(s, decimals) - value) <= tol) for s in stated)
 
 
 class Unencoded(Strict):
@@ -139,13 +108,13 @@ class Claim(Strict):
 
     @model_validator(mode="after")
     def _judged_in_quote(self) -> "Claim":
-        printed = _numbers(self.quote)
+        printed = numbers(self.quote)
         for i, n in enumerate(self.also_judged):
             try:
                 value = float(n.replace(",", ""))
             except ValueError:
                 raise ValueError(f"also_judged.{i}: {n!r} is not a number") from None
-            if not _same_number(value, printed):
+            if not same_number(value, printed):
                 raise ValueError(f"also_judged.{i}: {n!r} is not a number of the quote")
         return self
 
@@ -266,49 +235,6 @@ class Coverage:
         return (f"claims inventory: {t.lines} lines, {t.encoded} encoded ({t.encoded_share:.0%} of "
                 f"{t.counted} counted), {t.explained} explained, {t.work_left} work left, {t.missing} missing, "
                 f"{t.pending} pending")
-
-
-def repeated_figures(claim: Claim) -> set[str]:
-    """The figure(s) a same_as line repeats, as printed: the numbers of its quote, a bare digit (a k,
-    a count of arms) left out where the quote prints a larger figure beside it."""
-    found = _printed(claim.quote)
-    big = {n for n in found if not (float(n).is_integer() and float(n) < 10)}
-    return big or found
-
-
-def stated_by(anchor: Anchor) -> set[float]:
-    """The numbers an anchor states: in what it claims, its value and its band."""
-    band = anchor.band.model_dump() if hasattr(anchor.band, "model_dump") else anchor.band
-    return _numbers(" ".join([anchor.claim, str(anchor.value if anchor.value is not None else ""),
-                              str(band or "")]))
-
-
-def judges_figure(anchor: Anchor, figures: set[str]) -> bool:
-    """Whether an anchor states one of these printed figures."""
-    stated = stated_by(anchor)
-    return any(_as_printed(f, stated) for f in figures)
-
-
-def encoded_figures(claim: Claim, anchors: list[Anchor]) -> set[float]:
-    """The numbers of a line's quote that the line accounts for (issue 34: a number inside the quote
-    of a line encoded for another number is not covered by it). A line not encoded (explained, work
-    left) or repeated (same_as) accounts for its whole quote; a quote with one number, for that one;
-    else the numbers its anchors state, its id or notes name, and its also_judged list."""
-    printed = _printed(claim.quote)
-    if claim.unencoded is not None or claim.same_as is not None or len(printed) <= 1:
-        return {float(n) for n in printed}
-    named = _numbers(" ".join([claim.id.replace("-", " "), claim.notes or "", *claim.also_judged]))
-    for a in anchors:
-        named |= stated_by(a)
-    return {float(n) for n in printed if _as_printed(n, named)}
-
-
-def same_quantity(line: Claim, twin_anchors: list[Anchor]) -> bool:
-    """A same_as line is judged through its twin only where an anchor of the twin states the figure
-    the line repeats (issue 34: a perplexity repeated from an entry whose anchors judge its speed is
-    not encoded by them)."""
-    figures = repeated_figures(line)
-    return any(judges_figure(a, figures) for a in twin_anchors)
 
 
 def coverage(inv: Inventory, anchor_set: AnchorSet, registered_laws: Iterable[str]) -> Coverage:
