@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shlex
 import shutil
+import subprocess
 import sys
 
 import pytest
@@ -24,8 +25,19 @@ from lawbench.plugins.minfer.suite import suite_counts
 SUITE = standin.HERE / "suite_standin.py"
 SUITE_ENV = "LAWBENCH_MINFER_SUITE_CMD"
 
-pytestmark = pytest.mark.skipif(shutil.which("cargo") is None, reason="no cargo on PATH: the suite stand-in "
-                                                                      "runs real cargo test")
+def _cargo_runs() -> bool:
+    """cargo on PATH that runs: a rustup proxy with no toolchain for this HOME does not."""
+    if shutil.which("cargo") is None:
+        return False
+    try:
+        return subprocess.run(["cargo", "--version"], capture_output=True, timeout=60).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+pytestmark = pytest.mark.skipif(not _cargo_runs(), reason="no cargo that runs (none on PATH, or a rustup proxy "
+                                                          "with no toolchain for this HOME): the suite stand-in "
+                                                          "runs real cargo test")
 
 
 @pytest.fixture(scope="module")
