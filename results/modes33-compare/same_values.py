@@ -11,7 +11,7 @@ DETERMINISTIC = ("verdict", "kind", "published", "predicted", "band", "unit", "q
                  "census_judged", "open_finding", "listed_only", "strict_skip", "retired")
 bad = 0
 for step in ("predictions", "census", "ab", "plant"):
-    a, b = (json.loads((out / t / f"{step}.run.json").read_text()) for t in ("before", "after"))
+    a, b = (json.loads((out / t / f"{step}.run.json").read_text()) for t in ("before", sys.argv[2] if len(sys.argv) > 2 else "after"))
     diffs = []
     if set(a) != set(b):
         diffs.append(f"record keys differ: {sorted(set(a) ^ set(b))}")
