@@ -22,9 +22,10 @@ from typing import Annotated, Union
 
 from pydantic import Discriminator, Field, Tag
 
-from lawbench.core.paths import cache_root
 from lawbench.core.errors import EngineError, LawbenchError, NotApplicable
 from lawbench.core.models.base import Strict
+from lawbench.core.paths import cache_root
+from lawbench.core.store.real import sha256_of
 
 RECORD_URL_ENV = "LAWBENCH_RECORD_URL"
 DEFAULT_RECORD_URL = "https://raw.githubusercontent.com"
@@ -62,15 +63,6 @@ def text_label(ref: TextReference) -> str:
     return ref if isinstance(ref, str) else ref.label()
 
 
-def file_sha256(path: Path) -> str:
-    """A file's sha256, read in blocks (a record text is kept only at its pinned hash)."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def cached_text_path(ref: RecordText) -> Path:
     return cache_root() / "texts" / f"{ref.sha256[:16]}-{Path(ref.path).name}"
 
@@ -89,7 +81,7 @@ def resolve_text(ref: TextReference, *, fetch: bool = True, timeout_s: float = F
         return shipped_text(ref)
     path = cached_text_path(ref)
     if path.is_file():
-        got = file_sha256(path)
+        got = sha256_of(path)
         if got == ref.sha256:
             return path
         aside = path.with_name(path.name + f".bad-{got[:12]}")

@@ -38,9 +38,9 @@ from lawbench import (
     Sample,
     Sampler,
 )
-from lawbench.engines import file_sha256, quantize, resolve_text, run_kld, run_perplexity, save_base_logits, text_label
+from lawbench.engines import quantize, resolve_text, run_kld, run_perplexity, save_base_logits, text_label
 from lawbench.plugins.quality.case import Arm, QualityCase, parse_case
-from lawbench.store import cache_root, model_file
+from lawbench.store import cache_root, model_file, sha256_of
 
 
 def _workdir() -> Path:
@@ -206,7 +206,7 @@ class Quality(Law):
         threads = case.threads or profile.engine_threads()
         files = {name: requantized(llama, src, arms[name].quantize, case.timeout_s, threads)
                  if arms[name].quantize else src for name, src in sources.items()}
-        info = {"text": text_label(case.text), "text_sha256": file_sha256(text), "ctx": case.ctx,
+        info = {"text": text_label(case.text), "text_sha256": sha256_of(text), "ctx": case.ctx,
                 "chunks": case.chunks, "threads": threads,
                 "arms": {n: {"file": f.name, "bytes": f.stat().st_size, "args": arms[n].engine_args(),
                              "quantize": arms[n].quantize,

@@ -42,7 +42,6 @@ _EXPORTS = {
     "resolve_text": "lawbench.core.engines.texts",
     "check_text_ref": "lawbench.core.engines.texts",
     "text_label": "lawbench.core.engines.texts",
-    "file_sha256": "lawbench.core.engines.texts",
     # llama-imatrix: a model's real input activations, cached by content and settings
     "Imatrix": "lawbench.core.engines.imatrix",
     "cached_imatrix": "lawbench.core.engines.imatrix",
@@ -82,6 +81,6 @@ if TYPE_CHECKING:  # for editors and type checkers: the same names, eagerly
     from lawbench.core.engines.perplexity import parse_kld, run_kld, save_base_logits  # noqa: F401
     from lawbench.core.engines.server import Request, Speculation, serve  # noqa: F401
     from lawbench.core.engines.texts import RecordText, TextReference, check_text_ref  # noqa: F401
-    from lawbench.core.engines.texts import file_sha256, resolve_text, text_label  # noqa: F401
+    from lawbench.core.engines.texts import resolve_text, text_label  # noqa: F401
     from lawbench.core.engines.tool_run import engine_error, log_tail, process_fault, run_process  # noqa: F401
     from lawbench.core.procgroup import end_group, group_ended, popen_group  # noqa: F401
