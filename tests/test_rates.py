@@ -2,6 +2,7 @@
 the one-night test that turns tonight's rates into `slower` / `faster` / `cannot analyse` news."""
 from __future__ import annotations
 
+import math
 import random
 import sqlite3
 
@@ -109,6 +110,20 @@ def test_false_alarms_stay_under_one_percent_per_night_over_many_series():
             tonight.append(Reading(f"s{j}", level * rng.lognormvariate(0, 0.03), engine="b1"))
         alarms += any(n.kind != "cannot analyse" for n in judge_rates(accepted, tonight))
     assert alarms / nights <= 0.02
+
+
+def test_a_shift_inside_the_margin_is_not_news_and_one_beyond_it_is():
+    """Nights spread 0.35 % (as an H100's back-to-back nights did on 2026-12-07): a 1.9 % dip (that
+    card's unplanted trial-6 a session later) is resolved by the t-test, but its interval reaches
+    inside the 1 % margin, so it is no news; a 3 % one is slower, its whole interval beyond the
+    margin. Without the margin the first would be red."""
+    rng = random.Random(7)
+    accepted = {"s": _nights(rng, 8, sd=0.0035)}
+    mean = math.exp(sum(math.log(r.measured) for r in accepted["s"]) / 8)
+    assert judge_rates(accepted, [Reading("s", mean * 0.981, engine="b1")]) == []
+    assert [n.kind for n in judge_rates(accepted, [Reading("s", mean * 0.981, engine="b1")], tolerance=0.0)] == ["slower"]
+    news = judge_rates(accepted, [Reading("s", mean * 0.97, engine="b1")])
+    assert [n.kind for n in news] == ["slower"] and news[0].interval[1] < -0.01
 
 
 def test_a_noisy_night_widens_its_own_threshold():

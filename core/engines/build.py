@@ -125,7 +125,10 @@ def cmake_configure_args(src: Path, build: Path, version: str, backend: str, cud
             "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF",
             # the sdist has no .git, so without these llama-bench would report build 0, "unknown"
             f"-DLLAMA_BUILD_NUMBER={build_number_of(version) if build_number is None else build_number}",
-            f"-DLLAMA_BUILD_COMMIT={commit or 'unknown'}"]
+            f"-DLLAMA_BUILD_COMMIT={commit or 'unknown'}",
+            # RUNPATH $ORIGIN, not the build's absolute path: a build made under a HOME that is gone
+            # (.ci/run's fresh HOME links the cache in) would name a folder that no longer exists
+            "-DCMAKE_BUILD_RPATH_USE_ORIGIN=ON"]
     args += [flag for _, flags in EXTRA_TOOLS.values() for flag in flags]
     if amx_left_out():
         # -march=native defines __AMX_INT8__ on an AMX host; -U (applied after the compiler's own
@@ -175,8 +178,12 @@ def build_llamacpp(version: str = "11434.0.0", backend: str = "cpu",
     key_dir = root / build_key(source.key if source else version, backend, cuda_arch)
     info_file = key_dir / "build_info.json"
     archive = _archive(root, version, source)  # what a build from before manifests is recorded as made from
+    broken = None  # why a cached, trusted build does not run here: set aside and built again
     if info_file.is_file() and not missing_targets(key_dir, extra) and build_trust.trusted(key_dir, archive):
-        return locate_llamacpp(key_dir / "build")
+        try:
+            return locate_llamacpp(key_dir / "build")
+        except EngineError as exc:  # e.g. its RUNPATH names a folder gone since (a build before $ORIGIN)
+            broken = " ".join(str(exc).split())[:300]
     compilers = _find_compilers(backend)
     if backend == "cuda":
         check_toolkit(compilers["nvcc"], cuda_arch)  # before cmake: name the toolkit that can
@@ -185,7 +192,13 @@ def build_llamacpp(version: str = "11434.0.0", backend: str = "cpu",
     try:
         lock = FileLock(str(key_dir) + ".lock", timeout=BUILD_LOCK_WAIT_S)
         with lock:
-            if info_file.is_file() and not build_trust.trusted(key_dir, archive, set_aside_untrusted=True):
+            if broken and info_file.is_file():
+                try:  # another job may have built it again while we waited
+                    if build_trust.trusted(key_dir, archive, set_aside_untrusted=True):
+                        return locate_llamacpp(key_dir / "build")
+                except EngineError:
+                    build_trust.refuse(key_dir, f"it does not run here: {broken}")
+            elif info_file.is_file() and not build_trust.trusted(key_dir, archive, set_aside_untrusted=True):
                 pass  # set aside: built again below, from the source archive
             elif info_file.is_file():  # another job built it (or part of it) while we waited
                 missing = missing_targets(key_dir, extra)

@@ -262,14 +262,21 @@ def trusted(key_dir: Path, archive: Optional[Path], set_aside_untrusted: bool = 
 
 
 def _refuse(key_dir: Path, why: str, set_aside_untrusted: bool) -> bool:
+    if set_aside_untrusted:
+        refuse(key_dir, why, "is not the build lawbench made")
+    return False
+
+
+def refuse(key_dir: Path, why: str, what: str = "cannot be used") -> Path:
+    """Set a cached build aside (call under the build lock), warn, and note the repair: it is
+    built again. Returns where it was put."""
     import sys
 
-    if set_aside_untrusted:
-        aside = set_aside(key_dir)
-        print(f"lawbench: warning: the cached llama.cpp build in {key_dir} is not the build lawbench made "
-              f"({why}); it is set aside in {aside} and built again", file=sys.stderr, flush=True)
-        repairs.note("llama.cpp build", key_dir, why, aside)
-    return False
+    aside = set_aside(key_dir)
+    print(f"lawbench: warning: the cached llama.cpp build in {key_dir} {what} ({why}); it is set "
+          f"aside in {aside} and built again", file=sys.stderr, flush=True)
+    repairs.note("llama.cpp build", key_dir, why, aside)
+    return aside
 
 
 def tree_trusted(key_dir: Path) -> bool:

@@ -5,7 +5,11 @@ own: tonight's value on logs against the mean of the runner's accepted nights of
 with the spread those nights show from night to night. Tonight's own interval widens the threshold
 when tonight is noisier than the nights were (a noisy night is not evidence of a slowdown). The
 p-values of all series of the night go through Holm's step-down, so the chance of any false alarm
-on an unchanged runner-night is at most ``alpha`` (1 %) whatever the number of series.
+on an unchanged runner-night is at most ``alpha`` (1 %) whatever the number of series. A series is
+slower (faster) only when its whole interval lies beyond 1 ∓ TOLERANCE, the in-night A/B's margin
+(core/run/upgrade.py): one rule for both paths, and a machine's shift of a percent or so between
+sessions is not news (seen on an H100, 2026-12-07: nights taken minutes apart spread 0.35 %, and
+a later session of the same card ran 1-2 % slower with nothing planted).
 
 A series with fewer than ``MIN_NIGHTS`` accepted nights, or whose engine changed tonight, is said
 to be "cannot analyse" (conbench's word): never green by silence, never red.
@@ -23,6 +27,7 @@ if TYPE_CHECKING:
 
 ALPHA = 0.01  # family-wise false-alarm rate per runner-night, over all the night's series
 MIN_NIGHTS = 5  # fewer accepted nights than this: the spread is not known well enough to judge
+TOLERANCE = 0.01  # slower / faster only when the whole interval lies beyond 1 ∓ 1 %
 
 
 @dataclass(frozen=True)
@@ -82,7 +87,8 @@ def _tonight_se(r: Reading) -> float:
 
 
 def judge_rates(accepted: dict[str, list[Reading]], tonight: Sequence[Reading], *,
-                alpha: float = ALPHA, min_nights: int = MIN_NIGHTS) -> list[RateNews]:
+                alpha: float = ALPHA, min_nights: int = MIN_NIGHTS, tolerance: float = TOLERANCE
+                ) -> list[RateNews]:
     """News for tonight's readings against each series' accepted nights (oldest first).
 
     Pure: no history, no clock. Returns one entry per series that is slower, faster or cannot be
@@ -108,7 +114,9 @@ def judge_rates(accepted: dict[str, list[Reading]], tonight: Sequence[Reading], 
         var = max(sd * sd, _tonight_se(r) ** 2) + sd * sd / k
         se = math.sqrt(var) if var > 0 else 1e-12
         d = math.log(r.measured) - mean
-        p = _t_sf2(d / se, k - 1)
+        # tested against the margin, not against no change: within 1 ∓ tolerance is never news
+        beyond = d - (math.log1p(-tolerance) if d < 0 else math.log1p(tolerance))
+        p = _t_sf2(beyond / se, k - 1) if beyond * d > 0 else 1.0
         tests.append((p, RateNews("", r.series, nights=k), d, se, k - 1))
     # Holm: the i-th smallest p-value is held against alpha / (m − i); stop at the first kept.
     m = len(tests)

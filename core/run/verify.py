@@ -65,7 +65,8 @@ class Verify(Mode):
             run.stop.received = run.stop.received or EngineInterrupted.signal_of(exc)
         except Exception as exc:  # the night's record must still be written: an unpaired upgrade is red
             from lawbench.core.models.upgrade import EngineUpgrade
-            from lawbench.core.run.upgrade import ALPHA, TOLERANCE
+            from lawbench.core.history.rates import TOLERANCE
+            from lawbench.core.run.upgrade import ALPHA
 
             why = " ".join(f"{type(exc).__name__}: {exc}".split())
             run.engine_upgrade = EngineUpgrade(replaced="?", tonight="?", accepted_run_id="?", alpha=ALPHA,

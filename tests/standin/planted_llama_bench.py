@@ -3,7 +3,9 @@ path in REAL_LLAMA_BENCH beside this script's wrapper) with the same arguments a
 printed, as told by `planted.json` in the wrapper's folder (absent: a faithful pass-through):
 
   {"slow": {"Q4_0": 0.6}}      every test of a model whose type names Q4_0 ran at 0.6 x its speed
-                               (avg_ts / samples_ts scaled, avg_ns / samples_ns divided): a 40 % slowdown
+                               (avg_ts / samples_ts scaled, avg_ns / samples_ns divided): a 40 % slowdown.
+                               A K-quant with a size letter is matched as llama-bench spells its type:
+                               "Q4_K_M" is "Q4_K - Medium"
   {"slow_files": {"NAME": 0.6}}  the same for a model whose file name contains NAME (one model, not a format)
   {"slow_every": [2, 0.6]}     every 2nd invocation that runs a model (counted in `invocations` beside
                                planted.json) ran at 0.6 x its speed: a run-to-run instability
@@ -17,14 +19,26 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 
+_SIZES = {"S": "Small", "M": "Medium", "L": "Large"}
+
+
+def type_name(fmt: str) -> str:
+    """How llama-bench's model_type (llama.cpp's file-type name) spells a format: "Q4_K_M" is
+    "Q4_K - Medium". Matching "Q4_K_M" against it as written never matched, and a 2026-12-07
+    H100 trial planted Q4_K_M nights that ran unplanted."""
+    m = re.fullmatch(r"(Q\d_K)_([SML])", fmt.strip().upper())
+    return f"{m[1]} - {_SIZES[m[2]]}" if m else fmt
+
+
 def _scale(rec: dict, slow: dict, slow_files: dict) -> dict:
     kind, name = str(rec.get("model_type", "")), str(rec.get("model_filename", ""))
-    factors = [f for fmt, f in slow.items() if fmt.lower() in kind.lower()] + \
+    factors = [f for fmt, f in slow.items() if type_name(fmt).lower() in kind.lower()] + \
         [f for part, f in slow_files.items() if part in name]
     for factor in factors:
         for key in ("avg_ts", "stddev_ts"):
