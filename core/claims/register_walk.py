@@ -12,18 +12,22 @@ uncovered figures are a counted list that may only shrink (sources/register/stil
 """
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Iterable, Optional
+from typing import Iterable, Optional, Union
 
 from pydantic import Field, ValidationError, field_validator
 
 from lawbench.core.claims.figures import encoded_figures, same_number
+from lawbench.core.claims.inventory import Claim
 from lawbench.core.claims.public_record import pieces, words
 from lawbench.core.errors import DataError, validation_error
 from lawbench.core.models import Anchor, Id, Strict
 from lawbench.core.toml_read import read_toml
+
+FilePath = Union[str, os.PathLike]  # where a TOML file of the walk is read from
 
 # the lists of entries whose text states findings; `untried` (predictions not yet measured) and
 # `external` (other projects to read) state none of the register's own measurements
@@ -91,19 +95,19 @@ class Number:
     status: str  # "covered", "class:<name>", "fragment", or "uncovered"
 
 
-def _read(path: Any, model: type) -> Any:
+def _read(path: FilePath, model: type[Strict]) -> Strict:
     try:
         return model.model_validate(read_toml(path))
     except ValidationError as exc:
         raise validation_error(str(path), exc) from None
 
 
-def load_not_claims(path: Any) -> NotClaims:
-    return _read(path, NotClaims)
+def load_not_claims(path: FilePath) -> NotClaims:
+    return _read(path, NotClaims)  # type: ignore[return-value]
 
 
-def load_allowlist(path: Any) -> Allowlist:
-    return _read(path, Allowlist)
+def load_allowlist(path: FilePath) -> Allowlist:
+    return _read(path, Allowlist)  # type: ignore[return-value]
 
 
 def entries(register: dict) -> list[dict]:
@@ -123,7 +127,7 @@ def _mark_quote(mask: bytearray, text: str, piece: str, figures: set[float]) -> 
         i = text.find(piece, i + 1)
 
 
-def walk(register: dict, lines: Iterable[Any], citing: dict[str, list[Anchor]],
+def walk(register: dict, lines: Iterable[Claim], citing: dict[str, list[Anchor]],
          not_claims: NotClaims) -> list[Number]:
     """Every number of every walked entry's text fields, and what accounts for it."""
     lines = list(lines)
