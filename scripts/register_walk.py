@@ -2,6 +2,7 @@
 
     python scripts/register_walk.py            # counts: walked, covered, not a claim by class, uncovered
     python scripts/register_walk.py --write    # rewrite sources/register/still-uncovered.toml
+    python scripts/register_walk.py --by-entry # the uncovered figures per entry, most first
 
 Rewrite the list only after covering figures (an inventory line) or naming them (a reviewed class or
 fragment): tests/test_register_numbers.py fails when the list grows past its ceiling."""
@@ -41,6 +42,9 @@ def main() -> int:
             print(f"  not a claim, {status[6:]}: {n}")
     by_kind = Counter(n.entry[0] for n in numbers if n.status == "uncovered")
     print("uncovered by list: " + ", ".join(f"{k}: {v}" for k, v in sorted(by_kind.items())))
+    if "--by-entry" in sys.argv[1:]:
+        for entry, n in Counter(n.entry for n in numbers if n.status == "uncovered").most_common():
+            print(f"  {entry}: {n}")
     if "--write" in sys.argv[1:]:
         (reg_dir / "still-uncovered.toml").write_text(HEADER + "\n" + allowlist_toml(numbers), encoding="utf-8")
     return 0
