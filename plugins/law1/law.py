@@ -26,7 +26,7 @@ from lawbench import (
     Prediction,
     validation_error,
 )
-from lawbench.plugins.law1 import model_level
+from lawbench.plugins.law1 import model_level, rank
 from lawbench.plugins.law1.case import Law1Case, catalogue_id
 
 QUANTITY = "gauge/native error ratio"
@@ -59,8 +59,9 @@ def anchor_cases(anchor: Anchor) -> dict[str, Law1Case]:
                                      f"{len(case.layers)} layers listed (one sample per tensor)",
                         anchor=anchor.id, field="budget.max_samples")
     if anchor.quantity != QUANTITY:
-        raise DataError(ANCHOR_FILE, f"quantity must be {QUANTITY!r} (tensor level) or "
-                        f"{model_level.QUANTITY!r} (model level)", anchor=anchor.id, field="quantity")
+        raise DataError(ANCHOR_FILE, f"quantity must be {QUANTITY!r} (tensor level), "
+                        f"{model_level.QUANTITY!r} (model level) or {rank.QUANTITY!r} (the state variable)",
+                        anchor=anchor.id, field="quantity")
     return out
 
 
@@ -73,6 +74,8 @@ class Law1(Law):
     def check_anchor(self, anchor: Anchor) -> None:
         if anchor.quantity == model_level.QUANTITY:
             model_level.parse_case(anchor)
+        elif anchor.quantity == rank.QUANTITY:
+            rank.parse_case(anchor)
         else:
             anchor_cases(anchor)
 
@@ -87,6 +90,8 @@ class Law1(Law):
 
         if anchor.quantity == model_level.QUANTITY:
             return model_level.sampler(anchor, profile, resources)
+        if anchor.quantity == rank.QUANTITY:
+            return rank.sampler(anchor, profile, resources)
         from lawbench.store import model_file
 
         cases = anchor_cases(anchor)
