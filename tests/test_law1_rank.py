@@ -110,7 +110,8 @@ def _mla_gguf(path: Path, split: bool, dtype: str, heads=2, nope=8, v=8, latent=
 
 @pytest.mark.parametrize("dtype", ["f32", "f16", "bf16"])
 def test_the_mla_kv_map_is_the_same_in_both_layouts_and_is_the_composed_maps_rank(tmp_path, dtype):
-    from lawbench.plugins.law1.rank import RankReading, parse_case
+    from lawbench.plugins.law1.erank import RankReading
+    from lawbench.plugins.law1.rank import parse_case
 
     a = _anchor({"model": "gguf:smollm2-135m-q4_1", "mla_kv": 0})
     got = {}

@@ -86,25 +86,25 @@ class Law1(Law):
                             "every sample), not per anchor")
 
     def sampler(self, anchor: Anchor, profile: HardwareProfile, resources: Any) -> Any:
-        from lawbench.plugins.law1.measure import TensorSampler, needs_imatrix
+        from lawbench.plugins.law1 import erank, measure  # numpy: not at the law's import
 
         if anchor.quantity == model_level.QUANTITY:
             return model_level.sampler(anchor, profile, resources)
         if anchor.quantity == rank.QUANTITY:
-            return rank.sampler(anchor, profile, resources)
+            return erank.sampler(anchor, resources)
         from lawbench.store import model_file
 
         cases = anchor_cases(anchor)
         ref = next(iter(cases.values())).model
         model, path = catalogue_id(ref, anchor.id), model_file(ref, resources)
         imatrix = None
-        if needs_imatrix(cases):
+        if measure.needs_imatrix(cases):
             if resources is None:
                 raise NotApplicable("activations = 'imatrix' runs llama-imatrix: it needs the run's "
                                     "llama.cpp (resources)")
             imatrix = model_imatrix(model, Path(path), resources.llama(),
                                     profile.engine_threads() if profile is not None else None)
-        return TensorSampler(anchor, cases, str(path), imatrix)
+        return measure.TensorSampler(anchor, cases, str(path), imatrix)
 
 
 def model_imatrix(model: str, path: Path, llama: Any, threads: Any) -> Any:
