@@ -26,7 +26,7 @@ from lawbench import (
     Prediction,
     validation_error,
 )
-from lawbench.plugins.law1 import model_level
+from lawbench.plugins.law1 import model_level, rank
 from lawbench.plugins.law1.case import Law1Case, catalogue_id
 
 QUANTITY = "gauge/native error ratio"
@@ -59,8 +59,9 @@ def anchor_cases(anchor: Anchor) -> dict[str, Law1Case]:
                                      f"{len(case.layers)} layers listed (one sample per tensor)",
                         anchor=anchor.id, field="budget.max_samples")
     if anchor.quantity != QUANTITY:
-        raise DataError(ANCHOR_FILE, f"quantity must be {QUANTITY!r} (tensor level) or "
-                        f"{model_level.QUANTITY!r} (model level)", anchor=anchor.id, field="quantity")
+        raise DataError(ANCHOR_FILE, f"quantity must be {QUANTITY!r} (tensor level), "
+                        f"{model_level.QUANTITY!r} (model level) or {rank.QUANTITY!r} (the state variable)",
+                        anchor=anchor.id, field="quantity")
     return out
 
 
@@ -73,6 +74,8 @@ class Law1(Law):
     def check_anchor(self, anchor: Anchor) -> None:
         if anchor.quantity == model_level.QUANTITY:
             model_level.parse_case(anchor)
+        elif anchor.quantity == rank.QUANTITY:
+            rank.parse_case(anchor)
         else:
             anchor_cases(anchor)
 
@@ -83,23 +86,25 @@ class Law1(Law):
                             "every sample), not per anchor")
 
     def sampler(self, anchor: Anchor, profile: HardwareProfile, resources: Any) -> Any:
-        from lawbench.plugins.law1.measure import TensorSampler, needs_imatrix
+        from lawbench.plugins.law1 import erank, measure  # numpy: not at the law's import
 
         if anchor.quantity == model_level.QUANTITY:
             return model_level.sampler(anchor, profile, resources)
+        if anchor.quantity == rank.QUANTITY:
+            return erank.sampler(anchor, resources)
         from lawbench.store import model_file
 
         cases = anchor_cases(anchor)
         ref = next(iter(cases.values())).model
         model, path = catalogue_id(ref, anchor.id), model_file(ref, resources)
         imatrix = None
-        if needs_imatrix(cases):
+        if measure.needs_imatrix(cases):
             if resources is None:
                 raise NotApplicable("activations = 'imatrix' runs llama-imatrix: it needs the run's "
                                     "llama.cpp (resources)")
             imatrix = model_imatrix(model, Path(path), resources.llama(),
                                     profile.engine_threads() if profile is not None else None)
-        return TensorSampler(anchor, cases, str(path), imatrix)
+        return measure.TensorSampler(anchor, cases, str(path), imatrix)
 
 
 def model_imatrix(model: str, path: Path, llama: Any, threads: Any) -> Any:

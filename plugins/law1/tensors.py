@@ -62,8 +62,8 @@ class TensorFile:
         elif qtype == GGMLQuantizationType.F16:
             data = raw.view(np.float16).reshape(shape)
         else:
-            # dequantize wants the rows of blocks: (ne1, bytes per row)
-            data = dequantize(raw.reshape(shape[0], -1), qtype)
+            # dequantize wants rows of blocks; a 3-D tensor (MLA's per-head attn_k_b) comes back whole
+            data = dequantize(raw.reshape(shape[0], -1), qtype).reshape(shape)
         return RealTensor(name, info.type_name, np.ascontiguousarray(data, dtype=np.float32))
 
     def input_scale(self, name: str) -> Optional[np.ndarray]:

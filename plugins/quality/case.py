@@ -8,6 +8,8 @@
     arms.b = { model = "gguf:…", cache_type = "q8_0" }
 
 Statistics (every arm scores the same chunks of the same text; lawbench.plugins.quality.law):
+  * "ppl"              PPL(a), one file's perplexity              kind "measurement"
+                       (a gate's absolute score, e.g. "10.87 ± 0.34 on our WikiText-2 gate")
   * "ppl_ratio"        PPL(a) / PPL(b)                        kind "ratio"; per chunk exp(nll_a - nll_b)
   * "ppl_delta"        PPL(a) - PPL(b)                        kind "measurement"
   * "ppl_delta_ratio"  Σ_num (PPL(k) - PPL(ref)) / Σ_den (PPL(k) - PPL(ref))   kind "measurement"
@@ -27,8 +29,8 @@ from lawbench.engines import RecordText, TextReference, check_text_ref
 from lawbench.store import ModelReference, check_model_ref
 
 CACHE_TYPES = ("f16", "bf16", "q8_0", "q5_1", "q5_0", "q4_1", "q4_0", "iq4_nl")
-STATISTICS = ("ppl_ratio", "ppl_delta", "ppl_delta_ratio", "kld_mean")
-KIND_OF = {"ppl_ratio": "ratio", "ppl_delta": "measurement", "ppl_delta_ratio": "measurement",
+STATISTICS = ("ppl", "ppl_ratio", "ppl_delta", "ppl_delta_ratio", "kld_mean")
+KIND_OF = {"ppl": "measurement", "ppl_ratio": "ratio", "ppl_delta": "measurement", "ppl_delta_ratio": "measurement",
            "kld_mean": "measurement"}
 
 
@@ -55,6 +57,12 @@ class QualityCase(Strict):
     ctx: int = Field(default=512, ge=32)
     chunks: int = Field(ge=2)  # each chunk is one sample: disjoint, scored once per arm
     statistic: Literal[STATISTICS] = "ppl_ratio"  # type: ignore[valid-type]
+    # What the claim is a figure of. "text": the chunks are a sample of the text, and the interval
+    # says where the whole text's statistic lies (a law's claim). "chunks": the figure of exactly
+    # these chunks, as a gate prints it ("PPL = 10.8727 +/- 0.33891" over "32 chunks"): the chunks
+    # are the whole population, every one is scored, and the figure is computed, not estimated, so
+    # the band (the source's ±) is what judges it, not the chunk-to-chunk scatter the ± already is.
+    population: Literal["text", "chunks"] = "text"
     reference: Arm | None = None
     num: list[str] = Field(default_factory=lambda: ["a"])
     den: list[str] = Field(default_factory=lambda: ["b"])
@@ -83,6 +91,10 @@ def parse_case(anchor: Anchor) -> tuple[QualityCase, dict[str, Arm]]:
         raise DataError(ANCHOR_FILE, f"budget.max_samples {anchor.budget.max_samples} asks for more samples than "
                         f"the case's {case.chunks} chunks (one sample a chunk)", anchor=anchor.id,
                         field="budget.max_samples")
+    if case.population == "chunks" and not (anchor.budget.min_samples == anchor.budget.max_samples == case.chunks):
+        raise DataError(ANCHOR_FILE, f"population \"chunks\" is the figure of all {case.chunks} chunks: set "
+                        f"budget.min_samples = budget.max_samples = {case.chunks} (got {anchor.budget.min_samples} "
+                        f"and {anchor.budget.max_samples})", anchor=anchor.id, field="budget.min_samples")
     arms: dict[str, Arm] = {}
     for name, table in sorted(anchor.arms.items()):
         if name == "ref":
@@ -107,7 +119,7 @@ def parse_case(anchor: Anchor) -> tuple[QualityCase, dict[str, Arm]]:
     if not needs_ref and case.reference is not None:
         raise DataError(ANCHOR_FILE, f"statistic {case.statistic!r} reads no reference: remove case.reference",
                         anchor=anchor.id, field="case.reference")
-    named = {"ppl_ratio": ["a", "b"], "ppl_delta": ["a", "b"], "kld_mean": ["a"],
+    named = {"ppl": ["a"], "ppl_ratio": ["a", "b"], "ppl_delta": ["a", "b"], "kld_mean": ["a"],
              "ppl_delta_ratio": sorted(set(case.num) | set(case.den))}[case.statistic]
     if sorted(set(arms) - {"ref"}) != sorted(set(named)):
         raise DataError(ANCHOR_FILE, f"statistic {case.statistic!r} needs arms {named} (got "

@@ -9,11 +9,15 @@ paired sample — the same design as a Law 3 slice, with the record's own chunki
 
   * ppl_ratio: core's Student-t on the per-chunk log-ratios nll_a - nll_b (geometric mean =
     the whole-text ratio PPL(a)/PPL(b), since every chunk scores the same number of tokens);
-  * ppl_delta, ppl_delta_ratio: the statistic of the whole text (PPL = exp of the mean nll over
+  * ppl, ppl_delta, ppl_delta_ratio: the statistic of the whole text (PPL = exp of the mean nll over
     the chunks drawn), with a jackknife over chunks: the pseudo-values n·θ − (n−1)·θ₋ᵢ, centred on
     θ, go to core's Student-t on values (the jackknife's standard error for a smooth function of means);
   * kld_mean: the per-chunk mean KL divergence against the reference's saved logits (Student-t
     on values).
+
+A case with population = "chunks" claims the figure of exactly its chunks (a gate's printed score):
+every chunk is scored and the figure is computed, not estimated, so its interval has no width and
+the source's own ± (the band) judges it.
 
 The text is a shipped one or a pinned file of the public record (lawbench.core.engines.texts);
 a record text absent here is a SKIP that names it, and a FAIL on the anchor's own runner.
@@ -54,6 +58,8 @@ def ppl(nll: list[float]) -> float:
 def whole_text(case: QualityCase, nll: dict[str, list[float]]) -> float:
     """The case's statistic over the chunks given (each arm's list of per-chunk nll)."""
     p = {arm: ppl(v) for arm, v in nll.items()}
+    if case.statistic == "ppl":
+        return p["a"]
     if case.statistic == "ppl_delta":
         return p["a"] - p["b"]
     num = sum(p[k] - p["ref"] for k in case.num)
@@ -148,6 +154,8 @@ class ChunkSampler:
                 value = math.exp(row["a"] - row["b"])
             elif self.case.statistic == "kld_mean":
                 value = row["a"]
+            elif self.case.statistic == "ppl":  # for people: the chunk's own perplexity (jackknife decides)
+                value = math.exp(row["a"])
             else:  # for people: the chunk's log-perplexity gap; the verdict's values are the jackknife's
                 first = self.case.num[0] if self.case.statistic == "ppl_delta_ratio" else "a"
                 value = row[first] - row["ref" if "ref" in row else "b"]
@@ -158,10 +166,21 @@ class ChunkSampler:
 
     def statistic(self, samples: list[Sample]) -> list[float]:
         if self.case.statistic in ("ppl_ratio", "kld_mean"):
-            return [s.value for s in samples]
-        assert self.per_chunk is not None
-        idx = [s.raw["chunk"] for s in samples]
-        return jackknife(self.case, {arm: [v[i] for i in idx] for arm, v in self.per_chunk.items()})
+            values = [s.value for s in samples]
+        else:
+            assert self.per_chunk is not None
+            idx = [s.raw["chunk"] for s in samples]
+            values = jackknife(self.case, {arm: [v[i] for i in idx] for arm, v in self.per_chunk.items()})
+        if self.case.population == "chunks":
+            return [self._figure(values)] * len(values)
+        return values
+
+    def _figure(self, values: list[float]) -> float:
+        """The figure of all the chunks (population "chunks": parse_case made the budget take every
+        one): the centre core's interval would have, with no scatter left to estimate."""
+        if self.log_scale:
+            return math.exp(sum(math.log(v) for v in values) / len(values))
+        return sum(values) / len(values)  # the jackknife's values are centred on the whole-text figure
 
     def environment(self) -> dict[str, Any]:
         if not self._env:
@@ -177,8 +196,10 @@ class ChunkSampler:
         unit = ("one llama-perplexity chunk (disjoint, scored from an empty KV cache), every arm scored on it "
                 "in one process per arm")
         how = {"ppl_ratio": "student-t on per-chunk log-ratios", "kld_mean": "student-t on per-chunk mean KLD"}
-        return {"sampling_unit": unit, "statistic": self.case.statistic,
-                "interval": how.get(self.case.statistic, "jackknife pseudo-values over chunks, student-t"),
+        interval = how.get(self.case.statistic, "jackknife pseudo-values over chunks, student-t")
+        if self.case.population == "chunks":
+            interval = "none: every chunk scored, the figure of these chunks computed exactly (population = chunks)"
+        return {"sampling_unit": unit, "statistic": self.case.statistic, "interval": interval,
                 **self.info, "runs": self.runs}
 
 
