@@ -40,7 +40,7 @@ from lawbench import ANCHOR_FILE, DataError, FiniteFloat, Strict, validation_err
 # The bench table of a measured case (bench_case.py).
 from lawbench.plugins.law4.bench_case import BenchCase
 from lawbench.plugins.law4.pricing import KV_TYPES
-from lawbench.plugins.law4.spread_case import ORDER_KINDS, SPREAD_KINDS, SpreadCase
+from lawbench.plugins.law4.spread_case import ORDERED_KINDS, SPREAD_KINDS, SpreadCase
 from lawbench.store import ModelReference
 
 CASE_FILE = ANCHOR_FILE  # a law does not know the anchor's file; core fills it in
@@ -75,6 +75,7 @@ Quantity = Literal[
     # Order effects (plugins/law4/order_effect.py, register L-31): per schedule of passes through the arms,
     "order_spread",  # (max − min) / 2 / mean of an arm's readings with one predecessor: min or max over groups
     "order_span",  # max / min of an arm's readings over the schedule (every predecessor, or one side)
+    "step_change",  # per round of one visit per arm: the largest fall (min) or rise (max) between neighbours (L-08)
     # The disk tier's η read back from a decode streamed past RAM (plugins/law4/eta_disk.py): the
     # bytes the page cache missed (measured residency) over BW_disk × the seconds the other terms leave.
     "eta_disk_implied",
@@ -120,6 +121,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "eta_range": ("spread",),
     "order_spread": ("spread",),
     "order_span": ("spread",),
+    "step_change": ("spread",),
     "eta_disk_implied": ("model", "bench"),
 }
 
@@ -261,8 +263,10 @@ class Law4Case(Strict):
                 self.spread.after is None or self.spread.statistic is None):
             raise ValueError("spread.after: an order_spread anchor judges readings split by their predecessor: "
                              "after = \"equal-or-higher\" or \"lower\", and statistic = \"min\" or \"max\"")
-        if self.quantity not in ORDER_KINDS and self.spread is not None and self.spread.order:
-            raise ValueError("spread.order: a schedule of passes belongs to order_spread and order_span")
+        if self.quantity not in ORDERED_KINDS and self.spread is not None and self.spread.order:
+            raise ValueError(f"spread.order: an order of the arms belongs to {', '.join(ORDERED_KINDS)}")
+        if self.quantity == "step_change" and self.spread is not None and self.spread.statistic is None:
+            raise ValueError("spread.statistic: a step_change judges the largest fall (\"min\") or rise (\"max\")")
         if self.quantity == "eta_range" and (self.spread is None or self.spread.statistic is None):
             raise ValueError("spread.statistic: an eta_range anchor judges one end of the range: "
                              "statistic = \"min\" or \"max\"")

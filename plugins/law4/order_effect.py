@@ -25,6 +25,7 @@ from lawbench import Anchor, DataError, EngineError, HardwareProfile, Sample
 from lawbench.plugins.law4 import measure
 from lawbench.plugins.law4.case import arm_case, CASE_FILE, check_measured, Law4Case, parse_case
 from lawbench.plugins.law4.scope import check_measured_on
+from lawbench.plugins.law4.spread import _median as median
 from lawbench.plugins.law4.spread_case import ORDER_KINDS, SpreadCase
 
 if TYPE_CHECKING:
@@ -221,13 +222,8 @@ def sampler(anchor: Anchor, profile: HardwareProfile, resources: "Resources") ->
     labels = {name: f"{name}: {measure._label(c, params[name])}" for name, c in cases.items()}
     first = next(iter(cases.values()))
     assert first.bench is not None and first.spread is not None
-    per_visit = measure.fastest if first.bench.per_visit == "fastest" else _median
+    per_visit = measure.fastest if first.bench.per_visit == "fastest" else median
     return OrderSampler(first.quantity, first.spread, visits, labels, reps=first.bench.reps, per_visit=per_visit,
                         protocol={"engine": measure.ENGINES[first.bench.tool], "llama_cpp": llama.version,
                                   "bench_params": params, "models": {k: str(v) for k, v in files.items()}})
 
-
-def _median(values: list[float]) -> Optional[float]:
-    import statistics
-
-    return statistics.median(values) if values else None

@@ -6,6 +6,7 @@ without importing the samplers.
     spread = { statistic = "min", bytes = "active" }          eta_range
     spread = { order = ["k8", "k4", "k2", "k1"], passes = 5, warmup = 3,
                arms = ["k4", "k8"], after = "lower", statistic = "min" }   order_spread / order_span
+    spread = { order = ["ub512", "ub1024", "ub1536", "ub2048"], statistic = "min" }   step_change
 """
 from __future__ import annotations
 
@@ -16,8 +17,9 @@ from pydantic import Field, model_validator
 from lawbench import Strict
 
 # Quantities whose one sample is a statistic over several readings (measured only, never priced).
-SPREAD_KINDS = ("decode_spread", "eta_range", "order_spread", "order_span")
+SPREAD_KINDS = ("decode_spread", "eta_range", "order_spread", "order_span", "step_change")
 ORDER_KINDS = ("order_spread", "order_span")
+ORDERED_KINDS = (*ORDER_KINDS, "step_change")  # the ones whose arms run in a named order
 
 
 class SpreadCase(Strict):
@@ -27,13 +29,15 @@ class SpreadCase(Strict):
     through the arms (order_spread, order_span: the readings split by the arm that ran before)."""
 
     visits: int = Field(default=6, ge=2, le=50)  # decode_spread: consecutive fresh visits per sample
-    statistic: Optional[Literal["min", "max"]] = None  # eta_range, order_spread: which end over arms / groups
+    # eta_range, order_spread, step_change: which end over the arms / groups / steps
+    statistic: Optional[Literal["min", "max"]] = None
     # eta_range: the bytes an arm's η is read on, as its source printed it: "active" (what a token
     # reads: the law's tier η, L-14's ladder) or "file" (the whole file: L-15's per-format η)
     bytes: Literal["active", "file"] = "active"
     # order_spread / order_span (register L-31): the arms from the highest setting to the lowest (k=8
     # first); odd passes run them in this order, even passes backwards ('forward, backward, forward'),
     # after `warmup` discarded visits of the first, so each arm meets the neighbours the record's did.
+    # step_change (L-08): the arms in the order of the swept parameter; a step is a neighbour pair.
     order: list[str] = Field(default_factory=list)
     passes: int = Field(default=5, ge=2, le=21)
     warmup: int = Field(default=1, ge=0, le=10)
