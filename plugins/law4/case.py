@@ -79,6 +79,7 @@ Quantity = Literal[
     # The disk tier's η read back from a decode streamed past RAM (plugins/law4/eta_disk.py): the
     # bytes the page cache missed (measured residency) over BW_disk × the seconds the other terms leave.
     "eta_disk_implied",
+    "eta_population_spread",  # largest over smallest η of published members (L-18; plugins/law4/population.py)
 ]
 
 # Unit scales per quantity: predict() returns the value in the anchor's own unit.
@@ -123,6 +124,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "order_span": ("spread",),
     "step_change": ("spread",),
     "eta_disk_implied": ("model", "bench"),
+    "eta_population_spread": ("population",),
 }
 
 
@@ -226,6 +228,8 @@ class Law4Case(Strict):
     scope: Optional[Literal["cpu-tier"]] = None
     measured_on: Optional[MeasuredOn] = None
     spread: Optional[SpreadCase] = None  # decode_spread / eta_range: how one sample is formed
+    # Published figures of machines no runner holds, as the source prints each (L-18's η per architecture)
+    population: Optional[dict[str, FiniteFloat]] = Field(default=None, min_length=2)
 
     @model_validator(mode="after")
     def _needs(self) -> "Law4Case":

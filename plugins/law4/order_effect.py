@@ -21,11 +21,11 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
-from lawbench import Anchor, DataError, EngineError, HardwareProfile, Sample
+from lawbench import Anchor, DataError, EngineError, HardwareProfile, Sample, Visit
 from lawbench.plugins.law4 import measure
 from lawbench.plugins.law4.case import arm_case, CASE_FILE, check_measured, Law4Case, parse_case
 from lawbench.plugins.law4.scope import check_measured_on
-from lawbench.plugins.law4.spread import _median as median
+from lawbench.plugins.law4.spread import _median as median, _snapshot
 from lawbench.plugins.law4.spread_case import ORDER_KINDS, SpreadCase
 
 if TYPE_CHECKING:
@@ -125,9 +125,9 @@ def order_cases(anchor: Anchor) -> dict[str, Law4Case]:
 class OrderSampler:
     """One schedule of visits per sample (core's Sampler protocol)."""
 
-    def __init__(self, quantity: str, spread: SpreadCase, visits: dict[str, Callable[[int], Any]],
+    def __init__(self, quantity: str, spread: SpreadCase, visits: dict[str, Callable[[int], Visit]],
                  labels: dict[str, str], *, reps: int, per_visit: Callable[[list[float]], Optional[float]],
-                 protocol: Optional[dict[str, Any]] = None):
+                 protocol: Optional[dict[str, object]] = None):
         self.quantity, self.spread, self.arms, self.labels = quantity, spread, visits, labels
         self.log_scale = quantity == "order_span"  # a span is a ratio of speeds; a spread can be 0
         self.judged = spread.arms or spread.order
@@ -195,8 +195,6 @@ class OrderSampler:
         return [s.value for s in samples]
 
     def environment(self) -> dict[str, Any]:
-        from lawbench.plugins.law4.spread import _snapshot
-
         return {"after": _snapshot()}
 
     def protocol(self) -> dict[str, Any]:

@@ -14,9 +14,9 @@ predecessor, is in the record.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
-from lawbench import Anchor, DataError, HardwareProfile, Sample
+from lawbench import Anchor, DataError, HardwareProfile, Sample, Visit
 from lawbench.plugins.law4 import measure
 from lawbench.plugins.law4.case import arm_case, CASE_FILE, check_measured, Law4Case, parse_case
 from lawbench.plugins.law4.scope import check_measured_on
@@ -61,8 +61,11 @@ def step_cases(anchor: Anchor) -> dict[str, Law4Case]:
 class StepSampler(SpreadSampler):
     """Rounds of one visit per arm; one sample per round: the largest fall or rise between neighbours."""
 
-    def __init__(self, order: list[str], *args: Any, **kwargs: Any):
-        super().__init__("step_change", *args, **kwargs)
+    def __init__(self, order: list[str], visits: dict[str, Callable[[int], Visit]], labels: dict[str, str], *,
+                 reps: int, per_visit: Callable[[list[float]], Optional[float]], statistic: Optional[str],
+                 protocol: Optional[dict[str, object]] = None):
+        super().__init__("step_change", visits, labels, reps=reps, per_visit=per_visit, statistic=statistic,
+                         protocol=protocol)
         self.order = order
         self.log_scale = False  # a change can be negative
 
