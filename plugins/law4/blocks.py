@@ -10,6 +10,13 @@ are listed (Q3_K and Q6_K carry a scale alone).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from lawbench import DataError
+from lawbench.plugins.law4.case import CASE_FILE
+
+if TYPE_CHECKING:
+    from lawbench.plugins.law4.case import Law4Case
 
 QK_K = 256  # weights per super-block (ggml-common.h: #define QK_K 256)
 
@@ -48,3 +55,18 @@ def scale_density(weight_type: str) -> float:
         raise KeyError(f"no k-quant block layout with scale+min for {weight_type!r}; "
                        f"known: {', '.join(BLOCKS)}")
     return BLOCKS[key].chains_per_quant_byte
+
+
+def block_densities(case: "Law4Case", anchor_id: str) -> tuple[float, float]:
+    """Scale+min chains per quant byte of case.weight_type and of case.vs.weight_type."""
+    ref = (case.vs or {}).get("weight_type")
+    out = []
+    for field, wtype in (("case.weight_type", case.weight_type), ("case.vs.weight_type", ref)):
+        if not isinstance(wtype, str):
+            raise DataError(CASE_FILE, "scale_density_ratio compares two k-quant formats: give "
+                            "vs = { weight_type = \"...\" }", anchor=anchor_id, field=field)
+        try:
+            out.append(scale_density(wtype))
+        except KeyError as exc:
+            raise DataError(CASE_FILE, str(exc.args[0]), anchor=anchor_id, field=field) from None
+    return out[0], out[1]

@@ -40,6 +40,7 @@ from lawbench import ANCHOR_FILE, DataError, FiniteFloat, Strict, validation_err
 # The bench table of a measured case (bench_case.py).
 from lawbench.plugins.law4.bench_case import BenchCase
 from lawbench.plugins.law4.pricing import KV_TYPES
+from lawbench.plugins.law4.spread_case import ORDERED_KINDS, SPREAD_KINDS, SpreadCase
 from lawbench.store import ModelReference
 
 CASE_FILE = ANCHOR_FILE  # a law does not know the anchor's file; core fills it in
@@ -71,9 +72,14 @@ Quantity = Literal[
     # Spreads (plugins/law4/spread.py), measured only: one sample is a statistic over several readings.
     "decode_spread",  # (max − min) / mean of the arm's decode tok/s over spread.visits consecutive visits
     "eta_range",  # per round of one visit per arm: the min or max over the arms of each arm's implied η
+    # Order effects (plugins/law4/order_effect.py, register L-31): per schedule of passes through the arms,
+    "order_spread",  # (max − min) / 2 / mean of an arm's readings with one predecessor: min or max over groups
+    "order_span",  # max / min of an arm's readings over the schedule (every predecessor, or one side)
+    "step_change",  # per round of one visit per arm: the largest fall (min) or rise (max) between neighbours (L-08)
     # The disk tier's η read back from a decode streamed past RAM (plugins/law4/eta_disk.py): the
     # bytes the page cache missed (measured residency) over BW_disk × the seconds the other terms leave.
     "eta_disk_implied",
+    "eta_population_spread",  # largest over smallest η of published members (L-18; plugins/law4/population.py)
 ]
 
 # Unit scales per quantity: predict() returns the value in the anchor's own unit.
@@ -114,7 +120,11 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "draft_acceptance": ("model", "bench"),
     "decode_spread": ("model", "bench", "spread"),
     "eta_range": ("spread",),
+    "order_spread": ("spread",),
+    "order_span": ("spread",),
+    "step_change": ("spread",),
     "eta_disk_implied": ("model", "bench"),
+    "eta_population_spread": ("population",),
 }
 
 
@@ -143,18 +153,6 @@ class TierOverride(Strict):
         if self.ddr_mts is not None:
             return self.ddr_mts * 8 * self.ddr_channels / 1000.0
         return self.bandwidth_gbs
-
-
-class SpreadCase(Strict):
-    """How a spread anchor forms one sample (plugins/law4/spread.py): over `visits` consecutive
-    engine visits of one arm (decode_spread: (max − min) / mean, the register's own "relative
-    spread"), or over one visit of every arm (eta_range: the arms' implied η, their `statistic`)."""
-
-    visits: int = Field(default=6, ge=2, le=50)  # decode_spread: consecutive fresh visits per sample
-    statistic: Optional[Literal["min", "max"]] = None  # eta_range: which end of the range
-    # eta_range: the bytes an arm's η is read on, as its source printed it: "active" (what a token
-    # reads: the law's tier η, L-14's ladder) or "file" (the whole file: L-15's per-format η)
-    bytes: Literal["active", "file"] = "active"
 
 
 class PlacementCase(Strict):
@@ -230,6 +228,8 @@ class Law4Case(Strict):
     scope: Optional[Literal["cpu-tier"]] = None
     measured_on: Optional[MeasuredOn] = None
     spread: Optional[SpreadCase] = None  # decode_spread / eta_range: how one sample is formed
+    # Published figures of machines no runner holds, as the source prints each (L-18's η per architecture)
+    population: Optional[dict[str, FiniteFloat]] = Field(default=None, min_length=2)
 
     @model_validator(mode="after")
     def _needs(self) -> "Law4Case":
@@ -260,9 +260,17 @@ class Law4Case(Strict):
                              f"{self.measured_on.threads} (the anchor runs at the source's threads)")
         if self.scope is not None and self.bench is None:
             raise ValueError("scope: the scope rules are measured; a case without a bench table has nothing to probe")
-        if self.spread is not None and self.quantity not in ("decode_spread", "eta_range"):
-            raise ValueError(f"spread: only a decode_spread or eta_range case forms its sample from a "
+        if self.spread is not None and self.quantity not in SPREAD_KINDS:
+            raise ValueError(f"spread: only a {', '.join(SPREAD_KINDS)} case forms its sample from a "
                              f"spread, not {self.quantity!r}")
+        if self.quantity == "order_spread" and self.spread is not None and (
+                self.spread.after is None or self.spread.statistic is None):
+            raise ValueError("spread.after: an order_spread anchor judges readings split by their predecessor: "
+                             "after = \"equal-or-higher\" or \"lower\", and statistic = \"min\" or \"max\"")
+        if self.quantity not in ORDERED_KINDS and self.spread is not None and self.spread.order:
+            raise ValueError(f"spread.order: an order of the arms belongs to {', '.join(ORDERED_KINDS)}")
+        if self.quantity == "step_change" and self.spread is not None and self.spread.statistic is None:
+            raise ValueError("spread.statistic: a step_change judges the largest fall (\"min\") or rise (\"max\")")
         if self.quantity == "eta_range" and (self.spread is None or self.spread.statistic is None):
             raise ValueError("spread.statistic: an eta_range anchor judges one end of the range: "
                              "statistic = \"min\" or \"max\"")

@@ -16,8 +16,9 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from lawbench import Anchor, DataError, HardwareProfile, Law, NotApplicable, Prediction
-from lawbench.plugins.law4 import measured_kinds
+from lawbench.plugins.law4 import measured_kinds, population
 from lawbench.plugins.law4 import pricing as P
+from lawbench.plugins.law4.blocks import block_densities
 from lawbench.plugins.law4.case import (
     CASE_FILE,
     Law4Case,
@@ -40,23 +41,6 @@ from lawbench.plugins.law4.versions import CPU_ATTENTION, CURRENT, LawVersion, c
 
 class TierUnknown(NotApplicable):
     """The profile has no bandwidth or η for a tier the case needs: a SKIP until measured there."""
-
-
-def _block_densities(case: Law4Case, anchor_id: str) -> tuple[float, float]:
-    """Scale+min chains per quant byte of case.weight_type and of case.vs.weight_type."""
-    from lawbench.plugins.law4.blocks import scale_density
-
-    ref = (case.vs or {}).get("weight_type")
-    out = []
-    for field, wtype in (("case.weight_type", case.weight_type), ("case.vs.weight_type", ref)):
-        if not isinstance(wtype, str):
-            raise DataError(CASE_FILE, "scale_density_ratio compares two k-quant formats: give "
-                            "vs = { weight_type = \"...\" }", anchor=anchor_id, field=field)
-        try:
-            out.append(scale_density(wtype))
-        except KeyError as exc:
-            raise DataError(CASE_FILE, str(exc.args[0]), anchor=anchor_id, field=field) from None
-    return out[0], out[1]
 
 
 # --------------------------------------------------------------------------- the law
@@ -100,7 +84,7 @@ class Law4(Law):
                                            f"{case.quantity!r}; name the same quantity in both",
                                 anchor=anchor.id, field="quantity")
             if case.quantity == "scale_density_ratio":
-                _block_densities(case, anchor.id)  # a format without a listed layout, found at check
+                block_densities(case, anchor.id)  # a format without a listed layout, found at check
             elif case.vs is not None:
                 reference_arm(case, anchor.case, anchor.id)
         if anchor.kind != "census":
@@ -232,6 +216,8 @@ class Law4(Law):
         if q == "draft_acceptance":  # check_anchor refuses it on a prediction; a direct call lands here
             raise DataError(CASE_FILE, "draft_acceptance is measured in llama-server, never priced",
                             anchor=anchor.id, field="case.quantity")
+        if q in population.QUANTITIES:  # arithmetic on published figures: no model, no tiers
+            return population.compute(case, anchor.id)
         if q in measured_kinds.MEASURED_ONLY:  # their checks refuse them on a prediction
             raise DataError(CASE_FILE, f"{q} is measured (a spread of readings, or a perplexity), never priced",
                             anchor=anchor.id, field="case.quantity")
@@ -244,7 +230,7 @@ class Law4(Law):
         if q in ("fits", "fit_margin_gb"):
             return self._fit(case, shape, profile, version)
         if q == "scale_density_ratio":
-            mine, ref = _block_densities(case, anchor.id)
+            mine, ref = block_densities(case, anchor.id)
             return mine / ref, {"chains_per_quant_byte": mine, "reference_chains_per_quant_byte": ref,
                                 "source": "ggml/src/ggml-common.h (block_q*_K), plugins/law4/blocks.py"}
         if q == "cpu_attention_k_from_layer_cost":

@@ -1,6 +1,8 @@
 """Law 4's measured-only quantities, each with its own sampler and check: the law never prices them.
 
     decode_spread, eta_range   plugins/law4/spread.py      a statistic over a round of engine visits
+    order_spread, order_span   plugins/law4/order_effect.py  readings split by the arm that ran before
+    step_change                plugins/law4/step.py        the largest change between neighbouring settings
     eta_disk_implied           plugins/law4/eta_disk.py    η_disk read back from a decode and its residency
 
 Law4.check_anchor and Law4.sampler hand these quantities here first (``handles``); eta_disk_implied
@@ -11,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from lawbench import Anchor, DataError, HardwareProfile
-from lawbench.plugins.law4 import eta_disk, spread
+from lawbench.plugins.law4 import eta_disk, order_effect, spread, step
 from lawbench.plugins.law4.case import CASE_FILE, unit_scale
 from lawbench.plugins.law4.models import check_model_ref
 from lawbench.plugins.law4.spread import SPREAD_QUANTITIES, spread_cases
@@ -20,7 +22,7 @@ if TYPE_CHECKING:
     from lawbench import Resources
     from lawbench.plugins.law4.law import Law4
 
-MEASURED_ONLY = (*SPREAD_QUANTITIES, "eta_disk_implied")
+MEASURED_ONLY = (*SPREAD_QUANTITIES, *order_effect.ORDER_KINDS, "step_change", "eta_disk_implied")
 
 
 def quantity(anchor: Anchor) -> Any:
@@ -35,6 +37,10 @@ def check(anchor: Anchor) -> bool:
         return False  # one llama-bench arm: the law's usual checks follow
     if q in SPREAD_QUANTITIES:
         cases = spread_cases(anchor)
+    elif q in order_effect.ORDER_KINDS:
+        cases = order_effect.order_cases(anchor)
+    elif q == "step_change":
+        cases = step.step_cases(anchor)
     else:
         return False
     if anchor.quantity != q:
@@ -51,6 +57,10 @@ def sampler(law: "Law4", anchor: Anchor, profile: HardwareProfile, resources: "R
     q = quantity(anchor)
     if q in SPREAD_QUANTITIES:
         return spread.sampler(law, anchor, profile, resources)
+    if q in order_effect.ORDER_KINDS:
+        return order_effect.sampler(anchor, profile, resources)
+    if q == "step_change":
+        return step.sampler(anchor, profile, resources)
     if q == "eta_disk_implied":
         return eta_disk.sampler(law, anchor, profile, resources)
     return None

@@ -9,6 +9,8 @@ printed, as told by `planted.json` in the wrapper's folder (absent: a faithful p
   {"slow_files": {"NAME": 0.6}}  the same for a model whose file name contains NAME (one model, not a format)
   {"slow_every": [2, 0.6]}     every 2nd invocation that runs a model (counted in `invocations` beside
                                planted.json) ran at 0.6 x its speed: a run-to-run instability
+  {"slow_when": [["-ub", "128"], 0.5]}  every run given `-ub 128` ran at 0.5 x its speed (one setting of
+                               a case parameter, not a model: a cliff in a sweep)
   {"drop": ["repack"]}         stderr lines containing "repack" are not printed: a load-log label is lost
   {"args": ["--repack", "0"]}  appended to the real llama-bench's arguments (an engine switch turned)
 
@@ -72,6 +74,10 @@ def main() -> int:
         counter.write_text(str(n), encoding="utf-8")
         if n % int(every) == 0:
             slow = {**slow, "": float(factor)}  # "" is in every model type: this whole run
+    if plan.get("slow_when"):
+        (flag, value), factor = plan["slow_when"]
+        if any(a == flag and b == str(value) for a, b in zip(args, args[1:])):
+            slow = {**slow, "": float(factor)}
     if (slow or slow_files) and out.strip():
         text = out.strip()
         if text.startswith("["):
