@@ -42,17 +42,20 @@ _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 @dataclass(frozen=True)
 class Request:
     """One /completion request. temperature 0 and a fixed seed: a speculative and a plain arm
-    then decode the same tokens, so their speeds compare the same work; no prompt cache, so a
-    request never reuses the previous one's KV (register D-10's replay artifact)."""
+    then decode the same tokens, so their speeds compare the same work. No prompt cache by
+    default, so a request never reuses the previous one's KV (register D-10's replay artifact);
+    ``cache_prompt`` asks the server to keep it, so a later request of the same server that starts
+    with the same tokens processes only the rest (its ``timings.prompt_n`` and ``prompt_ms``)."""
 
     prompt: str
     n_predict: int
     ignore_eos: bool = False
     timeout_s: float = 600.0
+    cache_prompt: bool = False
 
     def body(self) -> dict[str, Any]:
         return {"prompt": self.prompt, "n_predict": self.n_predict, "temperature": 0.0, "seed": 0,
-                "cache_prompt": False, "ignore_eos": self.ignore_eos, "stream": False}
+                "cache_prompt": self.cache_prompt, "ignore_eos": self.ignore_eos, "stream": False}
 
 
 @dataclass

@@ -69,6 +69,9 @@ Quantity = Literal[
     # Accepted over drafted tokens of a llama-server request (timings.draft_n_accepted / draft_n):
     # measured only; the law has no speculation term to price it (plugins/law4/speculative.py).
     "draft_acceptance",
+    # Prompt time of a server session's first request over its last's, every request on the same
+    # document with cache_prompt (register V-10): measured only, in llama-server (speculative.py).
+    "prefix_cache_speedup",
     # Spreads (plugins/law4/spread.py), measured only: one sample is a statistic over several readings.
     "decode_spread",  # (max − min) / mean of the arm's decode tok/s over spread.visits consecutive visits
     "eta_range",  # per round of one visit per arm: the min or max over the arms of each arm's implied η
@@ -118,6 +121,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "fits": ("model",),
     "fit_margin_gb": ("model",),
     "draft_acceptance": ("model", "bench"),
+    "prefix_cache_speedup": ("model", "bench"),
     "decode_spread": ("model", "bench", "spread"),
     "eta_range": ("spread",),
     "order_spread": ("spread",),
@@ -290,6 +294,7 @@ def check_measured(case: Law4Case, kind: str, anchor_id: str, where: str = "case
     default k and call it k), and, on an agreement anchor (measured over the law's price),
     what the law does not price: parallel slots, a V cache other than kv_type."""
     _check_acceptance(case, kind, anchor_id, where)
+    _check_prefix_cache(case, kind, anchor_id, where)
     if kind == "prediction":
         return
     b = case.bench
@@ -329,6 +334,35 @@ def _check_acceptance(case: Law4Case, kind: str, anchor_id: str, where: str) -> 
         raise DataError(CASE_FILE, "draft_acceptance counts a drafter's tokens: the case runs in llama-server "
                         "(bench.tool = \"server\") with a bench.server.spec.type other than \"none\"",
                         anchor=anchor_id, field=f"{where}.bench.server.spec.type")
+
+
+def _check_prefix_cache(case: Law4Case, kind: str, anchor_id: str, where: str) -> None:
+    """prefix_cache_speedup is read from one server session's request sequence: the first request
+    is cold only on a fresh server with no warm-up request, and its last must be a later one."""
+    b = case.bench
+    server = b.server if b is not None and b.tool == "server" else None
+    document = server is not None and server.prompt == "document"
+    if case.quantity != "prefix_cache_speedup":
+        if document:
+            raise DataError(CASE_FILE, "a document prompt times prompt processing over a request sequence: "
+                            "case.quantity must be \"prefix_cache_speedup\"", anchor=anchor_id,
+                            field=f"{where}.bench.server.prompt")
+        return
+    if kind != "measurement":
+        raise DataError(CASE_FILE, f"prefix_cache_speedup is read from llama-server's own prompt timings and the "
+                        f"law has no prompt-cache term to price it: kind must be \"measurement\", not {kind!r}",
+                        anchor=anchor_id, field="kind")
+    if not document or len(server.questions) < 2:  # type: ignore[union-attr]
+        raise DataError(CASE_FILE, "prefix_cache_speedup compares a session's first request with its last: the "
+                        "case runs in llama-server (bench.tool = \"server\") with server.prompt = \"document\" "
+                        "and at least two questions", anchor=anchor_id, field=f"{where}.bench.server.questions")
+    if b.warmup or b.reps != 1:  # type: ignore[union-attr]
+        raise DataError(CASE_FILE, "the first request must be cold (register V-10: 'a server restart is cold'): "
+                        "one session per visit, bench.warmup = false and bench.reps = 1",
+                        anchor=anchor_id, field=f"{where}.bench.warmup")
+    if server.spec.type != "none":  # type: ignore[union-attr]
+        raise DataError(CASE_FILE, "prefix_cache_speedup times prompt processing; leave speculation out "
+                        "(spec.type \"none\")", anchor=anchor_id, field=f"{where}.bench.server.spec.type")
 
 
 def priced_case(case: Law4Case) -> Law4Case:

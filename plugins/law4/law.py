@@ -213,8 +213,8 @@ class Law4(Law):
     def compute(self, case: Law4Case, profile: HardwareProfile, anchor: Anchor,
                 models: Optional[Models] = None, version: LawVersion = CURRENT) -> tuple[float, dict[str, Any]]:
         q = case.quantity
-        if q == "draft_acceptance":  # check_anchor refuses it on a prediction; a direct call lands here
-            raise DataError(CASE_FILE, "draft_acceptance is measured in llama-server, never priced",
+        if q in ("draft_acceptance", "prefix_cache_speedup"):  # check_anchor refuses them on a prediction
+            raise DataError(CASE_FILE, f"{q} is measured in llama-server, never priced",
                             anchor=anchor.id, field="case.quantity")
         if q in population.QUANTITIES:  # arithmetic on published figures: no model, no tiers
             return population.compute(case, anchor.id)

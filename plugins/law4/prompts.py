@@ -7,6 +7,11 @@ dedicated to the public domain (CC0 1.0); it quotes nobody.
     copy   the passage, then a request to write it out again word for word: output that reuses the
            context, the copy regime of register V-04/V-12 ('edits, refactors, quoting')
 
+    document  the first N characters of the shipped text lawbench scores perplexity on (anchors/texts:
+           The Python Language Reference, PSF-2.0, pinned by SHA-256), then one of QUESTIONS: the
+           many-questions-one-document shape of register V-10 (prefix caching), whose own
+           '~2048-token prompt (wikitext)' and questions are not published
+
 The register's own prompts (its 'edit task', 'novel code', 'novel prose') are not published; an
 anchor that uses these says so in its notes.
 """
@@ -31,3 +36,19 @@ COPY = ("Below is a passage. Write it out again exactly as it is, word for word,
         "and no comments.\n\nPassage:\n" + PASSAGE + "\n\nThe passage, copied exactly:\n")
 
 PROMPTS = {"novel": NOVEL, "copy": COPY}
+
+# Written for lawbench (CC0 1.0, as the passage above); each differs from the others in its words,
+# so a request after another processes only its own question when the server keeps the document.
+QUESTIONS = {
+    "a": "Question: what does the text above say about how names are bound?\nAnswer:",
+    "b": "Question: which statements does the text above describe first?\nAnswer:",
+    "c": "Question: summarise the text above in one sentence.\nAnswer:",
+}
+
+
+def document(chars: int, question: str) -> str:
+    """The document prompt: the shipped text's first ``chars`` characters, a blank line, a question."""
+    from lawbench.engines import shipped_text
+
+    text = shipped_text().read_text(encoding="utf-8")[:chars]
+    return f"{text}\n\n{QUESTIONS[question]}"

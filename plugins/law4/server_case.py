@@ -45,10 +45,28 @@ class SpecTable(Strict):
 
 
 class ServerOptions(Strict):
-    """How llama-server runs a case (bench.server): the prompt, the context, the speculation."""
+    """How llama-server runs a case (bench.server): the prompt, the context, the speculation.
 
-    prompt: Literal["novel", "copy"]  # plugins/law4/prompts.py
+    ``prompt = "document"`` sends one request per entry of ``questions``, in order, on one server:
+    the same document (the first ``document_chars`` characters of the shipped text) and that
+    question (plugins/law4/prompts.py); with ``cache_prompt`` the server keeps each request's KV
+    for the next (register V-10: 'Request 1 with `cache_prompt: true` (cold). Request 2: same
+    document, DIFFERENT question')."""
+
+    prompt: Literal["novel", "copy", "document"]  # plugins/law4/prompts.py
+    questions: list[Literal["a", "b", "c"]] = Field(default_factory=list)  # prompt "document": the requests
+    document_chars: Optional[int] = Field(default=None, ge=200)  # prompt "document": its length
+    cache_prompt: bool = False  # keep each request's KV for the next request of the same server
     ctx: int = Field(default=4096, ge=256)  # -c: prompt + n_gen must fit
     ignore_eos: bool = False  # true: always n_gen tokens (a model that stops early times fewer)
     load_timeout_s: float = Field(default=300.0, gt=0)  # until /health answers ok
     spec: SpecTable = Field(default_factory=SpecTable)
+
+    @model_validator(mode="after")
+    def _document_fields(self) -> "ServerOptions":
+        document = self.prompt == "document"
+        if document != bool(self.questions) or document != (self.document_chars is not None):
+            raise ValueError("prompt \"document\" asks its questions of a document of document_chars "
+                             "characters: give prompt = \"document\", questions and document_chars together, "
+                             "or none of them")
+        return self

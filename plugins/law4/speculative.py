@@ -20,6 +20,12 @@ L-13: '66-68% acceptance at 384-token drafts'); a request that drafted nothing h
 and a visit without one is an engine error, never a zero. A ratio anchor (speculation on over off) interleaves its arms
 A B B A exactly as the llama-bench path does (core.stats.protocol.ArmSampler); the off arm is
 ``spec = { type = "none" }`` on the same server build, prompt and n_gen.
+
+With ``case.quantity = "prefix_cache_speedup"`` a visit is one server session of several requests:
+``server.prompt = "document"`` asks each of ``server.questions`` after the same document, with
+``cache_prompt`` (register V-10, prereg #29), and the visit's one reading is the first request's
+``timings.prompt_ms`` over the last's. ``questions = ["a", "b"]`` is the second question against the
+document; ``["a", "b", "c", "c"]`` ends on an identical repeat.
 """
 from __future__ import annotations
 
@@ -62,10 +68,25 @@ def acceptance(timings: list[dict[str, Any]], scale: float = 1.0) -> list[float]
             if t.get("draft_n") and "draft_n_accepted" in t]
 
 
-def _readings(case: Any, timed: list[dict[str, Any]], scale: float, model: Path) -> list[float]:
-    """A visit's readings: each timed request's decode tok/s, or its draft acceptance."""
+def prefix_speedup(timings: list[dict[str, Any]]) -> float:
+    """A session's first request's prompt time over its last's (register V-10: '5380.8 -> 183.4 ms
+    prompt time'); a prompt time that is not a positive number is an engine error, never a guess."""
     from lawbench import EngineError
 
+    first, last = (t.get("prompt_ms") for t in (timings[0], timings[-1]))
+    if not all(isinstance(v, (int, float)) and v > 0 for v in (first, last)):
+        raise EngineError(f"llama-server answered without a positive timings.prompt_ms (first {first!r}, "
+                          f"last {last!r}): the prefix cache's speedup is undefined")
+    return float(first) / float(last)
+
+
+def _readings(case: Any, timed: list[dict[str, Any]], scale: float, model: Path) -> list[float]:
+    """A visit's readings: each timed request's decode tok/s, or its draft acceptance, or the
+    session's prefix-cache speedup (one reading per session)."""
+    from lawbench import EngineError
+
+    if case.quantity == "prefix_cache_speedup":
+        return [prefix_speedup(timed) / scale]
     if case.quantity != "draft_acceptance":
         return [float(t["predicted_per_second"]) for t in timed]
     rates = acceptance(timed, scale)
@@ -81,21 +102,28 @@ def _visit(llama: Any, model: Path, draft: Optional[Path], case: Any, flags: dic
     """One arm's visit: one llama-server process, an optional warm-up request, `reps` timed ones."""
     from lawbench.engines import Request, Speculation, serve
     from lawbench import Visit
-    from lawbench.plugins.law4.prompts import PROMPTS
+    from lawbench.plugins.law4.prompts import PROMPTS, document
 
     b, opts = case.bench, case.bench.server
     s = opts.spec
     spec = Speculation(type=s.type, draft_model=draft, draft_max=s.draft_max, draft_min=s.draft_min,
                        draft_gpu_layers=s.draft_gpu_layers, ngram_size_n=s.ngram_size_n,
                        ngram_size_m=s.ngram_size_m)
-    request = Request(prompt=PROMPTS[opts.prompt], n_predict=b.n_gen, ignore_eos=opts.ignore_eos,
-                      timeout_s=b.timeout_s)
+    if opts.prompt == "document":  # one session: each question after the same document (register V-10)
+        session = [Request(prompt=document(opts.document_chars, q), n_predict=b.n_gen, ignore_eos=opts.ignore_eos,
+                           timeout_s=b.timeout_s, cache_prompt=opts.cache_prompt) for q in opts.questions]
+    else:
+        request = Request(prompt=PROMPTS[opts.prompt], n_predict=b.n_gen, ignore_eos=opts.ignore_eos,
+                          timeout_s=b.timeout_s, cache_prompt=opts.cache_prompt)
 
     def visit(reps: int) -> Visit:
-        requests = [request] * (reps + (1 if b.warmup else 0))
+        if opts.prompt == "document":
+            requests = session * reps  # check: reps = 1, no warm-up, so request 1 is cold
+        else:
+            requests = [request] * (reps + (1 if b.warmup else 0))
         run = serve(llama, model, requests, load_timeout_s=opts.load_timeout_s, spec=spec, **flags)
         timed = run.timings[1:] if b.warmup else run.timings
-        keep = ("predicted_n", "predicted_per_second", "prompt_n", "draft_n", "draft_n_accepted")
+        keep = ("predicted_n", "predicted_per_second", "prompt_n", "prompt_ms", "draft_n", "draft_n_accepted")
         return Visit(values=_readings(case, timed, scale, model), wall_s=run.wall_s,
                      raw={"engine": "llama-server", "model": model.name, "spec": s.type,
                           "requests": [{k: t[k] for k in keep if k in t} for t in timed]})
@@ -133,7 +161,8 @@ def sampler(anchor: Any, profile: Any, resources: Any, cases: dict[str, Any]) ->
     drafts = {name: model_file(c.bench.server.spec.draft_model, resources)
               if c.bench.server.spec.draft_model else None for name, c in cases.items()}
     flags = {name: server_flags(c, profile) for name, c in cases.items()}
-    scale = unit_scale(anchor.quantity, anchor.unit, anchor.id) if anchor.quantity == "draft_acceptance" else 1.0
+    scale = (unit_scale(anchor.quantity, anchor.unit, anchor.id)
+             if anchor.quantity in ("draft_acceptance", "prefix_cache_speedup") else 1.0)
     llama = resources.llama()
     arms = {name: _visit(llama, files[name], drafts[name], c, flags[name], scale) for name, c in cases.items()}
     labels = {name: _label(c, flags[name]) for name, c in cases.items()}
@@ -142,9 +171,7 @@ def sampler(anchor: Any, profile: Any, resources: Any, cases: dict[str, Any]) ->
     sampler = ArmSampler(arms, labels=labels, reps_per_visit=reps.pop(),
                          per_visit=fastest if per_visit.pop() == "fastest" else None,
                          protocol={"engine": "llama-server", "llama_cpp": llama.version,
-                                   "reading": ("timings.draft_n_accepted / timings.draft_n per timed request"
-                                               if anchor.quantity == "draft_acceptance"
-                                               else "timings.predicted_per_second per timed request"),
+                                   "reading": _reading(anchor.quantity),
                                    "server": {n: {"flags": {k: list(v) if isinstance(v, tuple) else v
                                                             for k, v in flags[n].items()},
                                                   "options": c.bench.server.model_dump(),
@@ -155,6 +182,14 @@ def sampler(anchor: Any, profile: Any, resources: Any, cases: dict[str, Any]) ->
     if anchor.quantity == "draft_acceptance":
         sampler.log_scale = False  # a rate that may be 0 is averaged, not multiplied
     return sampler
+
+
+def _reading(quantity: str) -> str:
+    if quantity == "draft_acceptance":
+        return "timings.draft_n_accepted / timings.draft_n per timed request"
+    if quantity == "prefix_cache_speedup":
+        return "timings.prompt_ms of the session's first request over its last's, one per server session"
+    return "timings.predicted_per_second per timed request"
 
 
 def _label(case: Any, flags: dict[str, Any]) -> str:

@@ -17,10 +17,12 @@ from lawbench.plugins.minfer.revisions import Revisions
 # from libtest's "test result:" lines (passed / failed / ignored; docs/minfer-contract.md §10).
 # gate_switch (census): one gate's switch semantics, from three traced passes (the gate unset, set to
 # its on value, set to "0"): how many kernels' executed counts differ between them (plugins/minfer/gates.py).
+# greedy_parity (census): the greedy token streams of `passes` passes per mode (the anchor's arms), and how
+# many distinct streams they make (plugins/minfer/parity.py).
 Measure = Literal["per_pid_memory_mib", "prefill_tok_s", "kernel_time_ms", "test_suite", "gate_switch",
-                  "plane_bytes", "q6k_tensors"]
+                  "greedy_parity", "plane_bytes", "q6k_tensors"]
 SAMPLED_MEASURES = ("per_pid_memory_mib", "prefill_tok_s", "kernel_time_ms")  # one reading per engine pass
-ENGINE_MEASURES = (*SAMPLED_MEASURES, "test_suite", "gate_switch")
+ENGINE_MEASURES = (*SAMPLED_MEASURES, "test_suite", "gate_switch", "greedy_parity")
 Engine = Literal["minfer", "llama.cpp"]
 # The units a plane_bytes prediction may be stated in (the seed writes B, MiB, MB, GB and % of a
 # card; its GB and MB are decimal: "1,521,237,632 B ≈ 1.52 GB").
@@ -97,6 +99,7 @@ class Case(Run):
     model_env: str = MODEL_ENV  # q6k_tensors: the env var naming the GGUF file the engine loads
     kernel: Optional[Kernel] = None  # kernel_time_ms: which kernel, at which grid
     gate: Optional[Gate] = None  # gate_switch: which switch
+    passes: int = Field(default=1, ge=1, le=10)  # greedy_parity: engine passes per mode
 
 
 def parse_case(anchor: Anchor) -> Case:
@@ -151,6 +154,12 @@ def check_case(anchor: Anchor) -> Case:
     if case.gate is not None and (case.gate.name in case.env or case.gate.name in case.unset_env or case.gate.on == "0"):
         _fail(anchor, "case.gate", f"the census sets {case.gate.name} itself (unset, {case.gate.on!r}, \"0\"): leave it out "
                                    "of env and unset_env, and give an on value other than \"0\"")
+    if case.measure == "greedy_parity" and (anchor.kind != "census" or len(anchor.arms) < 2):
+        _fail(anchor, "arms", "greedy parity compares modes: a census anchor with one arm per mode (at least two, "
+                              "e.g. arms.default = { unset_env = [\"MINFER_MMQ_Q6K_EXP\"] } and arms.exp0 = "
+                              "{ env = { MINFER_MMQ_Q6K_EXP = \"0\" } })")
+    if case.passes != 1 and case.measure != "greedy_parity":
+        _fail(anchor, "case.passes", "case.passes (engine passes per mode) is read by measure = \"greedy_parity\" only")
     if case.measure == "kernel_time_ms" and anchor.kind == "measurement" and anchor.unit != "ms":
         _fail(anchor, "unit", f"a kernel time is read in ms, not {anchor.unit!r}")
     if case.measure == "plane_bytes":

@@ -36,6 +36,7 @@ from lawbench.plugins.minfer.model_census import q6k_census
 from lawbench.plugins.minfer.revisions import record_hint, require_record
 from lawbench.plugins.minfer.sampling import EngineReader
 from lawbench.plugins.minfer.gates import gate_census
+from lawbench.plugins.minfer.parity import parity_census
 from lawbench.plugins.minfer.suite import suite_census
 
 PLANE_ROW_MULTIPLE = 256  # seed 002: the plane is registered only where id % 256 == 0
@@ -90,9 +91,12 @@ class Minfer(Law):
         if case.measure == "q6k_tensors":
             counts, environment = q6k_census(case.model_env)
             return Census(counts=counts, environment=environment)
-        revisions = engine_revisions(anchor, {"main": case}, profile)
+        modes = {name: run for name, (_, run) in runs(anchor, case).items()}
+        revisions = engine_revisions(anchor, modes if case.measure == "greedy_parity" else {"main": case}, profile)
         argv = engine_argv(case.command)
         _lock(resources)
+        if case.measure == "greedy_parity":
+            return parity_census(argv, anchor, case, revisions)
         if case.measure == "test_suite":
             return suite_census(argv, case, revisions.get("main"))
         if case.measure == "gate_switch":
