@@ -134,12 +134,39 @@ def test_the_shipped_gtx1060_quality_anchors_skip_here_naming_what_is_missing(mo
     import lawbench.plugins.quality.law as q
     from lawbench.core.models import Anchor
 
-    doc = tomllib.loads((Path(q.__file__).parents[2] / "anchors" / "quality" / "gtx1060-record.toml").read_text())
     monkeypatch.delenv("LAWBENCH_MODEL_DIR", raising=False)
-    for table in doc["anchor"]:
-        a = Anchor.model_validate(table)
-        with pytest.raises(NotApplicable, match="LAWBENCH_MODEL_DIR|does not exist"):
-            q.Quality().sampler(a, None, None)
+    files = sorted((Path(q.__file__).parents[2] / "anchors" / "quality").glob("gtx1060-*.toml"))
+    assert {f.name for f in files} >= {"gtx1060-record.toml", "gtx1060-atlas.toml", "gtx1060-topk.toml"}
+    for f in files:
+        for table in tomllib.loads(f.read_text(encoding="utf-8"))["anchor"]:
+            a = Anchor.model_validate(table)
+            with pytest.raises(NotApplicable, match="LAWBENCH_MODEL_DIR|does not exist"):
+                q.Quality().sampler(a, None, None)
+
+
+def test_the_band_probe_and_expert_count_anchors_hold_their_figure_and_refuse_a_probe_that_measured_nothing():
+    """Each band holds the published figure, and none holds what a probe that changed nothing reads:
+    a band rule that took no tensor scores the base (a delta ratio of 0/0, or equal deltas: 1), an
+    expert override the engine ignored scores the file's own k (a ratio of 1, a delta of 0)."""
+    import lawbench.plugins.quality.law as q
+    from lawbench.core.models import Anchor
+    from lawbench.plugins.quality.case import parse_case
+
+    root = Path(q.__file__).parents[2] / "anchors" / "quality"
+    seen = {}
+    for name in ("gtx1060-atlas.toml", "gtx1060-topk.toml"):
+        for table in tomllib.loads((root / name).read_text(encoding="utf-8"))["anchor"]:
+            a = Anchor.model_validate(table)
+            case, arms = parse_case(a)
+            lo, hi = a.band.interval(a.value)
+            assert lo <= a.value <= hi, a.id
+            nothing = 0.0 if case.statistic == "ppl_delta" else 1.0
+            probing = any(arm.tensor_types or arm.experts_used for arm in arms.values())
+            if probing:  # on an edge it cannot pass: an interval around it is never wholly inside
+                assert not lo < nothing < hi, f"{a.id}: a probe that changed nothing ({nothing}) would pass"
+            seen[a.id] = (case.statistic, sorted(arm.experts_used or 0 for arm in arms.values()))
+    assert seen["quality.gtx1060.prereg107.k1-over-k8"] == ("ppl_ratio", [0, 1])
+    assert seen["quality.gtx1060.atlas.mistral-7b-early-over-late"][0] == "ppl_delta_ratio"
 
 
 # --------------------------------------------------------------------------- the KLD parser
