@@ -6,7 +6,7 @@
              reference = { model = "gguf:…" } }          # the delta statistics' and KLD's base
     arms.a = { model = "gguf:…", label = "imatrix" }
     arms.b = { model = "gguf:…", cache_type = "q8_0" }
-    arms.c = { model = "gguf:…", quantize = "Q6_K", tensor_types = ['blk\.(21|22)\.ffn_.*=q2_k'] }  # a band probe
+    arms.c = { model = "gguf:…", quantize = "Q6_K", tensor_types = ['blk\\.(21|22)\\.ffn_.*=q2_k'] }  # a band probe
     arms.d = { model = "gguf:…", experts_used = 4 }     # a MoE's top-k overridden (--override-kv)
 
 Statistics (every arm scores the same chunks of the same text; lawbench.plugins.quality.law):

@@ -39,7 +39,6 @@ from lawbench import (
     Resources,
     Sample,
     Sampler,
-    read_gguf_header,
 )
 from lawbench.engines import quantize, resolve_text, run_kld, run_perplexity, save_base_logits, text_label
 from lawbench.plugins.quality.case import Arm, QualityCase, parse_case
@@ -99,11 +98,17 @@ def requantized(llama: Any, src: Path, type_name: str, timeout_s: float, threads
     return dst
 
 
+def _header(path: Path) -> Any:
+    from lawbench import read_gguf_header  # gguf and numpy: not at `lawbench --help`
+
+    return read_gguf_header(path)
+
+
 def rule_matches(anchor: Anchor, arm: str, rules: Sequence[str], src: Path) -> dict[str, list[str]]:
     """The source's tensors each --tensor-type rule selects (llama-quantize searches the tensor name
     with the rule's regex). A rule that selects nothing would leave the arm equal to its base — a
     band probe measuring no band — so it is a DataError naming the rule, never a quiet zero."""
-    names = [t.name for t in read_gguf_header(src).tensors]
+    names = [t.name for t in _header(src).tensors]
     out: dict[str, list[str]] = {}
     for i, rule in enumerate(rules):
         pattern = rule.rpartition("=")[0]
@@ -123,14 +128,14 @@ def rule_matches(anchor: Anchor, arm: str, rules: Sequence[str], src: Path) -> d
 def types_of(path: Path, names: Sequence[str]) -> dict[str, int]:
     """How many of these tensors the file holds in each type: the evidence that a rule took hold."""
     wanted = set(names)
-    return dict(Counter(t.type_name for t in read_gguf_header(path).tensors if t.name in wanted))
+    return dict(Counter(t.type_name for t in _header(path).tensors if t.name in wanted))
 
 
 def moe_architecture(anchor: Anchor, arm: str, k: int, path: Path) -> str:
     """The file's architecture, for --override-kv <arch>.expert_used_count: a file that is not a
     mixture of experts, or has fewer experts than k, is refused before any run (llama.cpp would
     ignore an override of a key the model never reads)."""
-    h = read_gguf_header(path)
+    h = _header(path)
     n_expert = h.arch("expert_count", None)
     if not n_expert:
         raise DataError(ANCHOR_FILE, f"experts_used = {k}, but {path.name} ({h.architecture}) is not a mixture of "
