@@ -209,7 +209,15 @@ def test_a_repeat_is_encoded_only_through_an_anchor_that_states_its_figure(tmp_p
 
 
 def test_the_shipped_repeats_all_judge_their_figure():
-    # on 0e915e4 two lines repeated V-22's perplexities through its speed anchors; they are work left now
-    for cid in ("s000.walk.k-halving-1.51-ppl", "s000.walk.k1-ppl-2277"):
+    # on 0e915e4 two lines repeated V-22's perplexities through its speed anchors; they are encoded now
+    # by anchors of their own that state the perplexity (the quality law's experts_used arms)
+    from lawbench.core.claims.figures import judges_figure, printed
+    from lawbench.core.claims.loading import load_anchor_file
+
+    quality = Path(__file__).resolve().parents[1] / "anchors" / "quality"
+    anchors = [la for f in sorted(quality.glob("*.toml")) for la in load_anchor_file(f)]
+    for cid, figure in (("s000.walk.k-halving-1.51-ppl", "1.51"), ("s000.walk.k1-ppl-2277", "2277")):
         line = INVENTORY.claims[cid].claim
-        assert line.same_as is None and line.unencoded.work_left
+        assert line.same_as is None and line.unencoded is None and figure in printed(line.quote)
+        citing = [la.anchor for la in anchors if cid in la.anchor.claims]
+        assert citing and all(a.law == "quality" and judges_figure(a, {figure}) for a in citing), cid

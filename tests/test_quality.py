@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from _engine_fixtures import DATA, llama, smollm2  # noqa: F401
+from _engine_fixtures import DATA, llama, smollm2, synth_dir  # noqa: F401
 from conftest import carrier_plugin, run_cli
 
 from lawbench.core.errors import EngineError, NotApplicable
@@ -66,6 +66,12 @@ DEFECTS = [
     ("more samples than chunks", "max_samples = 4", "max_samples = 5", "budget.max_samples", "more samples than"),
     ("an unknown KV cache type", 'quantize = "Q4_0" }', 'quantize = "Q4_0", cache_type = "q3_0" }',
      "arms.a.cache_type", "Input should be"),
+    ("a per-tensor recipe with no base type", 'quantize = "IQ4_NL" }', "tensor_types = ['blk\\.0\\.ffn_.*=q4_0'] }",
+     "arms.b", "give quantize"),
+    ("a tensor rule with no type", 'quantize = "IQ4_NL" }', "quantize = \"IQ4_NL\", tensor_types = ['blk.0.ffn_down'] }",
+     "arms.b.tensor_types.0", "should match pattern"),
+    ("an expert count of zero", 'quantize = "Q4_0" }', 'quantize = "Q4_0", experts_used = 0 }',
+     "arms.a.experts_used", "greater than or equal to 1"),
 ]
 
 
@@ -128,12 +134,39 @@ def test_the_shipped_gtx1060_quality_anchors_skip_here_naming_what_is_missing(mo
     import lawbench.plugins.quality.law as q
     from lawbench.core.models import Anchor
 
-    doc = tomllib.loads((Path(q.__file__).parents[2] / "anchors" / "quality" / "gtx1060-record.toml").read_text())
     monkeypatch.delenv("LAWBENCH_MODEL_DIR", raising=False)
-    for table in doc["anchor"]:
-        a = Anchor.model_validate(table)
-        with pytest.raises(NotApplicable, match="LAWBENCH_MODEL_DIR|does not exist"):
-            q.Quality().sampler(a, None, None)
+    files = sorted((Path(q.__file__).parents[2] / "anchors" / "quality").glob("gtx1060-*.toml"))
+    assert {f.name for f in files} >= {"gtx1060-record.toml", "gtx1060-atlas.toml", "gtx1060-topk.toml"}
+    for f in files:
+        for table in tomllib.loads(f.read_text(encoding="utf-8"))["anchor"]:
+            a = Anchor.model_validate(table)
+            with pytest.raises(NotApplicable, match="LAWBENCH_MODEL_DIR|does not exist"):
+                q.Quality().sampler(a, None, None)
+
+
+def test_the_band_probe_and_expert_count_anchors_hold_their_figure_and_refuse_a_probe_that_measured_nothing():
+    """Each band holds the published figure, and none holds what a probe that changed nothing reads:
+    a band rule that took no tensor scores the base (a delta ratio of 0/0, or equal deltas: 1), an
+    expert override the engine ignored scores the file's own k (a ratio of 1, a delta of 0)."""
+    import lawbench.plugins.quality.law as q
+    from lawbench.core.models import Anchor
+    from lawbench.plugins.quality.case import parse_case
+
+    root = Path(q.__file__).parents[2] / "anchors" / "quality"
+    seen = {}
+    for name in ("gtx1060-atlas.toml", "gtx1060-topk.toml"):
+        for table in tomllib.loads((root / name).read_text(encoding="utf-8"))["anchor"]:
+            a = Anchor.model_validate(table)
+            case, arms = parse_case(a)
+            lo, hi = a.band.interval(a.value)
+            assert lo <= a.value <= hi, a.id
+            nothing = 0.0 if case.statistic == "ppl_delta" else 1.0
+            probing = any(arm.tensor_types or arm.experts_used for arm in arms.values())
+            if probing:  # on an edge it cannot pass: an interval around it is never wholly inside
+                assert not lo < nothing < hi, f"{a.id}: a probe that changed nothing ({nothing}) would pass"
+            seen[a.id] = (case.statistic, sorted(arm.experts_used or 0 for arm in arms.values()))
+    assert seen["quality.gtx1060.prereg107.k1-over-k8"] == ("ppl_ratio", [0, 1])
+    assert seen["quality.gtx1060.atlas.mistral-7b-early-over-late"][0] == "ppl_delta_ratio"
 
 
 # --------------------------------------------------------------------------- the KLD parser
@@ -261,6 +294,90 @@ def test_real_ppl_ratio_and_delta_ratio_are_the_tools_figures_and_turn_red_on_a_
 def _decide_again(sampler, band):
     sampler.next = 0  # the same chunks again: the figures are the process's, already scored
     return _decide(sampler, band).verdict.value
+
+
+# The register's band probe (quantprobe/recipes/*.json: "one band's FFNs -> q2_k at a time, rest at base;
+# delta vs reference") on SmolLM2-135M: its FFN rows are 576 wide, not a multiple of 256, so the
+# stand-in's band goes to Q4_0 over a Q8_0 base (a K-quant would fall back); the recipe path is the same.
+EARLY = r"blk\.(0|1|2|3|4|5|6|7)\.ffn_.*=q4_0"
+LATE = r"blk\.(22|23|24|25|26|27|28|29)\.ffn_.*=q4_0"
+
+
+@pytest.mark.integration
+def test_real_band_probe_quantizes_only_the_band_and_its_delta_ratio_turns_red_on_a_wrong_value(
+        llama, smollm2, tmp_path, monkeypatch):  # noqa: F811
+    from lawbench.core.errors import DataError
+    from lawbench.plugins.quality.law import Quality
+
+    monkeypatch.setenv("LAWBENCH_CACHE", str(tmp_path))
+    res = _Res(llama, smollm2)
+    base = SRC | {"quantize": "Q8_0"}
+    probe = Quality().sampler(_anchor("ppl_delta_ratio", "measurement",
+                                      {"a": base | {"tensor_types": [EARLY]}, "b": base | {"tensor_types": [LATE]}},
+                                      reference=base), _Profile(), res)
+    arms = probe.info["arms"]
+    # the band's 8 layers x 3 FFN tensors, and nothing else, left the base type
+    # (the rule's regex also selects the bands' ffn_norm vectors, which llama-quantize keeps in F32)
+    assert arms["a"]["tensor_types"] == {EARLY: {"Q4_0": 24, "F32": 8}}
+    assert arms["b"]["tensor_types"] == {LATE: {"Q4_0": 24, "F32": 8}}
+    assert arms["a"]["file"] != arms["b"]["file"] != arms["ref"]["file"]
+    from lawbench import read_gguf_header
+
+    for arm, band in (("a", range(0, 8)), ("b", range(22, 30))):
+        path = next((tmp_path / "quality" / "quantized").glob(arms[arm]["file"]))
+        for t in read_gguf_header(path).tensors:
+            in_band = t.name.startswith(tuple(f"blk.{i}.ffn_" for i in band)) and t.name.endswith("weight") \
+                and "norm" not in t.name
+            assert (t.type_name == "Q4_0") == in_band or t.type_name in ("F32",), (arm, t.name, t.type_name)
+    d = _decide(probe, (-1e9, 1e9))
+    p = {k: v["final_ppl"] for k, v in probe.runs.items()}
+    print(f"measured: band probe ref {p['ref']:.4f}, early band {p['a']:.4f}, late band {p['b']:.4f}; "
+          f"delta ratio early/late {d.statistic:.4f} interval {d.interval}")
+    assert p["a"] > p["ref"] and p["b"] > p["ref"]  # each band at Q4_0 costs perplexity over the Q8_0 base
+    assert (p["a"] - p["ref"]) / (p["b"] - p["ref"]) == pytest.approx(d.statistic, rel=5e-3)
+    lo, hi = d.interval
+    assert _decide_again(probe, (lo - abs(lo) * 0.1, hi + abs(hi) * 0.1)) == "PASS"
+    assert _decide_again(probe, (hi + abs(hi) + 1, hi + abs(hi) + 2)) == "FAIL"  # a wrong value: red
+
+    # a rule that selects no tensor would score the base as the band: refused, naming the rule
+    with pytest.raises(DataError, match=r"field arms.a.tensor_types.0: .*selects no tensor"):
+        Quality().sampler(_anchor("ppl_delta_ratio", "measurement",
+                                  {"a": base | {"tensor_types": [r"blk\.(40|41)\.ffn_.*=q4_0"]},
+                                   "b": base | {"tensor_types": [LATE]}}, reference=base), _Profile(), res)
+
+
+@pytest.mark.integration
+def test_real_expert_count_override_changes_every_chunk_and_is_refused_where_it_cannot_hold(
+        llama, smollm2, synth_dir, tmp_path, monkeypatch):  # noqa: F811
+    """Pre-registrations #18 and #107 scored perplexity with --override-kv <arch>.expert_used_count.
+    Stand-in: a tiny llama-architecture MoE (4 experts, k = 2; random weights, so only the mechanism
+    is judged, never a perplexity) at k = 1 against its own k = 2."""
+    from test_batched_bench import write_moe
+
+    from lawbench.core.errors import DataError
+    from lawbench.plugins.quality.law import Quality
+
+    monkeypatch.setenv("LAWBENCH_CACHE", str(tmp_path))
+    moe = write_moe(tmp_path / "moe-4x2.gguf")
+    res = _Res(llama, moe)
+    m = {"model": f"path:{moe}"}
+    s = Quality().sampler(_anchor("ppl_ratio", "ratio", {"a": m | {"experts_used": 1}, "b": m}), _Profile(), res)
+    assert s.info["arms"]["a"]["args"] == ["--override-kv", "llama.expert_used_count=int:1"]
+    d = _decide(s, (0.0, 1e9))
+    a, b = s.runs["a"]["chunk_nll"], s.runs["b"]["chunk_nll"]
+    print(f"measured: tiny MoE ppl k=1 {s.runs['a']['final_ppl']} against k=2 {s.runs['b']['final_ppl']}, "
+          f"ratio {d.statistic:.5f} interval {d.interval}")
+    assert "--override-kv" in s.runs["a"]["cmd"] and "--override-kv" not in s.runs["b"]["cmd"]
+    assert all(x != y for x, y in zip(a, b))  # an override the engine ignored would score identical chunks
+    lo, hi = d.interval
+    assert _decide_again(s, (lo * 0.9, hi * 1.1)) == "PASS"
+    assert _decide_again(s, (hi * 1.05, hi * 1.5)) == "FAIL"  # a value the run does not show: red
+
+    with pytest.raises(DataError, match=r"field arms.a.experts_used: experts_used = 9, but moe-4x2.gguf has 4 experts"):
+        Quality().sampler(_anchor("ppl_ratio", "ratio", {"a": m | {"experts_used": 9}, "b": m}), _Profile(), res)
+    dense = _Res(llama, smollm2)
+    with pytest.raises(DataError, match=r"field arms.a.experts_used: .*is not a mixture of experts"):
+        Quality().sampler(_anchor("ppl_ratio", "ratio", {"a": SRC | {"experts_used": 4}, "b": SRC}), _Profile(), dense)
 
 
 @pytest.mark.integration

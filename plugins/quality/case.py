@@ -6,6 +6,8 @@
              reference = { model = "gguf:…" } }          # the delta statistics' and KLD's base
     arms.a = { model = "gguf:…", label = "imatrix" }
     arms.b = { model = "gguf:…", cache_type = "q8_0" }
+    arms.c = { model = "gguf:…", quantize = "Q6_K", tensor_types = ['blk\\.(21|22)\\.ffn_.*=q2_k'] }  # a band probe
+    arms.d = { model = "gguf:…", experts_used = 4 }     # a MoE's top-k overridden (--override-kv)
 
 Statistics (every arm scores the same chunks of the same text; lawbench.plugins.quality.law):
   * "ppl"              PPL(a), one file's perplexity              kind "measurement"
@@ -22,10 +24,10 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, model_validator
 
 from lawbench import ANCHOR_FILE, Anchor, DataError, FiniteFloat, Strict, validation_error
-from lawbench.engines import RecordText, TextReference, check_text_ref
+from lawbench.engines import RecordText, TextReference, check_text_ref, expert_override
 from lawbench.store import ModelReference, check_model_ref
 
 CACHE_TYPES = ("f16", "bf16", "q8_0", "q5_1", "q5_0", "q4_1", "q4_0", "iq4_nl")
@@ -43,13 +45,29 @@ class Arm(Strict):
     # the arm's file is `model` requantized to this type by llama-quantize --allow-requantize
     # (made once, kept in the cache), as the record built its arms from one source
     quantize: Annotated[str, Field(pattern=r"^[A-Za-z0-9_]+$")] | None = None
-    # more llama-perplexity arguments for this arm alone, e.g. an --override-kv
+    # llama-quantize --tensor-type "<regex>=<type>" rules applied with `quantize` (the rest of the
+    # file): the register's band probe, "one band's FFNs -> q2_k at a time, rest at base"
+    tensor_types: list[Annotated[str, Field(pattern=r"^[^=\s]+=[A-Za-z0-9_]+$")]] = Field(default_factory=list)
+    # the MoE's top-k for this arm: --override-kv <arch>.expert_used_count=int:K, the architecture read
+    # from the file's own header (pre-registrations #18 and #107 ran it so)
+    experts_used: int | None = Field(default=None, ge=1)
+    # more llama-perplexity arguments for this arm alone
     args: list[str] = Field(default_factory=list)
     label: str | None = None
 
-    def engine_args(self) -> list[str]:
+    @model_validator(mode="after")
+    def _recipe_needs_a_base(self) -> "Arm":
+        if self.tensor_types and not self.quantize:
+            raise ValueError("tensor_types: a per-tensor recipe is applied by llama-quantize: give quantize = "
+                             "\"<the type of every other tensor>\" too")
+        return self
+
+    def engine_args(self, architecture: str | None = None) -> list[str]:
+        """The arm's llama-perplexity arguments; ``architecture`` (general.architecture of the
+        arm's file) is needed when the arm sets experts_used."""
         kv = ["-ctk", self.cache_type, "-ctv", self.cache_type] if self.cache_type else []
-        return kv + list(self.args)
+        k = ["--override-kv", expert_override(architecture or "?", self.experts_used)] if self.experts_used else []
+        return kv + k + list(self.args)
 
 
 class QualityCase(Strict):

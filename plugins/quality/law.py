@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
+from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from lawbench import (
     ANCHOR_FILE,
@@ -83,26 +85,82 @@ def jackknife(case: QualityCase, nll: dict[str, list[float]]) -> list[float]:
     return [v + shift for v in out]
 
 
-def requantized(llama: Any, src: Path, type_name: str, timeout_s: float, threads: int | None) -> Path:
-    """``src`` requantized to ``type_name`` (llama-quantize --allow-requantize), made once per source file."""
+def requantized(llama: Any, src: Path, type_name: str, timeout_s: float, threads: int | None,
+                tensor_types: Sequence[str] = ()) -> Path:
+    """``src`` requantized to ``type_name`` (llama-quantize --allow-requantize), with the arm's
+    per-tensor rules (--tensor-type "<regex>=<type>") over it, made once per source file and recipe."""
     st = src.stat()
-    key = hashlib.sha256(f"{src.name}|{st.st_size}|{st.st_mtime_ns}|{type_name.upper()}".encode()).hexdigest()[:16]
+    recipe = "|".join(tensor_types)
+    basis = f"{src.name}|{st.st_size}|{st.st_mtime_ns}|{type_name.upper()}" + (f"|{recipe}" if recipe else "")
+    key = hashlib.sha256(basis.encode()).hexdigest()[:16]
     dst = _workdir() / "quantized" / f"{src.stem}.{type_name.lower()}-{key}.gguf"
     if not dst.is_file():
         dst.parent.mkdir(parents=True, exist_ok=True)
         part = dst.with_name(dst.name + ".part.gguf")
+        rules = [a for t in tensor_types for a in ("--tensor-type", t)]
         quantize(llama, src, part, type_name.upper(), timeout_s=timeout_s, threads=threads,
-                 extra_args=["--allow-requantize"])
+                 extra_args=["--allow-requantize", *rules])
         part.replace(dst)
     return dst
+
+
+def _header(path: Path) -> Any:
+    from lawbench import read_gguf_header  # gguf and numpy: not at `lawbench --help`
+
+    return read_gguf_header(path)
+
+
+def rule_matches(anchor: Anchor, arm: str, rules: Sequence[str], src: Path) -> dict[str, list[str]]:
+    """The source's tensors each --tensor-type rule selects (llama-quantize searches the tensor name
+    with the rule's regex). A rule that selects nothing would leave the arm equal to its base — a
+    band probe measuring no band — so it is a DataError naming the rule, never a quiet zero."""
+    names = [t.name for t in _header(src).tensors]
+    out: dict[str, list[str]] = {}
+    for i, rule in enumerate(rules):
+        pattern = rule.rpartition("=")[0]
+        try:
+            rx = re.compile(pattern)
+        except re.error as exc:
+            raise DataError(ANCHOR_FILE, f"{pattern!r} is not a regular expression ({exc})", anchor=anchor.id,
+                            field=f"arms.{arm}.tensor_types.{i}") from None
+        out[rule] = [n for n in names if rx.search(n)]
+        if not out[rule]:
+            raise DataError(ANCHOR_FILE, f"{pattern!r} selects no tensor of {src.name} ({len(names)} tensors, e.g. "
+                            f"{names[len(names) // 2] if names else 'none'}): the arm would be its base file",
+                            anchor=anchor.id, field=f"arms.{arm}.tensor_types.{i}")
+    return out
+
+
+def types_of(path: Path, names: Sequence[str]) -> dict[str, int]:
+    """How many of these tensors the file holds in each type: the evidence that a rule took hold."""
+    wanted = set(names)
+    return dict(Counter(t.type_name for t in _header(path).tensors if t.name in wanted))
+
+
+def moe_architecture(anchor: Anchor, arm: str, k: int, path: Path) -> str:
+    """The file's architecture, for --override-kv <arch>.expert_used_count: a file that is not a
+    mixture of experts, or has fewer experts than k, is refused before any run (llama.cpp would
+    ignore an override of a key the model never reads)."""
+    h = _header(path)
+    n_expert = h.arch("expert_count", None)
+    if not n_expert:
+        raise DataError(ANCHOR_FILE, f"experts_used = {k}, but {path.name} ({h.architecture}) is not a mixture of "
+                        f"experts: its header has no {h.architecture}.expert_count", anchor=anchor.id,
+                        field=f"arms.{arm}.experts_used")
+    if k > int(n_expert):
+        raise DataError(ANCHOR_FILE, f"experts_used = {k}, but {path.name} has {n_expert} experts",
+                        anchor=anchor.id, field=f"arms.{arm}.experts_used")
+    return h.architecture
 
 
 class ChunkSampler:
     """Scores every arm once over the whole case, then hands out one chunk per sample, in order."""
 
     def __init__(self, anchor: Anchor, case: QualityCase, arms: dict[str, Arm], files: dict[str, Path],
-                 text: Path, llama: Any, threads: int | None, info: dict[str, Any]):
+                 text: Path, llama: Any, threads: int | None, info: dict[str, Any],
+                 architectures: dict[str, str] | None = None):
         self.anchor, self.case, self.arms, self.files, self.text = anchor, case, arms, files, text
+        self.architectures = architectures or {}  # arm -> general.architecture, for an experts_used override
         self.llama, self.threads, self.info = llama, threads, info
         self.log_scale = case.statistic == "ppl_ratio"
         self.per_chunk: dict[str, list[float]] | None = None
@@ -111,7 +169,7 @@ class ChunkSampler:
         self._env: dict[str, Any] = {}
 
     def _args(self, arm: str) -> list[str]:
-        return [*self.case.engine_args, *self.arms[arm].engine_args()]
+        return [*self.case.engine_args, *self.arms[arm].engine_args(self.architectures.get(arm))]
 
     def _score(self) -> dict[str, list[float]]:
         c = self.case
@@ -225,14 +283,20 @@ class Quality(Law):
             raise DataError(ANCHOR_FILE, str(exc), anchor=anchor.id, field="case.text") from None
         llama = resources.llama()
         threads = case.threads or profile.engine_threads()
-        files = {name: requantized(llama, src, arms[name].quantize, case.timeout_s, threads)
+        selected = {name: rule_matches(anchor, name, arm.tensor_types, sources[name])
+                    for name, arm in arms.items() if arm.tensor_types}
+        files = {name: requantized(llama, src, arms[name].quantize, case.timeout_s, threads, arms[name].tensor_types)
                  if arms[name].quantize else src for name, src in sources.items()}
+        archs = {name: moe_architecture(anchor, name, arm.experts_used, files[name])
+                 for name, arm in arms.items() if arm.experts_used}
         info = {"text": text_label(case.text), "text_sha256": sha256_of(text), "ctx": case.ctx,
                 "chunks": case.chunks, "threads": threads,
-                "arms": {n: {"file": f.name, "bytes": f.stat().st_size, "args": arms[n].engine_args(),
-                             "quantize": arms[n].quantize,
-                             "label": arms[n].label} for n, f in files.items()}}
-        return ChunkSampler(anchor, case, arms, files, text, llama, threads, info)
+                "arms": {n: {"file": f.name, "bytes": f.stat().st_size, "args": arms[n].engine_args(archs.get(n)),
+                             "quantize": arms[n].quantize, "label": arms[n].label,
+                             **({"tensor_types": {rule: types_of(f, names) for rule, names in selected[n].items()}}
+                                if n in selected else {})}
+                         for n, f in files.items()}}
+        return ChunkSampler(anchor, case, arms, files, text, llama, threads, info, archs)
 
     def predict(self, anchor: Anchor, profile: HardwareProfile, resources: Resources | None = None):
         raise NotApplicable(f"law 'quality' makes no prediction for anchor {anchor.id!r}: a quality cost "

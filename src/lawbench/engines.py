@@ -25,6 +25,8 @@ _EXPORTS = {
     # llama-batched-bench (parallel slots, expert-count overrides)
     "run_batched": "lawbench.core.engines.batched",
     "batched_record_label": "lawbench.core.engines.batched:record_label",
+    # the --override-kv value that sets a MoE's top-k (any tool with llama.cpp's common arguments)
+    "expert_override": "lawbench.core.engines.batched",
     # llama-perplexity over lawbench's shipped texts, one disjoint slice a visit
     "run_perplexity": "lawbench.core.engines.perplexity",
     "shipped_text": "lawbench.core.engines.perplexity",
@@ -70,7 +72,7 @@ __getattr__, __dir__ = lazy(__name__, _EXPORTS)
 
 if TYPE_CHECKING:  # for editors and type checkers: the same names, eagerly
     from lawbench.core.engines.batched import record_label as batched_record_label  # noqa: F401
-    from lawbench.core.engines.batched import run_batched  # noqa: F401
+    from lawbench.core.engines.batched import expert_override, run_batched  # noqa: F401
     from lawbench.core.engines.bench import capture_load_log, quantize, run_bench  # noqa: F401
     from lawbench.core.engines.bench import record_label as bench_record_label  # noqa: F401
     from lawbench.core.engines.imatrix import Imatrix, cached_imatrix  # noqa: F401
