@@ -71,11 +71,14 @@ def encoded_figures(claim: Claim, anchors: list[Anchor]) -> set[float]:
     """The numbers of a line's quote that the line accounts for (issue 34: a number inside the quote
     of a line encoded for another number is not covered by it). A line not encoded (explained, work
     left) or repeated (same_as) accounts for its whole quote; a quote with one number, for that one;
-    else the numbers its anchors state, its id or notes name, and its also_judged list."""
+    else the numbers its anchors state and its reviewed also_judged list. A line's id and notes are
+    never read: they may name a figure to say it is NOT judged (L-12: "Not encoded: '667 t/s at
+    100%'"), so a mention is not coverage; a figure judged in another form (a reciprocal) is listed
+    in also_judged."""
     quoted = printed(claim.quote)
     if claim.unencoded is not None or claim.same_as is not None or len(quoted) <= 1:
         return {float(n) for n in quoted}
-    named = numbers(" ".join([claim.id.replace("-", " "), claim.notes or "", *claim.also_judged]))
+    named = numbers(" ".join(claim.also_judged))
     for a in anchors:
         named |= stated_by(a)
     return {float(n) for n in quoted if as_printed(n, named)}

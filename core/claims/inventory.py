@@ -92,10 +92,12 @@ class Claim(Strict):
     # the same published figure as another line, quoted where the source says it again: it is
     # encoded or explained exactly as that line is (so one figure is judged once)
     same_as: Optional[Id] = None
-    # numbers of the quote judged with the line's figure though no anchor states them: what it is
-    # computed from, the setting it was measured at, the tolerance the source gives it (as printed;
-    # each must be in the quote). The seed walk counts a quote's number only for the figure its line
-    # encodes, these, or, for a line not encoded, all of them (issue 34)
+    # numbers of the quote judged with the line's figure though no anchor states them as printed:
+    # what it is computed from, the setting it was measured at, the tolerance the source gives it, or
+    # the figure itself where its anchor states it in another form ("2x too small" judged as 0.5);
+    # each must be in the quote and truly judged by an anchor of the line. The number walks count a
+    # quote's number only for the figures its anchors state, these, or, for a line not encoded, all
+    # of them; never for a number the line's id or notes merely mention (issue 34)
     also_judged: list[str] = Field(default_factory=list)
     notes: Optional[str] = None
 
