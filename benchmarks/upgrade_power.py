@@ -42,8 +42,8 @@ def main() -> int:
     from lawbench.core.run.ab import budget_for, measure_anchor
     from lawbench.core.run.context import RunContext
     from lawbench.core.laws.resources import Resources
-    from lawbench.core.history.rates import TOLERANCE
-    from lawbench.core.run.upgrade import ALPHA, PAIRS, TIMEOUT_S
+    from lawbench.core.history.rates import ALPHA, TOLERANCE
+    from lawbench.core.run.upgrade import PAIRS, TIMEOUT_S
 
     ctx = RunContext(args.profile)
     profile = ctx.policy.profile

@@ -56,7 +56,10 @@ SERIAL_MODULES = frozenset({
     # lawbench's end (SIGHUP, kill -9) and its engine's process group, end to end: beside another
     # xdist worker a stand-in engine outlived lawbench in 3 of 5 runs (never in 3 serial runs);
     # why is not known yet, so these run alone rather than pass or fail by luck
-    "test_run_endings.py"})
+    "test_run_endings.py",
+    # the same end to end through a vanished terminal's SIGHUP: beside another xdist worker on a
+    # loaded box (2026-12-07, third session) its stand-in engine outlived lawbench once, as above
+    "test_bad_input_vanished_terminal.py"})
 
 
 def pytest_collection_modifyitems(config, items):

@@ -23,11 +23,11 @@ import sys
 from typing import Any, Optional
 
 from lawbench.core.errors import EngineInterrupted, LawbenchError, NotApplicable
-from lawbench.core.history.rates import TOLERANCE  # the series rule's margin, so both paths share it
+# the series rule's false-alarm budget and margin: both paths share them
+from lawbench.core.history.rates import ALPHA, TOLERANCE
 from lawbench.core.models.upgrade import EngineUpgrade, UpgradeSeries
 from lawbench.core.record.run_keys import engine_key
 
-ALPHA = 0.01  # family-wise over the night's paired series, as the rate test's (core/history/rates.py)
 PAIRS = 10  # the most pairs per series: looks after 4, 7 and 10 (Bonferroni over the looks)
 TIMEOUT_S = 600.0  # the longest one series' pairs may take
 

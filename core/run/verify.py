@@ -65,8 +65,7 @@ class Verify(Mode):
             run.stop.received = run.stop.received or EngineInterrupted.signal_of(exc)
         except Exception as exc:  # the night's record must still be written: an unpaired upgrade is red
             from lawbench.core.models.upgrade import EngineUpgrade
-            from lawbench.core.history.rates import TOLERANCE
-            from lawbench.core.run.upgrade import ALPHA
+            from lawbench.core.history.rates import ALPHA, TOLERANCE
 
             why = " ".join(f"{type(exc).__name__}: {exc}".split())
             run.engine_upgrade = EngineUpgrade(replaced="?", tonight="?", accepted_run_id="?", alpha=ALPHA,
