@@ -6,8 +6,8 @@ with the spread those nights show from night to night. Tonight's own interval wi
 when tonight is noisier than the nights were (a noisy night is not evidence of a slowdown). The
 p-values of all series of the night go through Holm's step-down, so the chance of any false alarm
 on an unchanged runner-night is at most ``alpha`` (1 %) whatever the number of series. A series is
-slower (faster) only when its whole interval lies beyond 1 ∓ TOLERANCE, the in-night A/B's margin
-(core/run/upgrade.py): one rule for both paths, and a machine's shift of a percent or so between
+slower (faster) only when its whole interval lies beyond 1 ∓ TOLERANCE, the margin the in-night
+A/B (core/run/upgrade.py) takes from here: one rule for both paths, and a machine's shift of a percent or so between
 sessions is not news (seen on an H100, 2026-12-07: nights taken minutes apart spread 0.35 %, and
 a later session of the same card ran 1-2 % slower with nothing planted).
 
