@@ -25,7 +25,10 @@ def _on_a_terminal(standin, tmp_path: Path, mode: str, stderr_too: bool, ignore_
     """`lawbench run` with stdout (and stderr) on a pty; returns the process and the pty's master."""
     env, llama_dir, _ = standin
     master, slave = pty.openpty()
-    preexec = (lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN)) if ignore_hup else None
+    # SIGHUP's disposition is set either way: an ignored one is inherited, and a suite started under
+    # nohup would otherwise hand every run a SIGHUP it must ignore (test_run_endings.hup_as_given)
+    hup = signal.SIG_IGN if ignore_hup else signal.SIG_DFL
+    preexec = lambda: signal.signal(signal.SIGHUP, hup)  # noqa: E731
     proc = subprocess.Popen([sys.executable, "-m", "lawbench.core.commands.main", "run", "--profile", "cpu",
                              "--law", "standin", "-k", "standin.sum or standin.engine", "--llama-dir",
                              str(llama_dir), "--out", "out"], env=dict(env, STANDIN_MODE=mode), cwd=tmp_path,

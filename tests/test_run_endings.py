@@ -51,9 +51,17 @@ def standin(standin_site, cli_env, tmp_path):  # noqa: F811
     return env, llama.bin_dir, state
 
 
+def hup_as_given() -> None:
+    """In the child: SIGHUP at its default. An ignored SIGHUP is inherited through exec, and lawbench
+    rightly keeps ignoring one it started with (nohup): a suite started under `nohup` saw every
+    SIGHUP test hang until its timeout (2026-12-07), which read as a flake."""
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 def start(args: list[str], env: dict, cwd: Path, **kw) -> subprocess.Popen:
     kw.setdefault("stdout", subprocess.PIPE)
     kw.setdefault("stderr", subprocess.PIPE)
+    kw.setdefault("preexec_fn", hup_as_given)
     return subprocess.Popen([sys.executable, "-m", "lawbench.core.commands.main", "run", *args], env=env, cwd=cwd,
                             text=True, **kw)
 

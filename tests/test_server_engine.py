@@ -25,7 +25,14 @@ RECORDED = DATA / "completion_ngram_copy.json"
 def _our_servers() -> list[psutil.Process]:
     """llama-server processes that are children of this test process (never anyone else's)."""
     me = psutil.Process(os.getpid())
-    return [p for p in me.children(recursive=True) if "llama-server" in " ".join(p.cmdline() or [])]
+    out = []
+    for p in me.children(recursive=True):
+        try:  # a zombie (ended, not yet reaped) has no command line to read and runs nothing
+            if "llama-server" in " ".join(p.cmdline() or []):
+                out.append(p)
+        except psutil.Error:
+            continue
+    return out
 
 
 def _servers_started_here(binary: Path) -> list[psutil.Process]:
