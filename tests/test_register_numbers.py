@@ -35,8 +35,9 @@ ALLOW_FILE = REGISTER_DIR / "still-uncovered.toml"
 # the still-uncovered list's length when the walk was built (2026-12-07: 2,731 before the lines of
 # anchors/inventory/register-walk.toml): it may only go down. Raised once by a rule, never by a list:
 # 2,591 -> 2,596 when a line's id and notes stopped covering what they mention (issue 34: 11 figures
-# uncovered, 6 of them given lines, 2 figures of V-10 that main already let through)
-CEILING = 2596
+# uncovered, 6 of them given lines, 2 figures of V-10 that main already let through); 2,593 when
+# L-19's '32k (-10% to -23%)' got its line (reg.l-19.moe-split-misses, prereg #73's misses per depth)
+CEILING = 2593
 
 
 @pytest.fixture(scope="module")

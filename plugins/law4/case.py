@@ -83,6 +83,13 @@ Quantity = Literal[
     # bytes the page cache missed (measured residency) over BW_disk × the seconds the other terms leave.
     "eta_disk_implied",
     "eta_population_spread",  # largest over smallest η of published members (L-18; plugins/law4/population.py)
+    # A compute ceiling (L-12; plugins/law4/compute_ceiling.py): 2 FLOPs per active parameter, and
+    # the FP32 peak over that: tokens per second at 100 % of the peak.
+    "flops_per_token",
+    "compute_ceiling_tok_s",
+    # A published prediction against its measurement (plugins/law4/misses.py):
+    "prediction_error",  # predicted / measured − 1 (prereg #73's "−22.9%")
+    "error_cut",  # |superseded − measured| / |predicted − measured| (prereg #74's "11×")
 ]
 
 # Unit scales per quantity: predict() returns the value in the anchor's own unit.
@@ -95,6 +102,8 @@ UNITS: dict[str, dict[str, float]] = {
     "cpu_attention_k_implied": {"us/pos/layer": 1e-6, "s/pos/layer": 1.0},
     "cpu_attention_k_from_layer_cost": {"us/pos/layer": 1e-6, "s/pos/layer": 1.0},
     "fit_margin_gb": {"GB": 1e9, "GiB": 2.0 ** 30, "B": 1.0},
+    "flops_per_token": {"FLOP": 1.0, "GFLOP": 1e9},
+    "compute_ceiling_tok_s": {"tok/s": 1.0},
 }
 DIMENSIONLESS = {"x": 1.0, "fraction": 1.0, "%": 0.01}
 
@@ -129,6 +138,10 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "step_change": ("spread",),
     "eta_disk_implied": ("model", "bench"),
     "eta_population_spread": ("population",),
+    "flops_per_token": (),  # active_params_b or a model: compute_ceiling.py names the missing one
+    "compute_ceiling_tok_s": (),
+    "prediction_error": ("predicted_tok_s", "measured_tok_s"),
+    "error_cut": ("predicted_tok_s", "superseded_tok_s", "measured_tok_s"),
 }
 
 
@@ -234,6 +247,11 @@ class Law4Case(Strict):
     spread: Optional[SpreadCase] = None  # decode_spread / eta_range: how one sample is formed
     # Published figures of machines no runner holds, as the source prints each (L-18's η per architecture)
     population: Optional[dict[str, FiniteFloat]] = Field(default=None, min_length=2)
+    # A compute ceiling's inputs as the source printed them (L-12: "~4.4 TFLOPS FP32", "active 3.3B")
+    peak_tflops: Optional[FiniteFloat] = Field(default=None, gt=0)  # else the profile's fp32_peak_tflops
+    active_params_b: Optional[FiniteFloat] = Field(default=None, gt=0)  # else the model header's
+    predicted_tok_s: Optional[FiniteFloat] = Field(default=None, gt=0)  # a published prediction
+    superseded_tok_s: Optional[FiniteFloat] = Field(default=None, gt=0)  # the prediction it replaced
 
     @model_validator(mode="after")
     def _needs(self) -> "Law4Case":

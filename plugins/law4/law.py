@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from lawbench import Anchor, DataError, HardwareProfile, Law, NotApplicable, Prediction
-from lawbench.plugins.law4 import measured_kinds, population
+from lawbench.plugins.law4 import compute_ceiling, measured_kinds, misses, population
 from lawbench.plugins.law4 import pricing as P
 from lawbench.plugins.law4.blocks import block_densities
 from lawbench.plugins.law4.case import (
@@ -218,10 +218,14 @@ class Law4(Law):
                             anchor=anchor.id, field="case.quantity")
         if q in population.QUANTITIES:  # arithmetic on published figures: no model, no tiers
             return population.compute(case, anchor.id)
+        if q in misses.QUANTITIES:  # a published prediction against its measurement: no tiers
+            return misses.compute(case, anchor.id)
         if q in measured_kinds.MEASURED_ONLY:  # their checks refuse them on a prediction
             raise DataError(CASE_FILE, f"{q} is measured (a spread of readings, or a perplexity), never priced",
                             anchor=anchor.id, field="case.quantity")
         shape = self._shape(case, anchor.id, models)
+        if q in compute_ceiling.QUANTITIES:  # FLOPs, not bytes: the prefill wall (L-12)
+            return compute_ceiling.compute(case, shape, profile, anchor.id)
         if q in ("kv_bytes_per_pos", "kv_bytes_ratio", "kv_reference_ratio", "kv_compression_needed"):
             return self._kv(case, shape, anchor, models)
         if q in ("active_bytes_per_token", "active_params", "total_params", "routed_share",

@@ -21,6 +21,7 @@ ETA_MAX = 1.5
 # Constants whose name says what they are: (name test, range test, the rule in words).
 CONSTANT_RANGES: tuple[tuple[Callable[[str], bool], Callable[[float], bool], str], ...] = (
     (lambda k: k.endswith("_gbs"), lambda v: v > 0, "a bandwidth is above 0 GB/s"),
+    (lambda k: k.endswith("_tflops"), lambda v: v > 0, "a compute peak is above 0 TFLOPS"),
     (lambda k: k.endswith("_efficiency"), lambda v: 0 < v <= ETA_MAX,
      f"an efficiency is above 0 and at most {ETA_MAX:g}"),
     (lambda k: k.startswith("cpu_attention_k_us"), lambda v: v >= 0,
