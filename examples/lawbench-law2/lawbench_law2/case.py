@@ -23,14 +23,22 @@ class Law2Case(lawbench.Strict):
     #   record's "floor" 0.069 is its trellis codec's Gaussian MSE, not Shannon's 0.0625).
     # coding-gain: dB by which the codec does better on the real tensor than on the same weights
     #   shuffled inside each 256-weight block (0 dB: the element stream is white, register L-10).
+    # expert-rel-mse-vs-gaussian: a census of a routed-expert model, one sample per layer's 3-D
+    #   expert tensor: every expert's rel-MSE over the codec's Gaussian figure, the worst one kept.
     # bits-per-weight / file-gb: read from a GGUF's header and size (no prediction).
-    measure: Literal["rel-mse", "rel-mse-vs-gaussian", "coding-gain", "bits-per-weight", "file-gb"] = "rel-mse"
+    # bits-per-weight-ratio: one file's bits per weight over another's (over_model), both read from
+    #   headers; predicted from two published rates (rate_bits over over_rate_bits).
+    measure: Literal["rel-mse", "rel-mse-vs-gaussian", "coding-gain", "expert-rel-mse-vs-gaussian",
+                     "bits-per-weight", "file-gb", "bits-per-weight-ratio"] = "rel-mse"
     # "gguf:<catalogue id>" (anchors/models*.toml) or "path:<file>" (a runner's own file): the form
     # is checked here, the catalogue id by check_anchor (lawbench.store.check_model_ref)
     model: Optional[ModelReference] = None
+    over_model: Optional[ModelReference] = None  # bits-per-weight-ratio: the denominator's file
     codec: Optional[str] = None  # a ggml type name: "IQ2_XXS", "Q2_K", "Q4_K", "Q1_0"
     # The rate R the prediction uses; default: the codec's stored bits per weight (scales included).
     rate_bits: Optional[lawbench.FiniteFloat] = Field(default=None, ge=0, le=32)
+    # bits-per-weight-ratio's prediction: the published rate of the denominator
+    over_rate_bits: Optional[lawbench.FiniteFloat] = Field(default=None, gt=0, le=32)
     tensors: str = FFN_DOWN  # regular expression, matched against whole tensor names
     source_types: list[str] = Field(default_factory=list)  # keep tensors stored as these types only
     rows: int = Field(default=128, ge=1, le=1_000_000)  # rows read per tensor (evenly spaced)

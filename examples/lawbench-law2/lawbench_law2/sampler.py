@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
@@ -98,20 +98,31 @@ class TensorSampler:
                 "decoder": "gguf.quants.dequantize", "readings": self.readings}
 
 
+def file_bits_per_weight(path: Path) -> float:
+    """All tensor bytes x 8 / all weights, from the GGUF header (norms and embeddings included)."""
+    header = lawbench.read_gguf_header(path)
+    weights = sum(t.n_elements for t in header.tensors)
+    return header.total_tensor_bytes * 8 / weights
+
+
 class HeaderReading:
-    """A GGUF's bits per weight (all tensor bytes * 8 / all weights) or its size in GB (1e9 bytes)."""
+    """A GGUF's bits per weight, its size in GB (1e9 bytes), or the bits per weight of one file over
+    another's (`over`): header reads, so a file whose tensor data is absent still prices."""
 
     log_scale = True
 
-    def __init__(self, path: Path, measure: str):
+    def __init__(self, path: Path, measure: str, over: Optional[Path] = None):
         self.path, self.measure = Path(path), measure
+        self.over = Path(over) if over is not None else None
 
     def _read(self) -> float:
-        header = lawbench.read_gguf_header(self.path)
         if self.measure == "file-gb":
+            lawbench.read_gguf_header(self.path)  # a file that is not a GGUF is refused, not sized
             return os.path.getsize(self.path) / 1e9
-        weights = sum(t.n_elements for t in header.tensors)
-        return header.total_tensor_bytes * 8 / weights
+        if self.measure == "bits-per-weight-ratio":
+            assert self.over is not None
+            return file_bits_per_weight(self.path) / file_bits_per_weight(self.over)
+        return file_bits_per_weight(self.path)
 
     def draw(self, n: int) -> list:
         return [lawbench.Sample(value=self._read(), predecessor="header") for _ in range(n)]
@@ -120,7 +131,7 @@ class HeaderReading:
         return [s.value for s in samples]
 
     def environment(self) -> dict:
-        return {"model_file": str(self.path)}
+        return {"model_file": str(self.path), **({"over_model_file": str(self.over)} if self.over else {})}
 
     def protocol(self) -> dict:
         return {"kind": "law2 header reading", "measure": self.measure}

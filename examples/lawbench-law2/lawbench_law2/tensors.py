@@ -60,6 +60,29 @@ def read_rows(path: Path, info, n_rows: int) -> RealTensor:
     return RealTensor(name=info.name, stored_as=info.type_name, rows=rows)
 
 
+def read_expert_rows(path: Path, info, n_rows: int) -> list:
+    """`n_rows` rows of each routed expert in one 3-D expert tensor (llama.cpp's ffn_*_exps:
+    ne = [n_per_row, rows per expert, n_expert]), each decoded to float32: one array per expert,
+    in expert order. The same evenly spaced row indices are read in every expert."""
+    header = lawbench.read_gguf_header(path)
+    if len(info.shape) != 3:
+        raise lawbench.NotApplicable(f"{info.name} has shape {info.shape}: an expert census reads "
+                                     "3-D expert tensors (ffn_*_exps)")
+    n_per_row, rows_per_expert, n_expert = info.shape
+    qtype = GGMLQuantizationType(info.ggml_type)
+    raw = np.memmap(path, dtype=np.uint8, mode="r", offset=header.data_offset + info.offset,
+                    shape=(info.n_bytes,))
+    expert_bytes = info.n_bytes // n_expert
+    row_bytes = expert_bytes // rows_per_expert
+    pick = np.unique(np.linspace(0, rows_per_expert - 1, min(n_rows, rows_per_expert)).round().astype(int))
+    experts = []
+    for e in range(n_expert):
+        base = e * expert_bytes
+        chosen = np.stack([raw[base + i * row_bytes:base + (i + 1) * row_bytes] for i in pick])
+        experts.append(quants.dequantize(chosen, qtype).astype(np.float32).reshape(len(pick), n_per_row))
+    return experts
+
+
 def spread_order(n: int) -> list:
     """0, n-1, then the midpoints of the widest gaps: a few samples already span the depth."""
     if n <= 2:
