@@ -61,17 +61,24 @@ def release_fd(fd: int) -> None:
         _held_fds.remove(fd)
 
 
-def _tell(line: str) -> None:
+def _ensure_supervisor() -> bool:
+    """The supervisor runs (started if need be; call under _lock). False when it cannot start."""
     global _supervisor
+    if _supervisor is None or _supervisor.poll() is not None:
+        try:
+            _supervisor = subprocess.Popen([sys.executable, "-I", "-S", "-c", _SUPERVISOR],
+                                           stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                           stderr=subprocess.DEVNULL, start_new_session=True,
+                                           text=True, bufsize=1)
+        except OSError:
+            return False  # the groups still end with lawbench's own handlers; only kill -9 is uncovered
+    return True
+
+
+def _tell(line: str) -> None:
     with _lock:
-        if _supervisor is None or _supervisor.poll() is not None:
-            try:
-                _supervisor = subprocess.Popen([sys.executable, "-I", "-S", "-c", _SUPERVISOR],
-                                               stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                               stderr=subprocess.DEVNULL, start_new_session=True,
-                                               text=True, bufsize=1)
-            except OSError:
-                return  # the groups still end with lawbench's own handlers; only kill -9 is uncovered
+        if not _ensure_supervisor():
+            return
         try:
             assert _supervisor.stdin is not None
             _supervisor.stdin.write(line + "\n")
@@ -84,6 +91,11 @@ def popen_group(cmd: list[str], **kwargs: Any) -> subprocess.Popen:
     """subprocess.Popen in a new process group that the supervisor ends if lawbench dies, holding
     the box lock's fd. Call ``group_ended(proc)`` once the group is gone."""
     fds = tuple(fd for fd in _held_fds if _fd_open(fd)) + tuple(kwargs.pop("pass_fds", ()))
+    # The supervisor first: started lazily after the tool, its own start-up (a Python process,
+    # seconds on a loaded box) was a window in which kill -9 of lawbench left the group unknown to
+    # it and running (tests/test_procgroup_users.py, once under load, 2026-12-07)
+    with _lock:
+        _ensure_supervisor()
     proc = subprocess.Popen(cmd, start_new_session=True, pass_fds=fds, **kwargs)
     _tell(f"+{proc.pid}")
     return proc
