@@ -55,9 +55,17 @@ def run_process(cmd: list[str], timeout_s: float, env: Optional[dict] = None,
                            env={**os.environ, **(env or {})})
     except OSError as exc:
         return _Proc(None, "", "", 0.0, missing=exc.strerror or str(exc))
-    stop = monitor(proc.pid) if monitor else None
+    stop = None
     try:
+        stop = monitor(proc.pid) if monitor else None
         return _wait(proc, timeout_s, t0)
+    except BaseException:
+        # a signal that lands before _wait can take it (its drain threads starting, the monitor):
+        # the group still ends before the supervisor is told it has, or it would outlive lawbench
+        _kill_group(proc)
+        proc.wait()
+        _wait_group_empty(proc)
+        raise
     finally:
         group_ended(proc)
         if stop:
