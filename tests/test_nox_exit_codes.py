@@ -27,7 +27,14 @@ def _nox(tmp_path: Path, *args: str) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LAWBENCH_", "NOX"))}
     return subprocess.Popen([NOX, "-R", "--envdir", str(tmp_path / "envs"), "-f", str(ROOT / "noxfile.py"), "-s",
                              "anchors", "--", *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True, encoding="utf-8")
+                            text=True, start_new_session=True, encoding="utf-8", preexec_fn=_sigint_as_given)
+
+
+def _sigint_as_given() -> None:
+    """In the child: SIGINT at its default. A suite started as a background job (`cmd &` in a
+    script) ignores SIGINT, and an ignored disposition is inherited through exec: a SIGINT landing
+    before lawbench installs its handlers was then lost and the run finished (2026-12-07)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def test_bad_data_through_nox_exits_2_not_1(tmp_path):
