@@ -24,8 +24,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 from lawbench import Anchor, DataError, EngineError, HardwareProfile, Sample, Visit
 from lawbench.plugins.law4 import measure
 from lawbench.plugins.law4.case import arm_case, CASE_FILE, check_measured, Law4Case, parse_case
-from lawbench.plugins.law4.scope import check_measured_on
-from lawbench.plugins.law4.spread import _median as median, _snapshot
+from lawbench.plugins.law4.spread import _snapshot, swept_arms
 from lawbench.plugins.law4.spread_case import ORDER_KINDS, SpreadCase
 
 if TYPE_CHECKING:
@@ -208,20 +207,8 @@ class OrderSampler:
 
 
 def sampler(anchor: Anchor, profile: HardwareProfile, resources: "Resources") -> OrderSampler:
-    cases = order_cases(anchor)
-    for case in cases.values():
-        check_measured_on(case, profile)
-    files = {name: measure.model_file(c.model, resources) for name, c in cases.items()}
-    params = {name: measure.batched_params(c, profile, files[name]) if c.bench.tool == "batched-bench"  # type: ignore[union-attr]
-              else measure.bench_params(c, profile) for name, c in cases.items()}
-    llama = resources.llama()
-    visits = {name: measure._visit(llama, files[name], params[name], c.bench)  # type: ignore[arg-type]
-              for name, c in cases.items()}
-    labels = {name: f"{name}: {measure._label(c, params[name])}" for name, c in cases.items()}
-    first = next(iter(cases.values()))
-    assert first.bench is not None and first.spread is not None
-    per_visit = measure.fastest if first.bench.per_visit == "fastest" else median
-    return OrderSampler(first.quantity, first.spread, visits, labels, reps=first.bench.reps, per_visit=per_visit,
-                        protocol={"engine": measure.ENGINES[first.bench.tool], "llama_cpp": llama.version,
-                                  "bench_params": params, "models": {k: str(v) for k, v in files.items()}})
+    arms = swept_arms(order_cases(anchor), profile, resources)
+    assert arms.first.bench is not None and arms.first.spread is not None
+    return OrderSampler(arms.first.quantity, arms.first.spread, arms.visits, arms.labels, reps=arms.first.bench.reps,
+                        per_visit=arms.per_visit, protocol=arms.protocol)
 

@@ -26,6 +26,7 @@ from lawbench.plugins.law4 import measure, pricing as P
 from lawbench.plugins.law4.case import arm_case, CASE_FILE, check_measured, Law4Case, parse_case, priced_case
 from lawbench.plugins.law4.models import Models
 from lawbench.plugins.law4.quantmix import weight_format
+from lawbench.plugins.law4.scope import check_measured_on
 from lawbench.plugins.law4.tiers import k_seconds, resolve_placement, resolve_tiers
 
 if TYPE_CHECKING:
@@ -200,6 +201,37 @@ class SpreadSampler:
                 "per_visit": getattr(self.per_visit, "__name__", "custom").lstrip("_"),
                 "statistic": statistic, "arms": self.labels, "eta_scale": self.eta_scale or None,
                 "visits": self.visits, **self._extra}
+
+
+@dataclasses.dataclass
+class SweptArms:
+    """Every arm of a swept case ready to visit (order_effect.py and step.py share this): its
+    engine visit, its label, the per-visit reading and the protocol the record keeps."""
+
+    first: Law4Case
+    visits: dict[str, Any]
+    labels: dict[str, str]
+    per_visit: Callable[[list[float]], float]
+    protocol: dict[str, Any]
+
+
+def swept_arms(cases: dict[str, Law4Case], profile: HardwareProfile, resources: "Resources") -> SweptArms:
+    """llama-bench or llama-batched-bench visits of each arm, after the scope rule's check."""
+    for case in cases.values():
+        check_measured_on(case, profile)
+    files = {name: measure.model_file(c.model, resources) for name, c in cases.items()}
+    params = {name: measure.batched_params(c, profile, files[name]) if c.bench.tool == "batched-bench"  # type: ignore[union-attr]
+              else measure.bench_params(c, profile) for name, c in cases.items()}
+    llama = resources.llama()
+    visits = {name: measure._visit(llama, files[name], params[name], c.bench)  # type: ignore[arg-type]
+              for name, c in cases.items()}
+    labels = {name: f"{name}: {measure._label(c, params[name])}" for name, c in cases.items()}
+    first = next(iter(cases.values()))
+    assert first.bench is not None and first.spread is not None
+    per_visit = measure.fastest if first.bench.per_visit == "fastest" else _median
+    return SweptArms(first, visits, labels, per_visit,
+                     {"engine": measure.ENGINES[first.bench.tool], "llama_cpp": llama.version,
+                      "bench_params": params, "models": {k: str(v) for k, v in files.items()}})
 
 
 def sampler(law: "Law4", anchor: Anchor, profile: HardwareProfile, resources: "Resources") -> SpreadSampler:
