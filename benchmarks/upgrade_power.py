@@ -1,7 +1,7 @@
 """How often an engine upgrade night calls a planted one-format slowdown `slower` (issue 31).
 
 Each trial pairs one rate series exactly as an upgrade night does (lawbench.core.run.upgrade: the
-arm on both builds, up to 10 pairs, looks after 4, 7, 10, decided against 1 − 1 % at a family-wise
+arm on both builds, up to the profile's upgrade_pairs (10 by default), looks after 4, 7, 10, …, decided against 1 − 1 % at a family-wise
 1 % over SERIES series): build A is the real llama.cpp, build B the same build behind the planting
 wrapper (tests/standin/planted_llama_bench.py) reporting the arm's format FACTOR times as fast as it
 ran. FACTOR 1 is the control: a `slower` there is a false alarm.
@@ -39,11 +39,11 @@ def main() -> int:
     from lawbench.core.claims.loading import LoadedAnchor
     from lawbench.core.engines.llamacpp import locate_llamacpp
     from lawbench.core.models import Anchor
-    from lawbench.core.run.ab import budget_for, measure_anchor
+    from lawbench.core.run.ab import measure_anchor
     from lawbench.core.run.context import RunContext
     from lawbench.core.laws.resources import Resources
-    from lawbench.core.history.rates import ALPHA, TOLERANCE
-    from lawbench.core.run.upgrade import PAIRS, TIMEOUT_S
+    from lawbench.core.history.rates import TOLERANCE
+    from lawbench.core.run.upgrade import upgrade_budget
 
     ctx = RunContext(args.profile)
     profile = ctx.policy.profile
@@ -53,7 +53,7 @@ def main() -> int:
     real, planted = locate_llamacpp(args.llama_dir), locate_llamacpp(wrapper)
     shared = Resources(profile=profile, engine=real)
     engines = {"a": shared.with_engine(real), "b": shared.with_engine(planted)}
-    budget = budget_for(PAIRS, True, TIMEOUT_S, 1 - ALPHA / SERIES)
+    budget = upgrade_budget(profile, SERIES)  # the profile's pairs, as its upgrade night takes
     fmt = "Q4_0"
     print("factor\ttrial\tnew/old\tinterval\tpairs\tverdict\tseconds", flush=True)
     table = {}

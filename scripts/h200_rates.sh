@@ -95,7 +95,8 @@ PY
 
 # The in-night A/B's own rule on this machine ($LB_AB_TRIALS: factors): `lawbench ab` of the build
 # against itself behind the wrapper with the subject arm's format ($LB_AB_FORMAT) planted slower, gated
-# at 0.99 as an engine upgrade night gates (core/run/upgrade.py: up to 10 pairs, looks after 4, 7, 10).
+# at 0.99 as an engine upgrade night gates (core/run/upgrade.py: up to the h200 profile's upgrade_pairs, 30,
+# looks after 4, 7, 10, …; $LB_AB_PAIRS).
 # -k ${LB_AB_SELECT:-$LB_SELECT}; LB_AB_FIRST=1 runs them before the nights (a call that may be the only one).
 ab_trials() {
 local j f rc t0; j=$(ls "$WORK" | grep -c '^ab-.*\.log$')
@@ -104,8 +105,8 @@ for f in "$@"; do
   [ "$(date +%s)" -lt "$STOP_AT" ] || break
   j=$((j + 1)); echo "{\"slow\": {\"${LB_AB_FORMAT:-Q4_0}\": $f}}" > "$W/planted.json"
   t0=$(date +%s)
-  lawbench ab --profile "$PROFILE" -k "${LB_AB_SELECT:-$SEL}" --a "dir:$BIN" --b "dir:$W" --pairs 10 --gate-min-ratio 0.99 \
-    --confidence 0.99 --out "$WORK/ab-$j" > "$WORK/ab-$j.log" 2>&1
+  lawbench ab --profile "$PROFILE" -k "${LB_AB_SELECT:-$SEL}" --a "dir:$BIN" --b "dir:$W" --pairs "${LB_AB_PAIRS:-30}" --gate-min-ratio 0.99 \
+    --confidence 0.995 --out "$WORK/ab-$j" > "$WORK/ab-$j.log" 2>&1
   rc=$?
   python3 -P - "ab-$j ${LB_AB_FORMAT:-Q4_0} x$f" "$rc" "$(( $(date +%s) - t0 ))" "$WORK/ab-$j/ab.json" <<'PY' | tee -a "$OUT/rates-summary.tsv"
 import json, sys
@@ -146,5 +147,20 @@ if [ "$(accepted)" -ge "$NIGHTS" ]; then
   done
 fi
 [ -z "${LB_AB_FIRST:-}" ] && ab_trials
+# LB_NCU=1: Nsight Compute's Warp State counters of llama.cpp's mmq kernels (prefill of the Q4_K_M
+# file, whose Q6_K tensors take mmq too), as ncu prints them: real output for lawbench's counter
+# reader (issue 34, register r41's L1TEX scoreboard share); ncu-query.txt lists the chip's metric names.
+if [ -n "${LB_NCU:-}" ] && command -v ncu > /dev/null; then
+  M=$(python3 -P -c 'import sys; from lawbench.core.laws.resources import Resources; r = Resources(llama_dir=sys.argv[1]); print(r.model("syn-3.4b-q4_k_m")); r.close()' "$BIN")
+  ncu --version > "$OUT/ncu-query.txt" 2>&1
+  ncu --query-metrics 2>&1 | grep -iE "long_scoreboard|per_inst_issued|^Device|warp_latency" >> "$OUT/ncu-query.txt"
+  timeout 120 ncu --clock-control none --section WarpStateStats --csv -k regex:mul_mat_q --launch-count 6 \
+    "$BIN/llama-bench" -m "$M" -p 512 -n 0 -r 1 -ngl 99 > "$OUT/ncu-warpstate.csv" 2> "$OUT/ncu-warpstate.err"
+  echo "ncu section rc=$?"
+  timeout 120 ncu --clock-control none --csv --print-units base -k regex:mul_mat_q --launch-count 6 \
+    --metrics smsp__average_warp_latency_issue_stalled_long_scoreboard.ratio,smsp__average_warp_latency_per_inst_issued.ratio,smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio \
+    "$BIN/llama-bench" -m "$M" -p 512 -n 0 -r 1 -ngl 99 > "$OUT/ncu-metrics.csv" 2>> "$OUT/ncu-warpstate.err"
+  echo "ncu metrics rc=$?"; tail -3 "$OUT/ncu-warpstate.err"
+fi
 echo "accepted nights: $(accepted); stopped at $(date -u +%H:%M:%S)"
 (cd "$WORK" && tar czf "$OUT/rates-bundle.tgz" --exclude=baseline.sqlite --exclude='*.gguf' history trials $(ls -d ab-* 2>/dev/null))

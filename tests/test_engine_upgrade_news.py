@@ -119,3 +119,22 @@ def test_check_accepts_an_upgrade_acknowledgement_quoting_the_upgrade_claim(tmp_
 
     assert problems(UPGRADE_CLAIM) == []
     assert [p for p in problems("something else") if "an upgrade's acknowledgement quotes" in p]
+
+
+def test_the_upgrade_ab_takes_the_profiles_pairs():
+    """A GPU runner's pair scatter needs more pairs than the default (hardware_profiles/h200.toml
+    says why): the budget's last look is the profile's upgrade_pairs, each series at 1 − ALPHA / n."""
+    from lawbench.core.models.profile import HardwareProfile
+    from lawbench.core.run.upgrade import PAIRS, upgrade_budget
+    from lawbench.core.stats.verdicts import looks
+    from lawbench.core.hardware.profiles import load_profiles
+
+    h200 = load_profiles()["h200"]
+    assert h200.nightly.upgrade_pairs == 30
+    b = upgrade_budget(h200, 2)
+    assert looks(b)[0] == 4 and looks(b)[-1] == 30 and b.confidence == pytest.approx(0.995)
+    plain = h200.model_copy(update={"nightly": None})
+    assert looks(upgrade_budget(plain, 1))[-1] == PAIRS
+    with pytest.raises(ValueError, match="upgrade_pairs"):
+        HardwareProfile.model_validate({**h200.model_dump(mode="json"),
+                                        "nightly": {**h200.nightly.model_dump(), "upgrade_pairs": 2}})

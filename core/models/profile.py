@@ -183,6 +183,10 @@ class Nightly(Strict):
     box: Optional[Id] = None
     # The cadence its nightly job runs; the weekly job runs what this leaves (core/run/plan.py weekly_cadence).
     cadence: Literal["quick", "nightly"] = "nightly"
+    # The most pairs an engine upgrade's in-night A/B takes per rate series (core/run/upgrade.py):
+    # enough for this box's pair-to-pair scatter to resolve a 3 % slowdown beyond the 1 % margin. A
+    # clear case stops at the first look (4 pairs); only a close one runs them all.
+    upgrade_pairs: int = Field(default=10, ge=4, le=40)
 
 
 LawTable = TypeVar("LawTable", bound=BaseModel)

@@ -28,7 +28,8 @@ from lawbench.core.history.rates import ALPHA, TOLERANCE
 from lawbench.core.models.upgrade import EngineUpgrade, UpgradeSeries
 from lawbench.core.record.run_keys import engine_key
 
-PAIRS = 10  # the most pairs per series: looks after 4, 7 and 10 (Bonferroni over the looks)
+PAIRS = 10  # the most pairs per series unless the profile's nightly says (upgrade_pairs): looks after
+# 4, 7, 10, … (Bonferroni over the looks)
 TIMEOUT_S = 600.0  # the longest one series' pairs may take
 
 
@@ -95,10 +96,19 @@ def _verdict(r: Any, tolerance: float) -> Optional[str]:
     return "unresolved"
 
 
+def upgrade_budget(profile: Any, series: int) -> Any:
+    """The A/B's budget for one of ``series`` series: the profile's pairs (its nightly's
+    upgrade_pairs, else PAIRS), each series at 1 − ALPHA / series."""
+    from lawbench.core.run.ab import budget_for
+
+    pairs = profile.nightly.upgrade_pairs if profile.nightly else PAIRS
+    return budget_for(pairs, True, TIMEOUT_S, 1 - ALPHA / max(series, 1))
+
+
 def pair_upgrade(run: Any) -> Optional[EngineUpgrade]:
     """Tonight's rate series paired on the replaced build (A) and tonight's (B); None when tonight
     is no engine upgrade. A stop signal (KeyboardInterrupt) goes on up: the run is interrupted."""
-    from lawbench.core.run.ab import budget_for, measure_anchor
+    from lawbench.core.run.ab import measure_anchor
 
     ctx, resources = run.ctx, run.resources
     info = resources.engine_info()
@@ -139,7 +149,7 @@ def pair_upgrade(run: Any) -> Optional[EngineUpgrade]:
         return up
     print(f"lawbench: engine upgrade: {tonight} replaces {replaced} (accepted night {old.run_id[:12]}); "
           f"pairing {len(todo)} rate series on both builds", file=sys.stderr, flush=True)
-    budget = budget_for(PAIRS, True, TIMEOUT_S, 1 - ALPHA / len(todo))
+    budget = upgrade_budget(profile, len(todo))
     for la, law, arm, series in todo:
         base = {"series": series.key, "format": series.format, "anchor_id": la.anchor.id, "arm": arm}
         try:
