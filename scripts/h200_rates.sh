@@ -158,7 +158,7 @@ if [ -n "${LB_NCU:-}" ] && command -v ncu > /dev/null; then
     "$BIN/llama-bench" -m "$M" -p 512 -n 0 -r 1 -ngl 99 > "$OUT/ncu-warpstate.csv" 2> "$OUT/ncu-warpstate.err"
   echo "ncu section rc=$?"
   timeout 120 ncu --clock-control none --csv --print-units base -k regex:mul_mat_q --launch-count 6 \
-    --metrics smsp__average_warp_latency_issue_stalled_long_scoreboard.ratio,smsp__average_warp_latency_per_inst_issued.ratio,smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio \
+    --metrics smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio,smsp__average_warp_latency_per_inst_issued.ratio \
     "$BIN/llama-bench" -m "$M" -p 512 -n 0 -r 1 -ngl 99 > "$OUT/ncu-metrics.csv" 2>> "$OUT/ncu-warpstate.err"
   echo "ncu metrics rc=$?"; tail -3 "$OUT/ncu-warpstate.err"
 fi
