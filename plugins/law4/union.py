@@ -67,7 +67,8 @@ class UnionSampler:
         try:
             run = read_union(self.resources.llama(), self.model_path, text, u.batch_tokens,
                              threads=u.threads or self.profile.engine_threads() or 1,
-                             n_gpu_layers=self.case.placement.ngl or 0, timeout_s=u.timeout_s)
+                             n_gpu_layers=self.case.placement.ngl or 0, timeout_s=u.timeout_s,
+                             max_batches=self.anchor.budget.max_samples)  # no batch the budget cannot use
         except NotMixture as exc:
             raise DataError(CASE_FILE, f"{exc}; an expert_union case needs a mixture-of-experts model",
                             anchor=self.anchor.id, field="case.model") from None
