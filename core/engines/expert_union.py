@@ -27,6 +27,7 @@ from typing import Any, Optional
 
 from lawbench.core.engines.tool_run import engine_error, log_tail, process_fault, run_process
 from lawbench.core.errors import EngineError, NotApplicable
+from lawbench.core.paths import cache_root
 
 SOURCE = Path(__file__).with_name("expert_union.cpp")
 BINARY = "lawbench-expert-union"
@@ -149,8 +150,6 @@ def read_union(llama: Any, model: Path, text: str, batch_tokens: int, *, threads
     :raises NotMixture: the model selects no experts (a dense model).
     :raises EngineError: the reader failed, timed out or printed no result (names the command).
     """
-    from lawbench.core.paths import cache_root
-
     reader = build_reader(llama, cache or cache_root())
     with tempfile.TemporaryDirectory(prefix="lawbench-union-") as tmp:
         text_file = Path(tmp) / "text.txt"

@@ -18,8 +18,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Optional
 
-from lawbench import Anchor, DataError, EngineError, HardwareProfile, Sample
+from lawbench import Anchor, DataError, EngineError, HardwareProfile, LawbenchError, Sample
+from lawbench.engines import NotMixture, check_text_ref, read_union, resolve_text, text_label
 from lawbench.plugins.law4.case import CASE_FILE, Law4Case, parse_case
+from lawbench.plugins.law4.measure import model_file
 
 if TYPE_CHECKING:
     from lawbench import Resources
@@ -27,9 +29,6 @@ if TYPE_CHECKING:
 
 def check(anchor: Anchor) -> None:
     """What `lawbench check` can say of an expert_union anchor without running it."""
-    from lawbench import LawbenchError
-    from lawbench.engines import check_text_ref
-
     if anchor.kind != "measurement" or anchor.arms:
         raise DataError(CASE_FILE, "an expert_union anchor measures one model's verify batches: kind "
                         "\"measurement\", no arms", anchor=anchor.id, field="arms" if anchor.arms else "kind")
@@ -57,9 +56,6 @@ class UnionSampler:
         self.model_path: Optional[Any] = None
 
     def _read(self) -> Any:
-        from lawbench.engines import NotMixture, read_union, resolve_text, text_label
-        from lawbench.plugins.law4.measure import model_file
-
         u = self.case.union
         assert u is not None
         self.model_path = model_file(self.case.model, self.resources)
@@ -96,8 +92,6 @@ class UnionSampler:
         return {"engine": "lawbench-expert-union", "llama_cpp": llama.version, "backend": llama.backend}
 
     def protocol(self) -> dict[str, Any]:
-        from lawbench.engines import text_label
-
         u = self.case.union
         assert u is not None
         run = self.run
