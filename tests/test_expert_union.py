@@ -205,3 +205,23 @@ def test_the_shipped_anchors_check():
     for aid in ("law4.gtx1060.union.30b-q2_k.one-token-reads-8", "law4.cpu.union.syn-moe-128x8.one-token-reads-8"):
         a = anchors[aid]
         assert a.case["union"]["draft_tokens"] == 0 and a.value == 8 and a.band_interval() == (8, 8)
+
+
+@pytest.mark.integration
+def test_the_shipped_cpu_anchor_measures_here():
+    """The stand-in of the runner-bound gtx1060 anchor, as `lawbench run --profile cpu` runs it:
+    the catalogue's synthetic MoE built into the cache, the reader built against the pinned build."""
+    from lawbench.core.hardware.profiles import load_profiles
+    from lawbench.core.laws.resources import Resources
+    from lawbench.testing import law_anchors
+
+    anchor = law_anchors(Law4())["law4.cpu.union.syn-moe-128x8.one-token-reads-8"]
+    profile = load_profiles()["cpu"].model_copy(update={"threads": 1})
+    res = Resources(profile=profile)
+    try:
+        r = evaluate_anchor(anchor, Law4(), profile=profile, resources=res)
+    finally:
+        res.close()
+    print(f"measured: {anchor.id} {r.measured} {r.interval} ({r.verdict.value})")
+    assert r.verdict is Verdict.PASS, r.reason
+    assert r.measurement.protocol["n_expert"] == 128 and r.measurement.protocol["n_expert_used"] == 8
