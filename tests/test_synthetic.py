@@ -105,7 +105,7 @@ def test_quantizer_writing_the_wrong_type_is_not_cached(tmp_path):
 
 
 def test_ladder_loads_and_fits_k_quants():
-    specs = load_catalog([LADDER]).synthetic
+    specs = [s for s in load_catalog([LADDER]).synthetic if not s.n_expert]  # the dense speed ladder
     assert {s.weight_type for s in specs} >= {"F16", "Q8_0", "Q4_0", "Q4_K_M", "Q2_K"}
     sizes = sorted({s.n_params() for s in specs})
     assert len(sizes) == 3 and sizes[0] < 40e6 and 60e6 < sizes[1] < 150e6 and sizes[2] < 500e6

@@ -68,6 +68,10 @@ class SyntheticSpec(BaseModel):
     context_length: int = Field(default=4096, gt=0)
     weight_type: str = "F16"
     seed: int = Field(default=0, ge=0)
+    # A mixture of experts (llama architecture: llama.expert_count / expert_used_count, per layer a
+    # router ffn_gate_inp and stacked ffn_{gate,up,down}_exps in place of the dense FFN): 0 is dense.
+    n_expert: int = Field(default=0, ge=0)
+    n_expert_used: int = Field(default=0, ge=0)
 
     @field_validator("weight_type")
     @classmethod
@@ -85,6 +89,9 @@ class SyntheticSpec(BaseModel):
             raise ValueError(f"{where}: field n_head = {self.n_head} is not a multiple of n_head_kv = {self.n_head_kv}")
         if (self.n_embd // self.n_head) % 2:
             raise ValueError(f"{where}: field n_embd / n_head = {self.n_embd // self.n_head} must be even (RoPE)")
+        if (self.n_expert == 0) != (self.n_expert_used == 0) or self.n_expert_used > self.n_expert:
+            raise ValueError(f"{where}: field n_expert_used = {self.n_expert_used} must be between 1 and "
+                             f"n_expert = {self.n_expert} for a mixture of experts, or both 0 for a dense model")
         block = WEIGHT_TYPES[self.weight_type][0]
         for name in ("n_embd", "n_ff"):
             value = getattr(self, name)
@@ -101,12 +108,16 @@ class SyntheticSpec(BaseModel):
     def n_params(self) -> int:
         """Parameter count (untied output, like most llama models)."""
         kv = self.n_head_kv * self.head_dim
-        layer = 2 * self.n_embd * self.n_embd + 2 * self.n_embd * kv + 3 * self.n_embd * self.n_ff
+        ffn = 3 * self.n_embd * self.n_ff * max(1, self.n_expert) + self.n_embd * self.n_expert  # + router
+        layer = 2 * self.n_embd * self.n_embd + 2 * self.n_embd * kv + ffn
         return self.n_layer * (layer + 2 * self.n_embd) + 2 * self.n_vocab * self.n_embd + self.n_embd
 
     def content(self) -> dict[str, Any]:
-        """Everything that changes the file's bytes. Not the id: two ids of one shape share a file."""
-        return self.model_dump(exclude={"id"})
+        """Everything that changes the file's bytes. Not the id: two ids of one shape share a file.
+        A dense spec leaves the expert fields out, so its digest (and cached file) is the one it had
+        before experts existed."""
+        dense = {"n_expert", "n_expert_used"} if not self.n_expert else set()
+        return self.model_dump(exclude={"id", *dense})
 
     def digest(self) -> str:
         basis = json.dumps({"spec": self.content(), "generator": GENERATOR_VERSION}, sort_keys=True)
@@ -154,10 +165,17 @@ def _tensors(spec: SyntheticSpec) -> list[tuple[str, tuple[int, ...], type]]:
                 (f"{b}.attn_k.weight", (kv, e), np.float16),
                 (f"{b}.attn_v.weight", (kv, e), np.float16),
                 (f"{b}.attn_output.weight", (e, e), np.float16),
-                (f"{b}.ffn_norm.weight", (e,), np.float32),
-                (f"{b}.ffn_gate.weight", (ff, e), np.float16),
-                (f"{b}.ffn_up.weight", (ff, e), np.float16),
-                (f"{b}.ffn_down.weight", (e, ff), np.float16)]
+                (f"{b}.ffn_norm.weight", (e,), np.float32)]
+        if spec.n_expert:  # the router stays F32 (llama-quantize never quantizes ffn_gate_inp)
+            n = spec.n_expert
+            out += [(f"{b}.ffn_gate_inp.weight", (n, e), np.float32),
+                    (f"{b}.ffn_gate_exps.weight", (n, ff, e), np.float16),
+                    (f"{b}.ffn_up_exps.weight", (n, ff, e), np.float16),
+                    (f"{b}.ffn_down_exps.weight", (n, e, ff), np.float16)]
+        else:
+            out += [(f"{b}.ffn_gate.weight", (ff, e), np.float16),
+                    (f"{b}.ffn_up.weight", (ff, e), np.float16),
+                    (f"{b}.ffn_down.weight", (e, ff), np.float16)]
     out += [("output_norm.weight", (e,), np.float32), ("output.weight", (spec.n_vocab, e), np.float16)]
     return out
 
@@ -179,6 +197,9 @@ def write_f16(spec: SyntheticSpec, path: Path) -> None:
     w.add_rope_dimension_count(spec.head_dim)
     w.add_rope_freq_base(10000.0)
     w.add_layer_norm_rms_eps(1e-5)
+    if spec.n_expert:
+        w.add_expert_count(spec.n_expert)
+        w.add_expert_used_count(spec.n_expert_used)
     w.add_vocab_size(spec.n_vocab)
     w.add_file_type(int(gguf.LlamaFileType.MOSTLY_F16))
     add_tokenizer(w, spec.n_vocab)
@@ -191,10 +212,10 @@ def write_f16(spec: SyntheticSpec, path: Path) -> None:
     w.write_ti_data_to_file()
     rng = np.random.default_rng(spec.seed)
     for name, shape, dtype in layout:
-        if dtype is np.float32:  # RMS-norm gains: ones, like a freshly initialised model
+        if name.endswith("norm.weight"):  # RMS-norm gains: ones, like a freshly initialised model
             w.write_tensor_data(np.ones(shape, dtype=np.float32))
-        else:  # std 0.02 keeps activations finite through the layers
-            w.write_tensor_data((rng.standard_normal(shape, dtype=np.float32) * 0.02).astype(np.float16))
+        else:  # std 0.02 keeps activations finite; a router of equal rows would tie every expert
+            w.write_tensor_data((rng.standard_normal(shape, dtype=np.float32) * 0.02).astype(dtype))
     w.close()
 
 

@@ -41,6 +41,7 @@ from lawbench import ANCHOR_FILE, DataError, FiniteFloat, Strict, validation_err
 from lawbench.plugins.law4.bench_case import BenchCase
 from lawbench.plugins.law4.pricing import KV_TYPES
 from lawbench.plugins.law4.spread_case import ORDERED_KINDS, SPREAD_KINDS, SpreadCase
+from lawbench.plugins.law4.union_case import UnionCase
 from lawbench.store import ModelReference
 
 CASE_FILE = ANCHOR_FILE  # a law does not know the anchor's file; core fills it in
@@ -90,6 +91,9 @@ Quantity = Literal[
     # A published prediction against its measurement (plugins/law4/misses.py):
     "prediction_error",  # predicted / measured − 1 (prereg #73's "−22.9%")
     "error_cut",  # |superseded − measured| / |predicted − measured| (prereg #74's "11×")
+    # Distinct experts a verify batch of K+1 tokens reads per MoE layer (plugins/law4/union.py,
+    # seed 000's "verify-batches union ~40 experts vs 8"): measured only, by lawbench's reader.
+    "expert_union",
 ]
 
 # Unit scales per quantity: predict() returns the value in the anchor's own unit.
@@ -104,6 +108,7 @@ UNITS: dict[str, dict[str, float]] = {
     "fit_margin_gb": {"GB": 1e9, "GiB": 2.0 ** 30, "B": 1.0},
     "flops_per_token": {"FLOP": 1.0, "GFLOP": 1e9},
     "compute_ceiling_tok_s": {"tok/s": 1.0},
+    "expert_union": {"experts": 1.0},
 }
 DIMENSIONLESS = {"x": 1.0, "fraction": 1.0, "%": 0.01}
 
@@ -142,6 +147,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "compute_ceiling_tok_s": (),
     "prediction_error": ("predicted_tok_s", "measured_tok_s"),
     "error_cut": ("predicted_tok_s", "superseded_tok_s", "measured_tok_s"),
+    "expert_union": ("model", "union"),
 }
 
 
@@ -245,6 +251,7 @@ class Law4Case(Strict):
     scope: Optional[Literal["cpu-tier"]] = None
     measured_on: Optional[MeasuredOn] = None
     spread: Optional[SpreadCase] = None  # decode_spread / eta_range: how one sample is formed
+    union: Optional[UnionCase] = None  # expert_union: the verify batches and the text they decode
     # Published figures of machines no runner holds, as the source prints each (L-18's η per architecture)
     population: Optional[dict[str, FiniteFloat]] = Field(default=None, min_length=2)
     # A compute ceiling's inputs as the source printed them (L-12: "~4.4 TFLOPS FP32", "active 3.3B")
@@ -301,6 +308,8 @@ class Law4Case(Strict):
         if self.quantity == "eta_disk_implied" and self.bench is not None and self.bench.prime is None:
             raise ValueError("bench.prime: eta_disk_implied reads the page cache's residency, which a visit "
                              "records only with a prime (\"keep\" records it and touches nothing)")
+        if self.union is not None and self.quantity != "expert_union":
+            raise ValueError(f"union: only an expert_union case decodes verify batches, not {self.quantity!r}")
         if self.quantity == "decode_tok_s" and self.model is None and self.baseline_tok_s is None:
             raise ValueError("decode_tok_s needs a model to price, or a published baseline_tok_s")
         return self

@@ -4,6 +4,7 @@
     order_spread, order_span   plugins/law4/order_effect.py  readings split by the arm that ran before
     step_change                plugins/law4/step.py        the largest change between neighbouring settings
     eta_disk_implied           plugins/law4/eta_disk.py    η_disk read back from a decode and its residency
+    expert_union               plugins/law4/union.py       distinct experts a K+1-token verify batch reads
 
 Law4.check_anchor and Law4.sampler hand these quantities here first (``handles``); eta_disk_implied
 is a one-arm llama-bench case, so after its own check it goes on through the law's usual checks.
@@ -13,8 +14,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from lawbench import Anchor, DataError, HardwareProfile
-from lawbench.plugins.law4 import eta_disk, order_effect, spread, step
-from lawbench.plugins.law4.case import CASE_FILE, unit_scale
+from lawbench.plugins.law4 import eta_disk, order_effect, spread, step, union
+from lawbench.plugins.law4.case import CASE_FILE, parse_case, unit_scale
 from lawbench.plugins.law4.models import check_model_ref
 from lawbench.plugins.law4.spread import SPREAD_QUANTITIES, spread_cases
 
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from lawbench import Resources
     from lawbench.plugins.law4.law import Law4
 
-MEASURED_ONLY = (*SPREAD_QUANTITIES, *order_effect.ORDER_KINDS, "step_change", "eta_disk_implied")
+MEASURED_ONLY = (*SPREAD_QUANTITIES, *order_effect.ORDER_KINDS, "step_change", "eta_disk_implied", "expert_union")
 
 
 def quantity(anchor: Anchor) -> Any:
@@ -41,6 +42,9 @@ def check(anchor: Anchor) -> bool:
         cases = order_effect.order_cases(anchor)
     elif q == "step_change":
         cases = step.step_cases(anchor)
+    elif q == "expert_union":
+        union.check(anchor)
+        cases = {"main": parse_case(anchor.case, anchor.id)}
     else:
         return False
     if anchor.quantity != q:
@@ -63,4 +67,6 @@ def sampler(law: "Law4", anchor: Anchor, profile: HardwareProfile, resources: "R
         return step.sampler(anchor, profile, resources)
     if q == "eta_disk_implied":
         return eta_disk.sampler(law, anchor, profile, resources)
+    if q == "expert_union":
+        return union.sampler(anchor, profile, resources)
     return None

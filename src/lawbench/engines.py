@@ -58,6 +58,10 @@ _EXPORTS = {
     "read_trace": "lawbench.core.engines.kernels",
     "kernel_labels": "lawbench.core.engines.kernels",
     "kernel_time": "lawbench.core.engines.kernels",
+    # the expert union of verify batches: lawbench's reader of the router's ffn_moe_topk tensors
+    "read_union": "lawbench.core.engines.expert_union",
+    "UnionRun": "lawbench.core.engines.expert_union",
+    "NotMixture": "lawbench.core.engines.expert_union",
     # one process group per engine process: run it, say what went wrong, raise it
     "run_process": "lawbench.core.engines.tool_run",
     "process_fault": "lawbench.core.engines.tool_run",
@@ -75,6 +79,7 @@ if TYPE_CHECKING:  # for editors and type checkers: the same names, eagerly
     from lawbench.core.engines.batched import expert_override, run_batched  # noqa: F401
     from lawbench.core.engines.bench import capture_load_log, quantize, run_bench  # noqa: F401
     from lawbench.core.engines.bench import record_label as bench_record_label  # noqa: F401
+    from lawbench.core.engines.expert_union import NotMixture, UnionRun, read_union  # noqa: F401
     from lawbench.core.engines.imatrix import Imatrix, cached_imatrix  # noqa: F401
     from lawbench.core.engines.kernels import build_tracer, kernel_labels, kernel_time, read_trace, traced_env  # noqa: F401
     from lawbench.core.engines.loadlog import parse_load_log  # noqa: F401
