@@ -269,7 +269,7 @@ def test_a_run_hands_an_arm_the_patched_build_of_its_own_source(monkeypatch):
     assert patched.bin_dir != stock.bin_dir
     # the same source either way: the profile's engine of record (b10098 as 10103.0.0), for sm_61
     assert [c["version"] for c in built.calls] == ["10103.0.0", "10103.0.0"]
-    assert built.calls[0]["patches"] == (GRAPHS,) and "patches" not in built.calls[1]
+    assert built.calls[0]["patches"] == (GRAPHS,) and "patches" not in built.calls[1]  # the stock build
     assert all(c["backend"] == "cuda" and c["cuda_arch"] == "61" for c in built.calls)
     info = res.engine_info()
     assert info["bin_dir"] == str(stock.bin_dir) and "patches" not in info

