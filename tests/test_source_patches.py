@@ -328,7 +328,7 @@ def test_real_patched_build_runs_an_interleaved_ratio_of_its_switch(llama_stock,
         protocol = r.measurement.protocol
         assert protocol["patches"] == {"a": [GRAPHS.name], "b": [GRAPHS.name]}
         assert protocol["bin_dirs"] == {"a": str(patched.bin_dir), "b": str(patched.bin_dir)}
-        assert res.engine_info()["patches"] == [GRAPHS.record()]  # the run's only engine was the patched one
+        assert res.engine_info()["patched_builds"][0]["sources"] == [GRAPHS.record()]
         assert r.measured == pytest.approx(1.0, rel=0.10), r.reason
     finally:
         res.close()
