@@ -324,12 +324,15 @@ def test_real_patched_build_runs_an_interleaved_ratio_of_its_switch(llama_stock,
     res = Resources(profile=load_profiles()["cpu"])
     try:
         r = evaluate_anchor(anchor, Law4(), profile=load_profiles()["cpu"], resources=res)
-        assert r.verdict in (Verdict.PASS, Verdict.FAIL, Verdict.VOID), r.reason
+        # one binary, a switch a CPU build never reads: the arms cannot differ, so the ratio's interval
+        # holds 1 (on a busy 2-core box it may be too wide to pass: VOID, never FAIL)
+        print(f"patched build, switch set / unset on CPU: {r.measured:.3f} {r.interval} {r.verdict.value}")
+        assert r.verdict in (Verdict.PASS, Verdict.VOID), r.reason
+        assert r.interval[0] <= 1.0 <= r.interval[1], r.reason
         protocol = r.measurement.protocol
         assert protocol["patches"] == {"a": [GRAPHS.name], "b": [GRAPHS.name]}
         assert protocol["bin_dirs"] == {"a": str(patched.bin_dir), "b": str(patched.bin_dir)}
         assert res.engine_info()["patched_builds"][0]["sources"] == [GRAPHS.record()]
-        assert r.measured == pytest.approx(1.0, rel=0.10), r.reason
     finally:
         res.close()
 
