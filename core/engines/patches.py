@@ -22,9 +22,9 @@ import hashlib
 import os
 import shutil
 import subprocess
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
 
 from lawbench.core.errors import EngineError, LawbenchError
 
@@ -124,7 +124,7 @@ def apply(patches: Iterable[SourcePatch], src: Path) -> None:
     env.pop("GIT_DIR", None)
     env.pop("GIT_WORK_TREE", None)
     for patch in patches:
-        proc = subprocess.run([git, "apply", "--verbose", str(patch.path)], cwd=src, env=env,
+        proc = subprocess.run([git, "apply", "--verbose", str(patch.path)], cwd=src, env=env, check=False,
                               capture_output=True, text=True, errors="replace")
         if proc.returncode != 0:
             said = " | ".join(line.strip() for line in proc.stderr.splitlines()
