@@ -36,8 +36,10 @@ ALLOW_FILE = REGISTER_DIR / "still-uncovered.toml"
 # anchors/inventory/register-walk.toml): it may only go down. Raised once by a rule, never by a list:
 # 2,591 -> 2,596 when a line's id and notes stopped covering what they mention (issue 34: 11 figures
 # uncovered, 6 of them given lines, 2 figures of V-10 that main already let through); 2,593 when
-# L-19's '32k (-10% to -23%)' got its line (reg.l-19.moe-split-misses, prereg #73's misses per depth)
-CEILING = 2593
+# L-19's '32k (-10% to -23%)' got its line (reg.l-19.moe-split-misses, prereg #73's misses per depth);
+# 2,592 when V-14 got its patched-build anchors: D-15's '0.02' (its forced arm's '± 0.02' tok/s) now matches
+# the dense 7B ratio's band, rel 0.02 — the same digits, not the same quantity; the walk compares numbers
+CEILING = 2592
 
 
 @pytest.fixture(scope="module")

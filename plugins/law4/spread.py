@@ -222,8 +222,9 @@ def swept_arms(cases: dict[str, Law4Case], profile: HardwareProfile, resources: 
     files = {name: measure.model_file(c.model, resources) for name, c in cases.items()}
     params = {name: measure.batched_params(c, profile, files[name]) if c.bench.tool == "batched-bench"  # type: ignore[union-attr]
               else measure.bench_params(c, profile) for name, c in cases.items()}
-    llama = resources.llama()
-    visits = {name: measure._visit(llama, files[name], params[name], c.bench)  # type: ignore[arg-type]
+    llamas = {name: measure.engine_for(resources, c) for name, c in cases.items()}
+    llama = next(iter(llamas.values()))
+    visits = {name: measure._visit(llamas[name], files[name], params[name], c.bench)  # type: ignore[arg-type]
               for name, c in cases.items()}
     labels = {name: f"{name}: {measure._label(c, params[name])}" for name, c in cases.items()}
     first = next(iter(cases.values()))
@@ -247,8 +248,9 @@ def sampler(law: "Law4", anchor: Anchor, profile: HardwareProfile, resources: "R
         models = Models(resources, fetch=True)
         for name, c in cases.items():
             eta_scale[name] = 1.0 / eta_price(law, anchor, c, profile, models)
-    llama = resources.llama()
-    visits = {name: measure._visit(llama, files[name], params[name], c.bench)  # type: ignore[arg-type]
+    llamas = {name: measure.engine_for(resources, c) for name, c in cases.items()}
+    llama = next(iter(llamas.values()))
+    visits = {name: measure._visit(llamas[name], files[name], params[name], c.bench)  # type: ignore[arg-type]
               for name, c in cases.items()}
     labels = {name: measure._label(c, params[name]) for name, c in cases.items()}
     if len(set(labels.values())) != len(labels):

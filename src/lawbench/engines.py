@@ -62,6 +62,8 @@ _EXPORTS = {
     "read_union": "lawbench.core.engines.expert_union",
     "UnionRun": "lawbench.core.engines.expert_union",
     "NotMixture": "lawbench.core.engines.expert_union",
+    # the source patches lawbench ships, by name (a case's bench.patches); unknown names are an error
+    "source_patches": "lawbench.core.engines.patches:named",
     # one process group per engine process: run it, say what went wrong, raise it
     "run_process": "lawbench.core.engines.tool_run",
     "process_fault": "lawbench.core.engines.tool_run",
@@ -83,6 +85,7 @@ if TYPE_CHECKING:  # for editors and type checkers: the same names, eagerly
     from lawbench.core.engines.imatrix import Imatrix, cached_imatrix  # noqa: F401
     from lawbench.core.engines.kernels import build_tracer, kernel_labels, kernel_time, read_trace, traced_env  # noqa: F401
     from lawbench.core.engines.loadlog import parse_load_log  # noqa: F401
+    from lawbench.core.engines.patches import named as source_patches  # noqa: F401
     from lawbench.core.engines.perplexity import DEFAULT_TEXT, SliceVisits, run_perplexity  # noqa: F401
     from lawbench.core.engines.perplexity import shipped_text, text_sha256, text_slices  # noqa: F401
     from lawbench.core.engines.perplexity import parse_kld, run_kld, save_base_logits  # noqa: F401
