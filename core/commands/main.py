@@ -51,11 +51,12 @@ def cmd_check(args: argparse.Namespace) -> int:
     from lawbench.core.run.findings import finding_problems
     from lawbench.core.commands.gate import acknowledged_problems
     from lawbench.core.run.plan import window_problems
+    from lawbench.core.engines.harness import profile_problems as harness_problems
 
     ack_warnings: list[str] = []  # a date only warns: it never stops a run (issue 30, item 1)
     rotations: list[str] = []  # a weekly larger than its window rotates in slices (issue 30, item 8)
     problems = [*problems, *window_problems(profiles, anchors, notes=rotations),
-                *finding_problems(anchors, reg, profiles),
+                *finding_problems(anchors, reg, profiles), *harness_problems(anchors, profiles),
                 *acknowledged_problems(anchors, profiles, warnings=ack_warnings)]
     for warning in ack_warnings:
         print(f"lawbench: warning: {warning}", file=sys.stderr)
