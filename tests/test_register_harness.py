@@ -281,7 +281,7 @@ def test_a_harness_measures_one_figure(repo):
 def test_check_names_a_profile_without_the_checkout_or_folder(repo):
     from types import SimpleNamespace
 
-    from lawbench.core.engines.harness import profile_problems
+    from lawbench.core.models.harness import profile_problems
 
     a = make_anchor(id="probe.harness", law="toy", kind="measurement", quantity="relmse", unit="1", value=0.1,
                     band={"abs": 0.1}, harness=harness(repo), profiles=["probe-box"])

@@ -12,6 +12,7 @@ from typing import Any, Callable, Optional
 
 from lawbench import __version__
 from lawbench.core.errors import LawbenchError
+from lawbench.core.models.harness import profile_problems as harness_problems
 
 EXIT_OK, EXIT_BAD, EXIT_USAGE = 0, 1, 2
 
@@ -51,7 +52,6 @@ def cmd_check(args: argparse.Namespace) -> int:
     from lawbench.core.run.findings import finding_problems
     from lawbench.core.commands.gate import acknowledged_problems
     from lawbench.core.run.plan import window_problems
-    from lawbench.core.engines.harness import profile_problems as harness_problems
 
     ack_warnings: list[str] = []  # a date only warns: it never stops a run (issue 30, item 1)
     rotations: list[str] = []  # a weekly larger than its window rotates in slices (issue 30, item 8)

@@ -18,11 +18,11 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from lawbench.core.engines.tool_run import engine_error, log_tail, process_fault, run_process
 from lawbench.core.errors import ANCHOR_FILE, DataError, EngineError, NotApplicable
 from lawbench.core.models.harness import HarnessCheckout, HarnessRun
+from lawbench.core.models.profile import HardwareProfile
 
 GIT_TIMEOUT_S = 60.0
 TOOL = "register harness"
@@ -47,7 +47,7 @@ class Reading:
     log: str  # the tail of what it printed
 
 
-def locate(run: HarnessRun, profile: Any, field: str) -> Checkout:
+def locate(run: HarnessRun, profile: HardwareProfile, field: str) -> Checkout:
     """The profile's checkout of the run's repository, with its Python and the folders the run
     needs; NotApplicable (a SKIP, a FAIL on the anchor's own runner) names what is missing."""
     entry: HarnessCheckout | None = profile.harness_checkout(run.repository)
@@ -175,34 +175,3 @@ def read_figure(stdout: str, run: HarnessRun) -> tuple[float | None, str]:
         return None, f"its group {run.group!r} read {raw!r}, not a number, in: {text}"
     return value, text
 
-
-def profile_problems(anchors: Any, profiles: dict[str, Any]) -> list[str]:
-    """`lawbench check`: every active harness anchor binds to profiles, and each of them names a
-    checkout of the run's repository with every data folder the run needs, so a runner's job never
-    first learns of a missing entry as a failure at night."""
-    out: list[str] = []
-    for la in anchors.anchors:
-        a = la.anchor
-        if a.harness is None or not a.runs:
-            continue
-        if not a.profiles:
-            out.append(f"{la.file}: anchor {a.id}: field profiles: a register-harness anchor binds to the "
-                       "profiles whose runners keep a checkout of its repository (harness_checkouts)")
-            continue
-        for name, run in a.harness.resolved().items():
-            field = f"harness.runs.{name}" if a.harness.runs else "harness"
-            for pid in a.profiles:
-                prof = profiles.get(pid)
-                if prof is None:
-                    continue  # an unknown profile is the anchor loader's to name
-                entry = prof.harness_checkout(run.repository)
-                if entry is None:
-                    out.append(f"{la.file}: anchor {a.id}: field {field}.repository: profile {pid} names no "
-                               f"checkout of {run.repository} (hardware_profiles/{pid}.toml, harness_checkouts)")
-                    continue
-                for folder in run.folders():
-                    if folder not in entry.folders:
-                        out.append(f"{la.file}: anchor {a.id}: field {field}: profile {pid} names no folder "
-                                   f"{folder!r} for {run.repository} (hardware_profiles/{pid}.toml, "
-                                   "harness_checkouts.folders)")
-    return out

@@ -14,11 +14,15 @@ import ast
 import math
 import re
 from pathlib import PurePosixPath
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from pydantic import Field, field_validator, model_validator
 
 from lawbench.core.models.base import FiniteFloat, Strict
+
+if TYPE_CHECKING:
+    from lawbench.core.claims.loading import AnchorSet
+    from lawbench.core.models.profile import HardwareProfile
 
 _SHA1 = re.compile(r"[0-9a-f]{40}")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -295,3 +299,35 @@ def _runner_path(v: str) -> str:
     if not (v.startswith("/") or v.startswith("~/")):
         raise ValueError(f"{v!r}: a runner's path is absolute or starts with \"~/\"")
     return v
+
+
+def profile_problems(anchors: "AnchorSet", profiles: dict[str, "HardwareProfile"]) -> list[str]:
+    """`lawbench check`: every active harness anchor binds to profiles, and each of them names a
+    checkout of the run's repository with every data folder the run needs, so a runner's job never
+    first learns of a missing entry as a failure at night."""
+    out: list[str] = []
+    for la in anchors.anchors:
+        a = la.anchor
+        if a.harness is None or not a.runs:
+            continue
+        if not a.profiles:
+            out.append(f"{la.file}: anchor {a.id}: field profiles: a register-harness anchor binds to the "
+                       "profiles whose runners keep a checkout of its repository (harness_checkouts)")
+            continue
+        for name, run in a.harness.resolved().items():
+            field = f"harness.runs.{name}" if a.harness.runs else "harness"
+            for pid in a.profiles:
+                prof = profiles.get(pid)
+                if prof is None:
+                    continue  # an unknown profile is the anchor loader's to name
+                entry = prof.harness_checkout(run.repository)
+                if entry is None:
+                    out.append(f"{la.file}: anchor {a.id}: field {field}.repository: profile {pid} names no "
+                               f"checkout of {run.repository} (hardware_profiles/{pid}.toml, harness_checkouts)")
+                    continue
+                for folder in run.folders():
+                    if folder not in entry.folders:
+                        out.append(f"{la.file}: anchor {a.id}: field {field}: profile {pid} names no folder "
+                                   f"{folder!r} for {run.repository} (hardware_profiles/{pid}.toml, "
+                                   "harness_checkouts.folders)")
+    return out

@@ -17,6 +17,7 @@ from lawbench.core.errors import (DataError, EngineError, EngineOfRecordMissing,
 from lawbench.core.laws.law import Law
 from lawbench.core.models import Anchor, HardwareProfile, Measurement, Result, Verdict
 from lawbench.core.models.result import Sampling
+from lawbench.core.engines.harness_sampler import harness_sampler
 from lawbench.core.record.census import census_problems, judged_labels
 from lawbench.core.stats.verdicts import classify, decide_sequential, looks, median, relative_spread
 
@@ -178,8 +179,6 @@ def _evaluate(anchor: Anchor, law: Law, profile: HardwareProfile, policy: RunPol
     # the law's measured scope, a model this machine lacks) decides the result before any price.
     # Both are handed the run's resources; the law answers the same in either order.
     if anchor.harness is not None:  # the source's own script measures it, whatever the law
-        from lawbench.core.engines.harness_sampler import harness_sampler
-
         sampler = harness_sampler(anchor, profile)
     else:
         sampler = law.sampler(anchor, profile, resources)
