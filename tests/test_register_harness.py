@@ -319,3 +319,30 @@ def test_the_shipped_harness_anchors_pin_one_hash_per_script_and_skip_here():
             own = evaluate_anchor(a, reg.law(a.law), profile=profiles["gtx1060"], on_own_runner=True, strict=True)
             assert own.verdict is Verdict.FAIL and "no checkout of FedericoTs/quantprobe" in own.reason, own.reason
     assert all(len(shas) == 1 for shas in pins.values()), pins
+
+
+def test_an_interrupt_ends_the_script_and_keeps_the_finished_round(repo):
+    # lawbench stopped (SIGINT) while the script runs: its process group is ended, the round that
+    # finished stays in the record, and the error says it was an interrupt, not a fault of the script
+    import signal
+    import threading
+
+    a = anchor(repo, expected("orth"), {"abs": 5e-6}, env={"PROBE_ROT": "orth", "PROBE_MODE": "hang-second"})
+    calls = repo["state"] / "calls"
+
+    def interrupt_second_run():
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if calls.exists() and calls.read_text() == "2":
+                time.sleep(0.3)
+                os.kill(os.getpid(), signal.SIGINT)
+                return
+            time.sleep(0.05)
+
+    t = threading.Thread(target=interrupt_second_run)
+    t.start()
+    r = run(a, profile(repo))
+    t.join()
+    assert r.verdict is Verdict.ERROR and "was interrupted by SIGINT; its process group was ended" in r.reason
+    assert len(r.measurement.samples) == 1
+    assert _gone(int((repo["state"] / "pid").read_text()))
