@@ -346,3 +346,16 @@ def test_an_interrupt_ends_the_script_and_keeps_the_finished_round(repo):
     assert r.verdict is Verdict.ERROR and "was interrupted by SIGINT; its process group was ended" in r.reason
     assert len(r.measurement.samples) == 1
     assert _gone(int((repo["state"] / "pid").read_text()))
+
+
+@pytest.mark.parametrize("stray", ["numpy.py", "probe/numpy.py"])
+def test_refused_when_an_untracked_module_would_shadow_an_import(repo, stray):
+    # the checkout's root is first on PYTHONPATH and the script's folder is sys.path[0]: an untracked
+    # numpy.py in either would run instead of numpy, though every tracked file is the commit's
+    (repo["root"] / stray).write_text("raise SystemExit('shadowed')\n")
+    r = run(anchor(repo, expected("orth"), {"abs": 5e-6}), profile(repo))
+    assert r.verdict is Verdict.ERROR and "field harness.script" in r.reason and stray in r.reason, r.reason
+    assert not (repo["state"] / "calls").exists()
+    (repo["root"] / stray).unlink()
+    (repo["root"] / "notes.txt").write_text("an untracked text file is not code\n")
+    assert run(anchor(repo, expected("orth"), {"abs": 5e-6}), profile(repo)).verdict is Verdict.PASS

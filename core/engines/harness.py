@@ -2,8 +2,8 @@
 
 Third-party code runs only from a checkout whose commit and script hash the anchor's reviewed TOML
 pins: before every run the runner's checkout (its profile's `[[harness_checkouts]]`) must be at the
-pinned commit, with no tracked file changed but those the anchor says the script writes, and the
-script on disk must hash to the pinned SHA-256; anything else is refused, naming the anchor's
+pinned commit, with no tracked file changed but those the anchor says the script writes and no
+untracked module where the script imports from, and the script on disk must hash to the pinned SHA-256; anything else is refused, naming the anchor's
 file, the anchor and the field. The script then runs as an argv list (never through a shell) in a
 process group of its own through lawbench's one process runner (core/engines/tool_run.py: timeout,
 interrupt, flood), in a scratch folder holding the links its hard-coded paths need, with the
@@ -109,6 +109,12 @@ def verify(run: HarnessRun, checkout: Checkout, anchor_id: str, field: str) -> s
                                      f"{run.commit}: refused to run {run.script} (restore them; a file the "
                                      "script itself writes is listed in writes)",
                         anchor=anchor_id, field=f"{field}.writes")
+    shadows = _untracked_modules(checkout.root, run.script)
+    if shadows:
+        raise DataError(ANCHOR_FILE, f"the checkout {checkout.root} holds untracked module(s) {shadows} where "
+                                     f"{run.script} imports from (the checkout's root, the script's folder): they "
+                                     "would shadow the published code or its packages; refused (remove them)",
+                        anchor=anchor_id, field=f"{field}.script")
     script = checkout.root / run.script
     if not script.is_file():
         raise DataError(ANCHOR_FILE, f"{run.script} is not in the checkout {checkout.root} at {head}",
@@ -118,6 +124,30 @@ def verify(run: HarnessRun, checkout: Checkout, anchor_id: str, field: str) -> s
         raise DataError(ANCHOR_FILE, f"{script} hashes to {digest}, the anchor pins {run.script_sha256}: "
                                      "refused to run it", anchor=anchor_id, field=f"{field}.script_sha256")
     return head
+
+
+# What Python imports from a folder on sys.path ahead of site-packages: a module file or a regular
+# package (a folder without __init__.py is a namespace package, which never wins over a real one).
+_MODULE_SUFFIXES = (".py", ".pyc", ".so", ".pyd")
+
+
+def _untracked_modules(root: Path, script: str) -> list[str]:
+    """Importable entries of the checkout's root and of the script's folder (sys.path[0] when it
+    runs by path) that the commit does not hold, ignored ones included (a stray `torch.py` there
+    would run instead of torch)."""
+    tracked = set(_git(root, "ls-files").splitlines())
+    found: list[str] = []
+    for folder in dict.fromkeys((root, (root / script).parent)):
+        for entry in sorted(folder.iterdir()) if folder.is_dir() else []:
+            rel = entry.relative_to(root).as_posix()
+            importable = entry.is_file() and entry.name.endswith(_MODULE_SUFFIXES) or \
+                entry.is_dir() and (entry / "__init__.py").is_file()
+            if not importable:
+                continue
+            if entry.is_dir() and f"{rel}/__init__.py" in tracked or rel in tracked:
+                continue
+            found.append(rel)
+    return found
 
 
 def command(run: HarnessRun, checkout: Checkout) -> list[str]:
