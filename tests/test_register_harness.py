@@ -359,3 +359,16 @@ def test_refused_when_an_untracked_module_would_shadow_an_import(repo, stray):
     (repo["root"] / stray).unlink()
     (repo["root"] / "notes.txt").write_text("an untracked text file is not code\n")
     assert run(anchor(repo, expected("orth"), {"abs": 5e-6}), profile(repo)).verdict is Verdict.PASS
+
+
+def test_a_folder_beside_the_runners_model_files(repo, monkeypatch):
+    # "${LAWBENCH_MODEL_DIR}/x", as the catalogue's source.path: unset, the anchor cannot run here
+    # and says which variable to set
+    prof = profile(repo, folders={"data": "${LAWBENCH_MODEL_DIR}/data", "state": str(repo["state"])})
+    monkeypatch.delenv("LAWBENCH_MODEL_DIR", raising=False)
+    r = run(anchor(repo, expected("orth"), {"abs": 5e-6}), prof, on_own_runner=True)
+    assert r.verdict is Verdict.FAIL and "needs $LAWBENCH_MODEL_DIR" in r.reason
+    monkeypatch.setenv("LAWBENCH_MODEL_DIR", str(repo["data"].parent))
+    assert run(anchor(repo, expected("orth"), {"abs": 5e-6}), prof).verdict is Verdict.PASS
+    with pytest.raises(ValidationError, match="a runner's path is absolute"):
+        profile(repo, checkout="relative/dir")

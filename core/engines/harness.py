@@ -21,8 +21,9 @@ from pathlib import Path
 
 from lawbench.core.engines.tool_run import engine_error, log_tail, process_fault, run_process
 from lawbench.core.errors import ANCHOR_FILE, DataError, EngineError, NotApplicable
-from lawbench.core.models.harness import HarnessCheckout, HarnessRun
+from lawbench.core.models.harness import MODEL_DIR_PREFIX, HarnessCheckout, HarnessRun
 from lawbench.core.models.profile import HardwareProfile
+from lawbench.core.store.real import MODEL_DIR_ENV
 
 GIT_TIMEOUT_S = 60.0
 TOOL = "register harness"
@@ -47,6 +48,18 @@ class Reading:
     log: str  # the tail of what it printed
 
 
+def runner_path(raw: str, profile_id: str, where: str) -> Path:
+    """A profile's path on this machine: "~/" is the runner's home, "${LAWBENCH_MODEL_DIR}/" the
+    folder of its model files (NotApplicable, naming the variable, when it is not set)."""
+    if raw.startswith(MODEL_DIR_PREFIX):
+        base = os.environ.get(MODEL_DIR_ENV)
+        if not base:
+            raise NotApplicable(f"{where} {raw!r} (profile {profile_id}) needs ${MODEL_DIR_ENV}; set it to the "
+                                "folder holding this runner's model files")
+        return Path(base).expanduser() / raw[len(MODEL_DIR_PREFIX):]
+    return Path(os.path.expanduser(raw))
+
+
 def locate(run: HarnessRun, profile: HardwareProfile, field: str) -> Checkout:
     """The profile's checkout of the run's repository, with its Python and the folders the run
     needs; NotApplicable (a SKIP, a FAIL on the anchor's own runner) names what is missing."""
@@ -54,7 +67,8 @@ def locate(run: HarnessRun, profile: HardwareProfile, field: str) -> Checkout:
     if entry is None:
         raise NotApplicable(f"profile {profile.id!r} names no checkout of {run.repository} "
                             f"(hardware_profiles/{profile.id}.toml, field harness_checkouts)")
-    root, python = Path(os.path.expanduser(entry.checkout)), Path(os.path.expanduser(entry.python))
+    root = runner_path(entry.checkout, profile.id, "harness_checkouts.checkout")
+    python = runner_path(entry.python, profile.id, "harness_checkouts.python")
     if not root.is_dir():
         raise NotApplicable(f"no checkout of {run.repository} at {root} (profile {profile.id}, "
                             "harness_checkouts.checkout): clone it there at the pinned commit")
@@ -66,7 +80,7 @@ def locate(run: HarnessRun, profile: HardwareProfile, field: str) -> Checkout:
         if name not in entry.folders:
             raise NotApplicable(f"profile {profile.id} names no folder {name!r} for {run.repository} "
                                 f"(harness_checkouts.folders), which {field} needs")
-        path = Path(os.path.expanduser(entry.folders[name]))
+        path = runner_path(entry.folders[name], profile.id, f"harness_checkouts.folders.{name}")
         if not path.exists():
             raise NotApplicable(f"folder {name!r} is not on this machine: {path} (profile {profile.id}, "
                                 "harness_checkouts.folders)")

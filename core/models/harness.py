@@ -270,7 +270,8 @@ def _first_error(exc: Exception) -> str:
 class HarnessCheckout(Strict):
     """`[[harness_checkouts]]` of a runner's profile: where its clone of a repository is, the
     Python that runs its scripts (with the packages the record names), and its data folders by
-    name. Paths are absolute or start with "~/"; lawbench checks out nothing itself."""
+    name. Paths are absolute or start with "~/" or "${LAWBENCH_MODEL_DIR}/" (the folder of the
+    runner's model files, as the catalogue's source.path); lawbench checks out nothing itself."""
 
     repository: str
     checkout: str
@@ -295,9 +296,13 @@ class HarnessCheckout(Strict):
         return v
 
 
+# A runner's model files live in its LAWBENCH_MODEL_DIR (core/store/real.py); a folder may name it.
+MODEL_DIR_PREFIX = "${LAWBENCH_MODEL_DIR}/"
+
+
 def _runner_path(v: str) -> str:
-    if not (v.startswith("/") or v.startswith("~/")):
-        raise ValueError(f"{v!r}: a runner's path is absolute or starts with \"~/\"")
+    if not (v.startswith("/") or v.startswith("~/") or v.startswith(MODEL_DIR_PREFIX)):
+        raise ValueError(f"{v!r}: a runner's path is absolute, or starts with \"~/\" or \"{MODEL_DIR_PREFIX}\"")
     return v
 
 
