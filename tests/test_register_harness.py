@@ -118,10 +118,10 @@ def harness(repo: dict, **over) -> dict:
     return h
 
 
-def anchor(repo: dict, value: float, band: dict, **hover):
+def anchor(repo: dict, value: float, band: dict, budget_s: float = 600, **hover):
     return make_anchor(id="probe.harness", law="toy", kind="measurement", quantity="relmse", unit="1",
                        value=value, band=band, noise="deterministic", harness=harness(repo, **hover),
-                       budget={"min_samples": 3, "max_samples": 3, "batch": 3, "timeout_s": 300})
+                       budget={"min_samples": 3, "max_samples": 3, "batch": 3, "timeout_s": budget_s})
 
 
 class NotMine(Law):
@@ -372,3 +372,9 @@ def test_a_folder_beside_the_runners_model_files(repo, monkeypatch):
     assert run(anchor(repo, expected("orth"), {"abs": 5e-6}), prof).verdict is Verdict.PASS
     with pytest.raises(ValidationError, match="a runner's path is absolute"):
         profile(repo, checkout="relative/dir")
+
+
+def test_the_budget_holds_every_round_at_its_timeouts(repo):
+    # three rounds of two 60-s runs may take 360 s: a 300-s budget would let `lawbench plan` under-price it
+    with pytest.raises(ValidationError, match=r"budget.timeout_s: 300 s cannot hold 3 rounds .* \(360 s\)"):
+        anchor(repo, 0.1, {"abs": 0.1}, budget_s=300, runs={"a": {}, "b": {}}, figure="a - b")

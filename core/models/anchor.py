@@ -240,6 +240,13 @@ class Anchor(Strict):
             if self.case or self.arms:
                 raise ValueError("harness: a harness anchor has no case or arms; the script's runs are "
                                  "harness.runs")
+            # a batch of rounds runs whole, each run up to its own timeout: the budget (what `lawbench
+            # plan` prices a night with) must hold max_samples rounds of them
+            worst = self.budget.max_samples * sum(r.timeout_s for r in self.harness.resolved().values())
+            if self.budget.timeout_s < worst:
+                raise ValueError(f"budget.timeout_s: {self.budget.timeout_s:g} s cannot hold {self.budget.max_samples} "
+                                 f"rounds of the harness's runs at their timeouts ({worst:g} s); raise it to "
+                                 f"{worst:g} or lower the runs' timeout_s")
         if self.kind == "census" and self.census is None:
             raise ValueError("census: a census anchor needs a [census] table")
         if self.planted and self.kind != "census":
