@@ -12,6 +12,7 @@ from typing import Any, Callable, Optional
 
 from lawbench import __version__
 from lawbench.core.errors import LawbenchError
+from lawbench.core.models.harness import profile_problems as harness_problems
 
 EXIT_OK, EXIT_BAD, EXIT_USAGE = 0, 1, 2
 
@@ -55,7 +56,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     ack_warnings: list[str] = []  # a date only warns: it never stops a run (issue 30, item 1)
     rotations: list[str] = []  # a weekly larger than its window rotates in slices (issue 30, item 8)
     problems = [*problems, *window_problems(profiles, anchors, notes=rotations),
-                *finding_problems(anchors, reg, profiles),
+                *finding_problems(anchors, reg, profiles), *harness_problems(anchors, profiles),
                 *acknowledged_problems(anchors, profiles, warnings=ack_warnings)]
     for warning in ack_warnings:
         print(f"lawbench: warning: {warning}", file=sys.stderr)

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal, Optional
 from pydantic import Field, model_validator
 
 from lawbench.core.models.base import FiniteFloat, Id, NoiseKind, Strict
+from lawbench.core.models.harness import RegisterHarness
 
 
 class Band(Strict):
@@ -155,6 +156,9 @@ class Anchor(Strict):
     case: dict[str, Any] = Field(default_factory=dict)  # validated by the law's own case model
     arms: dict[str, dict[str, Any]] = Field(default_factory=dict)  # ratio: {"a": {...}, "b": {...}}
     census: Optional[CensusSpec] = None
+    # The source's own published script measures this figure (lawbench.core.engines.harness): core
+    # runs it, whatever the law; the anchor's case and arms are then empty.
+    harness: Optional[RegisterHarness] = None
     planted: list[PlantedFault] = Field(default_factory=list)  # census only: its mutation proofs
     profiles: list[str] = Field(default_factory=list)  # empty: binds to every profile
     # A claim's life, as the register records it: each non-active status names the anchor that
@@ -229,6 +233,20 @@ class Anchor(Strict):
             raise ValueError(f"value: a {self.kind} anchor needs a value (or a [lo, hi] band)")
         if self.kind != "census" and self.band is None:
             raise ValueError(f"band: a {self.kind} anchor needs a band")
+        if self.harness is not None:
+            if self.kind != "measurement":
+                raise ValueError(f"harness: a register harness measures a figure (kind = \"measurement\"), "
+                                 f"not a {self.kind}; several runs combine through harness.figure")
+            if self.case or self.arms:
+                raise ValueError("harness: a harness anchor has no case or arms; the script's runs are "
+                                 "harness.runs")
+            # a batch of rounds runs whole, each run up to its own timeout: the budget (what `lawbench
+            # plan` prices a night with) must hold max_samples rounds of them
+            worst = self.budget.max_samples * sum(r.timeout_s for r in self.harness.resolved().values())
+            if self.budget.timeout_s < worst:
+                raise ValueError(f"budget.timeout_s: {self.budget.timeout_s:g} s cannot hold {self.budget.max_samples} "
+                                 f"rounds of the harness's runs at their timeouts ({worst:g} s); raise it to "
+                                 f"{worst:g} or lower the runs' timeout_s")
         if self.kind == "census" and self.census is None:
             raise ValueError("census: a census anchor needs a [census] table")
         if self.planted and self.kind != "census":

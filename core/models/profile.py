@@ -10,6 +10,7 @@ from pydantic import AfterValidator, BaseModel, Field, ValidationError, WrapVali
 
 from lawbench.core.cpus import usable_cpus
 from lawbench.core.models.base import FiniteFloat, Id, NoiseKind, Strict
+from lawbench.core.models.harness import HarnessCheckout
 
 
 class Fact(Strict):
@@ -213,6 +214,21 @@ class HardwareProfile(Strict):
     noise: dict[NoiseKind, Noise] = Field(default_factory=dict)
     # The engine builds this profile's published figures were measured with, one per engine.
     engines_of_record: list[EngineOfRecord] = Field(default_factory=list)
+    # Where this runner keeps its clones of the sources' repositories, their Python and data
+    # folders: what a register-harness anchor runs (lawbench.core.engines.harness).
+    harness_checkouts: list[HarnessCheckout] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _one_checkout_per_repository(self) -> "HardwareProfile":
+        seen = [c.repository for c in self.harness_checkouts]
+        for repo in dict.fromkeys(seen):
+            if seen.count(repo) > 1:
+                raise ValueError(f"harness_checkouts: repository {repo!r} is named {seen.count(repo)} times; "
+                                 "a profile has one checkout per repository")
+        return self
+
+    def harness_checkout(self, repository: str) -> Optional[HarnessCheckout]:
+        return next((c for c in self.harness_checkouts if c.repository == repository), None)
 
     @model_validator(mode="after")
     def _one_record_per_engine(self) -> "HardwareProfile":

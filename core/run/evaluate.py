@@ -17,6 +17,7 @@ from lawbench.core.errors import (DataError, EngineError, EngineOfRecordMissing,
 from lawbench.core.laws.law import Law
 from lawbench.core.models import Anchor, HardwareProfile, Measurement, Result, Verdict
 from lawbench.core.models.result import Sampling
+from lawbench.core.engines.harness_sampler import harness_sampler
 from lawbench.core.record.census import census_problems, judged_labels
 from lawbench.core.stats.verdicts import classify, decide_sequential, looks, median, relative_spread
 
@@ -177,7 +178,10 @@ def _evaluate(anchor: Anchor, law: Law, profile: HardwareProfile, policy: RunPol
     # The sampler first, so that what keeps the anchor from being measured here (a case outside
     # the law's measured scope, a model this machine lacks) decides the result before any price.
     # Both are handed the run's resources; the law answers the same in either order.
-    sampler = law.sampler(anchor, profile, resources)
+    if anchor.harness is not None:  # the source's own script measures it, whatever the law
+        sampler = harness_sampler(anchor, profile)
+    else:
+        sampler = law.sampler(anchor, profile, resources)
     predicted: Optional[float] = None
     calibrated: Optional[Callable[[float], float]] = None
     detail: dict[str, Any] = {}

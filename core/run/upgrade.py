@@ -80,6 +80,8 @@ def replaced_build(engine: dict[str, Any], key: str, backend: str, cuda_arch: st
 
 def _arm_series(law: Any, anchor: Any, profile: Any, resources: Any) -> dict[str, Any]:
     """{arm: RateSeries} of an anchor's sampler (building one runs nothing)."""
+    if getattr(anchor, "harness", None) is not None:  # a register harness reads a figure, no engine rate
+        return {}
     try:
         return dict(getattr(law.sampler(anchor, profile, resources), "series", {}) or {})
     except (NotApplicable, LawbenchError):
