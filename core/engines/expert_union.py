@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from lawbench.core.engines.llamacpp import LlamaCpp
 from lawbench.core.engines.tool_run import engine_error, log_tail, process_fault, run_process
 from lawbench.core.errors import EngineError, NotApplicable
 from lawbench.core.paths import cache_root
@@ -84,7 +85,7 @@ def _key(bin_dir: Path) -> str:
     return hashlib.sha256(basis).hexdigest()[:16]
 
 
-def build_reader(llama: Any, cache: Path, timeout_s: float = 300) -> Path:
+def build_reader(llama: LlamaCpp, cache: Path, timeout_s: float = 300) -> Path:
     """The reader for ``llama``'s build, compiled once into ``<cache>/expert-union/<key>/``.
 
     :raises NotApplicable: no C++ compiler, no headers or no shared libllama for the build.
@@ -141,7 +142,7 @@ def parse_reader(stdout: str, where: str) -> UnionRun:
                           f"output: {stdout.strip()[-300:]!r}") from None
 
 
-def read_union(llama: Any, model: Path, text: str, batch_tokens: int, *, threads: int = 1,
+def read_union(llama: LlamaCpp, model: Path, text: str, batch_tokens: int, *, threads: int = 1,
                n_gpu_layers: int = 0, max_batches: int = 0, timeout_s: float = 600,
                cache: Optional[Path] = None) -> UnionRun:
     """Decode ``text`` on ``model`` in verify batches of ``batch_tokens`` (K+1) and count, per
