@@ -189,3 +189,23 @@ def test_the_gate_is_red_on_a_one_format_slowdown_naming_format_and_size(tmp_pat
         assert all("Q8_0" not in n.anchor_id for n in rec.gate.news)
         assert "Q4_0" in text[1] and "slower" in text[1]
         assert md.index("slower") < md.index("|---|") + 200
+
+
+def test_an_anchor_reading_rate_series_takes_the_profiles_rate_visits():
+    """A night's rate is the mean of its visits: a profile's nightly rate_visits raises the first
+    look of anchors whose sampler reads rate series (never beyond max_samples), and no other's."""
+    from types import SimpleNamespace
+
+    from lawbench.core.hardware.profiles import load_profiles
+    from lawbench.core.models.anchor import Budget
+    from lawbench.core.run.evaluate import rate_budget
+
+    h200, cpu = load_profiles()["h200"], load_profiles()["cpu"]
+    assert h200.nightly.rate_visits == 10
+    b = Budget(min_samples=4, max_samples=10, batch=3, timeout_s=400)
+    reads = SimpleNamespace(series={"a": object()})
+    assert rate_budget(b, reads, h200).min_samples == 10
+    assert rate_budget(b, SimpleNamespace(series={}), h200) is b  # no rate series: its own budget
+    assert rate_budget(b, object(), h200) is b
+    assert rate_budget(b.model_copy(update={"max_samples": 6}), reads, h200).min_samples == 6
+    assert rate_budget(b, reads, cpu) is b  # rate_visits 0: the anchor's budget

@@ -15,7 +15,7 @@ from typing import Any, Callable, Optional
 from lawbench.core.errors import (DataError, EngineError, EngineOfRecordMissing, LawbenchError, NotApplicable,
                                   OutOfScope)
 from lawbench.core.laws.law import Law
-from lawbench.core.models import Anchor, HardwareProfile, Measurement, Result, Verdict
+from lawbench.core.models import Anchor, Budget, HardwareProfile, Measurement, Result, Verdict
 from lawbench.core.models.result import Sampling
 from lawbench.core.engines.harness_sampler import harness_sampler
 from lawbench.core.record.census import census_problems, judged_labels
@@ -147,6 +147,18 @@ def _apply_finding(anchor: Anchor, result: Result) -> Result:
     return result
 
 
+def rate_budget(budget: Budget, sampler: Any, profile: HardwareProfile) -> Budget:
+    """The anchor's budget, its first look no earlier than the profile's nightly rate_visits when
+    its sampler also reads the runner's rate series (issue 31): a night's rate is the mean of its
+    visits, and with few of them the visits' own scatter is most of the night-to-night spread the
+    rate test must beat. Never beyond the anchor's max_samples; other anchors keep their budget."""
+    want = profile.nightly.rate_visits if profile.nightly else 0
+    if not want or not getattr(sampler, "series", None):
+        return budget
+    first = min(max(budget.min_samples, want), budget.max_samples)
+    return budget if first == budget.min_samples else budget.model_copy(update={"min_samples": first})
+
+
 def _evaluate(anchor: Anchor, law: Law, profile: HardwareProfile, policy: RunPolicy,
               resources: Any) -> Result:
     base = _base(anchor, profile.id)
@@ -202,13 +214,14 @@ def _evaluate(anchor: Anchor, law: Law, profile: HardwareProfile, policy: RunPol
         return [v / predicted for v in values] if predicted else values
 
     band = anchor.band_interval()
-    decision = decide_sequential(sampler.draw, statistic, band, anchor.budget,
+    budget = rate_budget(anchor.budget, sampler, profile)
+    decision = decide_sequential(sampler.draw, statistic, band, budget,
                                  log=getattr(sampler, "log_scale", True))
     m = Measurement(samples=decision.samples, protocol=sampler.protocol(), environment=sampler.environment())
     raw = sampler.statistic(decision.samples) if decision.samples else []
     sampling = Sampling(method=decision.method, confidence_per_look=round(decision.confidence, 6),
-                        looks=looks(anchor.budget), n=len(decision.values),
-                        family_confidence=anchor.budget.confidence)
+                        looks=looks(budget), n=len(decision.values),
+                        family_confidence=budget.confidence)
     if calibrated is not None:
         detail["calibrated_on"] = "arm b, round by round"
     if predicted:
