@@ -68,9 +68,12 @@ class CounterLaunch:
 
 def _triple(text: str, where: str) -> tuple[int, ...]:
     try:
-        return tuple(int(part) for part in text.strip().strip("()").split(","))
+        out = tuple(int(part) for part in text.strip().strip("()").split(","))
     except ValueError:
-        raise EngineError(f"{where}: {text!r} is not a launch dimension like (132, 1, 1)") from None
+        out = ()
+    if len(out) != 3:
+        raise EngineError(f"{where}: {text!r} is not a launch dimension like (132, 1, 1)")
+    return out
 
 
 def _number(value: str, unit: str, where: str) -> float:
