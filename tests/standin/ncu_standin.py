@@ -6,7 +6,8 @@ results/h200/ncu-2026-12-07/ncu-metrics.csv (ncu 2025.3.1, llama.cpp's mul_mat_q
 
 It measures nothing. With NCU_STANDIN_KERNEL set, the recorded mul_mat_q launches are renamed to
 that kernel (as `void <name><2, true>(…)`, grid y NCU_STANDIN_GRID_Y or kept) and given the cycles
-of NCU_STANDIN_CYCLES "STALL,LATENCY" (default 13.7,16.0: r40's figures in 44-r41): the row shape
+of NCU_STANDIN_CYCLES "STALL,LATENCY" (default 13.7,16.0: r40's figures in 44-r41; "S,L;S,L;…" gives
+each renamed launch its own, in turn): the row shape
 stays ncu's own, only the kernel and the values are the test's.
 
   NCU_STANDIN_FAULT   perm: print ncu's ERR_NVGPUCTRPERM refusal and exit 1
@@ -47,10 +48,14 @@ def page(kernel: str, grid_y: str, cycles: str) -> str:
     rows = list(csv.reader(lines[start:]))
     header, body = rows[0], rows[1:]
     col = {name: header.index(name) for name in header}
-    stall, latency = cycles.split(",")
+    per_launch = [pair.split(",") for pair in cycles.split(";")]
+    seen: list[str] = []
     for row in body:
         if not row[col["Kernel Name"]].startswith("void mul_mat_q<"):
             continue
+        if row[col["ID"]] not in seen:
+            seen.append(row[col["ID"]])
+        stall, latency = per_launch[(len(seen) - 1) % len(per_launch)]
         row[col["Kernel Name"]] = f"void {kernel}<2, true>(const unsigned char *, float *, int, int, int)"
         if grid_y:
             x, _, z = row[col["Grid Size"]].strip("()").split(",")
