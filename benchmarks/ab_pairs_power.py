@@ -24,11 +24,11 @@ import tarfile
 from pathlib import Path
 
 from lawbench.core.history.rates import ALPHA, TOLERANCE
-from lawbench.core.models.result import Sample
+from lawbench.core.models.result import Sample, Verdict
 from lawbench.core.record.ab_json import gate_band
 from lawbench.core.run.ab import budget_for
 from lawbench.core.run.upgrade import TIMEOUT_S
-from lawbench.core.stats.verdicts import Verdict, decide_sequential
+from lawbench.core.stats.verdicts import decide_sequential
 
 BUNDLE = (Path(__file__).resolve().parent.parent / "results" / "h200" / "series-2026-12-07"
           / "call2-rates-bundle.tgz")

@@ -17,6 +17,7 @@ import pytest
 
 from lawbench.core.engines import counters
 from lawbench.core.errors import EngineError, NotApplicable
+from lawbench.core.laws.resources import Resources
 
 REAL = Path(__file__).resolve().parents[1] / "results" / "h200" / "ncu-2026-12-07"
 METRICS_CSV = REAL / "ncu-metrics.csv"
@@ -169,8 +170,6 @@ def test_the_reader_reads_llama_cpps_mul_mat_q_for_real():
         pytest.skip(str(exc))
     if not bin_dir or not (Path(bin_dir) / "llama-bench").is_file():
         pytest.skip("LAWBENCH_LLAMA_DIR names no CUDA llama.cpp build")
-    from lawbench.core.laws.resources import Resources
-
     r = Resources(llama_dir=bin_dir)
     try:
         model = r.model("syn-25m-q4_0")

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
+from lawbench.core.engines.kernels import base_name
 from lawbench.core.errors import EngineError, NotApplicable
 from lawbench.core.engines.tool_run import engine_error, log_tail, process_fault, run_process
 
@@ -135,8 +136,6 @@ def long_scoreboard_share(launches: Sequence[CounterLaunch], kernel: str,
     """The median, over the launches of ``kernel`` (base name) at ``grid`` (None: any), of each
     launch's long_scoreboard share, in % — and what it was read from. No matching launch is an
     EngineError naming the kernels and grids that were profiled (never a share of 0)."""
-    from lawbench.core.engines.kernels import base_name
-
     def fits(launch: CounterLaunch) -> bool:
         return (base_name(launch.kernel)[0] == kernel
                 and all(want is None or want == got for want, got in zip(grid, launch.grid)))

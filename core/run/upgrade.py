@@ -26,7 +26,9 @@ from lawbench.core.errors import EngineInterrupted, LawbenchError, NotApplicable
 # the series rule's false-alarm budget and margin: both paths share them
 from lawbench.core.history.rates import ALPHA, TOLERANCE
 from lawbench.core.models.upgrade import EngineUpgrade, UpgradeSeries
+from lawbench.core.models import Budget, HardwareProfile
 from lawbench.core.record.run_keys import engine_key
+from lawbench.core.run.ab import budget_for, measure_anchor
 
 PAIRS = 10  # the most pairs per series unless the profile's nightly says (upgrade_pairs): looks after
 # 4, 7, 10, … (Bonferroni over the looks)
@@ -96,11 +98,9 @@ def _verdict(r: Any, tolerance: float) -> Optional[str]:
     return "unresolved"
 
 
-def upgrade_budget(profile: Any, series: int) -> Any:
+def upgrade_budget(profile: HardwareProfile, series: int) -> Budget:
     """The A/B's budget for one of ``series`` series: the profile's pairs (its nightly's
     upgrade_pairs, else PAIRS), each series at 1 − ALPHA / series."""
-    from lawbench.core.run.ab import budget_for
-
     pairs = profile.nightly.upgrade_pairs if profile.nightly else PAIRS
     return budget_for(pairs, True, TIMEOUT_S, 1 - ALPHA / max(series, 1))
 
@@ -108,7 +108,6 @@ def upgrade_budget(profile: Any, series: int) -> Any:
 def pair_upgrade(run: Any) -> Optional[EngineUpgrade]:
     """Tonight's rate series paired on the replaced build (A) and tonight's (B); None when tonight
     is no engine upgrade. A stop signal (KeyboardInterrupt) goes on up: the run is interrupted."""
-    from lawbench.core.run.ab import measure_anchor
 
     ctx, resources = run.ctx, run.resources
     info = resources.engine_info()
