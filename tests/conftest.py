@@ -59,7 +59,7 @@ SERIAL_MODULES = frozenset({
     "test_run_endings.py",
     # the same end to end through a vanished terminal's SIGHUP: beside another xdist worker on a
     # loaded box (2026-12-07, third session) its stand-in engine outlived lawbench once, as above
-    "test_bad_input_vanished_terminal.py"})
+    "test_bad_input_vanished_terminal.py", "test_register_harness.py"})
 
 
 def pytest_collection_modifyitems(config, items):

@@ -43,18 +43,19 @@ class _Proc:
 
 def run_process(cmd: list[str], timeout_s: float, env: Optional[dict] = None,
                 monitor: Optional[Callable[[int], Callable[[], None]]] = None,
-                cwd: Optional[str] = None) -> _Proc:
+                cwd: Optional[str] = None, inherit_env: bool = True) -> _Proc:
     """Run in a fresh process group; on timeout or interrupt end the whole group, keep what was
     printed. A KeyboardInterrupt (SIGINT, or SIGTERM through lawbench's handler) is returned as
     ``interrupted`` for the caller to raise as EngineInterrupted with the finished records.
     ``monitor(pid)`` starts watching the process (e.g. its GPU memory) and returns its stop;
-    ``cwd`` is the folder it runs in (a register harness's scratch folder)."""
+    ``cwd`` is the folder it runs in (a register harness's scratch folder);
+    ``inherit_env=False``: ``env`` is the whole environment (a caller that unsets variables)."""
     from lawbench.core.procgroup import group_ended, popen_group
 
     t0 = time.monotonic()
     try:
         proc = popen_group(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           env={**os.environ, **(env or {})}, cwd=cwd)
+                           env={**os.environ, **(env or {})} if inherit_env else dict(env or {}), cwd=cwd)
     except OSError as exc:
         return _Proc(None, "", "", 0.0, missing=exc.strerror or str(exc))
     stop = None

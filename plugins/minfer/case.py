@@ -13,15 +13,20 @@ from lawbench.plugins.minfer.revisions import Revisions
 # plane_bytes is arithmetic over `shapes`, q6k_tensors reads the model file's GGUF header.
 # kernel_time_ms: the mean GPU time per launch of one kernel at one launch grid, from lawbench's
 # CUPTI kernel tracer loaded into the engine (docs/minfer-contract.md §9).
+# long_scoreboard_pct: Nsight Compute's Warp State long_scoreboard share of one kernel's launches at one
+# grid (stalled-on-L1TEX cycles over cycles per issued instruction, %), ncu run around the engine
+# (lawbench.engines.read_counters; docs/minfer-contract.md §11).
 # test_suite (census): the engine's own test suite, run by the command in case.command_env, counted
 # from libtest's "test result:" lines (passed / failed / ignored; docs/minfer-contract.md §10).
 # gate_switch (census): one gate's switch semantics, from three traced passes (the gate unset, set to
 # its on value, set to "0"): how many kernels' executed counts differ between them (plugins/minfer/gates.py).
 # greedy_parity (census): the greedy token streams of `passes` passes per mode (the anchor's arms), and how
 # many distinct streams they make (plugins/minfer/parity.py).
-Measure = Literal["per_pid_memory_mib", "prefill_tok_s", "kernel_time_ms", "test_suite", "gate_switch",
-                  "greedy_parity", "plane_bytes", "q6k_tensors"]
-SAMPLED_MEASURES = ("per_pid_memory_mib", "prefill_tok_s", "kernel_time_ms")  # one reading per engine pass
+Measure = Literal["per_pid_memory_mib", "prefill_tok_s", "kernel_time_ms", "long_scoreboard_pct", "test_suite",
+                  "gate_switch", "greedy_parity", "plane_bytes", "q6k_tensors"]
+# one reading per engine pass
+SAMPLED_MEASURES = ("per_pid_memory_mib", "prefill_tok_s", "kernel_time_ms", "long_scoreboard_pct")
+KERNEL_MEASURES = ("kernel_time_ms", "long_scoreboard_pct")  # the ones that name case.kernel
 ENGINE_MEASURES = (*SAMPLED_MEASURES, "test_suite", "gate_switch", "greedy_parity")
 Engine = Literal["minfer", "llama.cpp"]
 # The units a plane_bytes prediction may be stated in (the seed writes B, MiB, MB, GB and % of a
@@ -47,6 +52,10 @@ class Run(_Strict):
     command_env: Optional[str] = None
     # The minfer revisions this run's number was published for (lawbench.plugins.minfer.revisions).
     revisions: Optional[Revisions] = None
+    # The engine build's code commit the number was published on (r41's 'b891e1b'), for a figure of a
+    # revision other than the engine of record: the probe must report a commit that matches it
+    # (docs/minfer-contract.md §4, minfer_commit), else the runner lacks that build.
+    commit: Optional[str] = Field(default=None, pattern=r"^[0-9a-f]{7,40}$")
     label: Optional[str] = None  # how reports name this configuration, e.g. "EXP=0"
 
     @property
@@ -97,7 +106,7 @@ class Case(Run):
     # The card a plane is weighed against when the anchor's unit is "%" (seed: "19% of an 8 GB card").
     card_gb: Optional[FiniteFloat] = Field(default=None, gt=0)
     model_env: str = MODEL_ENV  # q6k_tensors: the env var naming the GGUF file the engine loads
-    kernel: Optional[Kernel] = None  # kernel_time_ms: which kernel, at which grid
+    kernel: Optional[Kernel] = None  # kernel_time_ms, long_scoreboard_pct: which kernel, at which grid
     gate: Optional[Gate] = None  # gate_switch: which switch
     passes: int = Field(default=1, ge=1, le=10)  # greedy_parity: engine passes per mode
 
@@ -141,10 +150,12 @@ def check_case(anchor: Anchor) -> Case:
     if anchor.kind == "agreement" and not (case.measure == "per_pid_memory_mib" and case.shapes):
         _fail(anchor, "case.shapes", "an agreement anchor weighs measured per-PID memory against the plane the "
                                      "law prices: it needs measure = \"per_pid_memory_mib\" and the shapes")
-    if (case.measure == "kernel_time_ms") != (case.kernel is not None):
-        _fail(anchor, "case.kernel", "a kernel time names its kernel and nothing else does: measure = "
-                                     "\"kernel_time_ms\" needs case.kernel = { name = \"…\", grid_y = … }, "
-                                     "and case.kernel needs that measure")
+    if (case.measure in KERNEL_MEASURES) != (case.kernel is not None):
+        _fail(anchor, "case.kernel", "a kernel time or counter names its kernel and nothing else does: measure = "
+                                     "\"kernel_time_ms\" or \"long_scoreboard_pct\" needs case.kernel = "
+                                     "{ name = \"…\", grid_y = … }, and case.kernel needs one of them")
+    if case.measure == "long_scoreboard_pct" and anchor.unit != PERCENT:
+        _fail(anchor, "unit", f"a long_scoreboard share is read in %, not {anchor.unit!r}")
     if case.measure == "test_suite" and (anchor.kind != "census" or case.command_env is None):
         _fail(anchor, "case.command_env", "a test suite is counted by a census anchor that names the variable "
                                           "holding the suite's command, e.g. command_env = \"LAWBENCH_MINFER_SUITE_CMD\"")

@@ -25,7 +25,7 @@ from typing import Callable, Mapping, Optional, Sequence
 
 from lawbench import EngineError, NotApplicable
 from lawbench.plugins.minfer.contract import CONTRACT_DOC, PREFILL_KEY, check_version, json_objects
-from lawbench.plugins.minfer.revisions import parse_probe, probe_env
+from lawbench.plugins.minfer.revisions import parse_commit, parse_probe, probe_env
 
 CMD_ENV = "LAWBENCH_MINFER_CMD"
 LLAMA_CMD_ENV = "LAWBENCH_MINFER_LLAMA_CMD"
@@ -142,7 +142,13 @@ def prefill_tok_s(run: EngineRun, what: str = "minfer engine") -> float:
 def engine_revision(argv: list[str], env: Mapping[str, str], what: str = "minfer engine") -> str:
     """The revision the engine command reports through the probe; an EngineError when it states a
     contract version other than CONTRACT_VERSION (docs/minfer-contract.md)."""
+    return engine_identity(argv, env, what)[0]
+
+
+def engine_identity(argv: list[str], env: Mapping[str, str], what: str = "minfer engine"
+                    ) -> tuple[str, Optional[str]]:
+    """(revision, commit or None) as the probe reports them (contract §4)."""
     done = run_engine(argv, probe_env(env), PROBE_TIMEOUT_S, what=f"{what} revision probe")
     revision = parse_probe(done.stdout, what, log=done.log())
     check_version(done.stdout, what, log=done.log())
-    return revision
+    return revision, parse_commit(done.stdout)

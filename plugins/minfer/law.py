@@ -30,10 +30,10 @@ from lawbench import Anchor, Census, HardwareProfile, Law, NotApplicable, Predic
 from lawbench.hardware import PerPidMemory
 from lawbench.plugins.minfer.case import SAMPLED_MEASURES, PERCENT, PLANE_UNITS, Case, Run, check_case, runs
 from lawbench.plugins.minfer.contract import DEBUG_ENV, greedy
-from lawbench.plugins.minfer.engine import child_env, engine_argv, engine_revision, run_engine
+from lawbench.plugins.minfer.engine import child_env, engine_argv, engine_identity, run_engine
 from lawbench.plugins.minfer.labels import count_labels
 from lawbench.plugins.minfer.model_census import q6k_census
-from lawbench.plugins.minfer.revisions import record_hint, require_record
+from lawbench.plugins.minfer.revisions import record_hint, require_commit, require_record
 from lawbench.plugins.minfer.sampling import EngineReader
 from lawbench.plugins.minfer.gates import gate_census
 from lawbench.plugins.minfer.parity import parity_census
@@ -153,7 +153,10 @@ def engine_revisions(anchor: Anchor, arms: dict[str, Run], profile: Optional[Har
         except NotApplicable as exc:
             raise NotApplicable(f"{exc}{record_hint(record, run.revisions, profile_id)}") from None
         what = f"minfer engine ({run.command})"
-        out[name] = engine_revision(argv, child_env(run.env, run.unset_env), what)
-        field = "case.revisions" if name == "main" else f"arms.{name}.revisions"
+        out[name], commit = engine_identity(argv, child_env(run.env, run.unset_env), what)
+        where = "case" if name == "main" else f"arms.{name}"
+        if run.commit is not None:  # a figure of one build: another build is a runner that lacks it
+            require_commit(run.commit, commit, anchor.id, what, f"{where}.commit", run.command)
+        field = f"{where}.revisions"
         require_record(run.revisions, out[name], anchor.id, what, field, record, profile_id, run.command)
     return out

@@ -28,10 +28,11 @@ from typing import Any, Mapping, Optional
 
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
-from lawbench import EngineError, EngineOfRecordMissing, OutOfScope
+from lawbench import EngineError, EngineOfRecordMissing, NotApplicable, OutOfScope
 
 PROBE_ENV = "LAWBENCH_MINFER_PROBE"
 PROBE_KEY = "minfer_revision"
+COMMIT_KEY = "minfer_commit"  # optional: the code commit the engine was built from
 _REVISION = re.compile(r"r(0|[1-9][0-9]*)")
 
 
@@ -106,6 +107,34 @@ def parse_probe(stdout: str, what: str, log: str = "") -> str:
     except ValueError as exc:
         raise EngineError(f"{what} reported revision {found!r}: {exc}", log=log) from None
     return found
+
+
+def parse_commit(stdout: str) -> Optional[str]:
+    """The last {"minfer_commit": "<hex>"} the probe printed (an optional key), or None."""
+    found: Optional[str] = None
+    for line in stdout.splitlines():
+        line = line.strip()
+        if line.startswith("{") and COMMIT_KEY in line:
+            try:
+                value = json.loads(line).get(COMMIT_KEY)
+            except (json.JSONDecodeError, AttributeError):
+                continue
+            found = value if isinstance(value, str) else None
+    return found
+
+
+def require_commit(wanted: str, reported: Optional[str], anchor_id: str, what: str, field: str,
+                   command_env: str) -> None:
+    """The build a figure was published on, or refused: NotApplicable (a SKIP here, a FAIL on the
+    anchor's own runner), naming the commit to build. Abbreviated hashes match by prefix."""
+    got = (reported or "").strip().lower()
+    if got and (got.startswith(wanted) or wanted.startswith(got)) and len(got) >= 7:
+        return
+    said = f"reports commit {reported!r}" if reported else f'prints no {{"{COMMIT_KEY}": "<hex>"}} in its probe'
+    raise NotApplicable(f"anchor {anchor_id} re-checks a figure published on minfer commit {wanted} ({field}); "
+                        f"{what} {said}. Provide that build: check out minfer at {wanted}, build it, and point "
+                        f"{command_env} at a wrapper that runs it and answers the probe with "
+                        f'{{"{PROBE_KEY}": …, "{COMMIT_KEY}": "{wanted}"}} (docs/minfer-contract.md §4)')
 
 
 def probe_env(env: Mapping[str, str]) -> dict[str, str]:

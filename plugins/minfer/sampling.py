@@ -7,6 +7,8 @@ Two readings, both from a real run of the engine command:
   kernel_time_ms      the mean GPU time per launch of case.kernel at its grid, from lawbench's CUPTI
                       kernel tracer (lawbench.engines.build_tracer) loaded into the engine through
                       CUDA_INJECTION64_PATH: one pass, one trace (docs/minfer-contract.md §9)
+  long_scoreboard_pct the median over case.kernel's launches at its grid of Nsight Compute's Warp
+                      State long_scoreboard share, ncu run around one pass (contract §11)
 
 Pairing, alternating order and predecessors are core's protocol (lawbench.core.stats.protocol.ArmSampler):
 a paired sample is a/b (ratio anchors) or a − b ("difference") within one round.
@@ -18,7 +20,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 from lawbench import ArmSampler, EngineError, Visit
-from lawbench.engines import build_tracer, kernel_time, read_trace, traced_env
+from lawbench.engines import (build_tracer, find_ncu, kernel_regex, kernel_time, long_scoreboard_share,
+                              read_counters, read_trace, traced_env)
 from lawbench.hardware import PerPidMemory
 from lawbench.store import cache_root
 from lawbench.plugins.minfer.case import Case, Run
@@ -37,6 +40,9 @@ class EngineReader:
         self.tracer: Optional[Path] = None
         if case.measure == "kernel_time_ms":  # no toolkit with CUPTI: NotApplicable, before any run
             self.tracer = build_tracer(cache_root())
+        self.ncu: Optional[str] = None
+        if case.measure == "long_scoreboard_pct":  # no Nsight Compute: NotApplicable, before any run
+            self.ncu = find_ncu()
 
     def label(self, arm: str) -> str:
         return self.arms[arm].label or ("default" if arm == "main" else arm)
@@ -62,6 +68,8 @@ class EngineReader:
                                "duration_s": round(done.duration_s, 3)}
         if self.case.measure == "kernel_time_ms":
             return self._kernel_time(arm, env, what)
+        if self.case.measure == "long_scoreboard_pct":
+            return self._long_scoreboard(arm, env, what)
         done = run_engine(self.argv[arm], env, self.case.timeout_s, what=what)
         return prefill_tok_s(done, what), {"duration_s": round(done.duration_s, 3)}
 
@@ -77,6 +85,13 @@ class EngineReader:
                 raise EngineError(str(exc), log=done.log()) from None
         ms, detail = kernel_time(trace, self.case.kernel.name, self.case.kernel.grid, what)
         return ms, {**detail, "duration_s": round(done.duration_s, 3)}
+
+    def _long_scoreboard(self, arm: str, env: dict[str, str], what: str) -> tuple[float, dict[str, Any]]:
+        assert self.ncu is not None and self.case.kernel is not None
+        name = self.case.kernel.name
+        launches = read_counters(self.argv[arm], env, kernel_regex(name), self.case.timeout_s, what, ncu=self.ncu)
+        pct, detail = long_scoreboard_share(launches, name, self.case.kernel.grid, what)
+        return pct, {**detail, "ncu": self.ncu}
 
     def visit(self, arm: str):
         def one(reps: int) -> Visit:

@@ -58,6 +58,12 @@ _EXPORTS = {
     "read_trace": "lawbench.core.engines.kernels",
     "kernel_labels": "lawbench.core.engines.kernels",
     "kernel_time": "lawbench.core.engines.kernels",
+    # Nsight Compute's warp-state counters of an engine's kernels (ncu around the engine command)
+    "read_counters": "lawbench.core.engines.counters",
+    "parse_ncu_csv": "lawbench.core.engines.counters",
+    "long_scoreboard_share": "lawbench.core.engines.counters",
+    "kernel_regex": "lawbench.core.engines.counters",
+    "find_ncu": "lawbench.core.engines.counters",
     # the expert union of verify batches: lawbench's reader of the router's ffn_moe_topk tensors
     "read_union": "lawbench.core.engines.expert_union",
     "UnionRun": "lawbench.core.engines.expert_union",
@@ -82,6 +88,7 @@ if TYPE_CHECKING:  # for editors and type checkers: the same names, eagerly
     from lawbench.core.engines.bench import capture_load_log, quantize, run_bench  # noqa: F401
     from lawbench.core.engines.bench import record_label as bench_record_label  # noqa: F401
     from lawbench.core.engines.expert_union import NotMixture, UnionRun, read_union  # noqa: F401
+    from lawbench.core.engines.counters import find_ncu, kernel_regex, long_scoreboard_share, parse_ncu_csv, read_counters  # noqa: F401
     from lawbench.core.engines.imatrix import Imatrix, cached_imatrix  # noqa: F401
     from lawbench.core.engines.kernels import build_tracer, kernel_labels, kernel_time, read_trace, traced_env  # noqa: F401
     from lawbench.core.engines.loadlog import parse_load_log  # noqa: F401

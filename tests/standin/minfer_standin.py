@@ -16,6 +16,7 @@ can plant a figure inside or outside an anchor's band and assert the verdict it 
 
 Environment (besides the contract's own variables):
   MINFER_STANDIN_REVISION  the revision the probe reports (default r54)
+  MINFER_STANDIN_COMMIT    the build commit the probe reports (default: none, the key left out)
   MINFER_STANDIN_HOLD_S    seconds a pass holds its simulated memory, so per-PID polling sees it
   MINFER_STANDIN_READ_MARK with HOLD_S: a path prefix; the stand-in nvidia-smi touches
                            <prefix>.<pid> once it has listed this process, and the hold ends then
@@ -219,8 +220,11 @@ def main() -> int:
     environ = os.environ
     planted = faults(environ)
     if environ.get("LAWBENCH_MINFER_PROBE") == "revision" and "no-probe" not in planted:
-        print(json.dumps({"minfer_revision": environ.get("MINFER_STANDIN_REVISION", "r54"),
-                          "minfer_contract": CONTRACT + ("future-contract" in planted)}))
+        probe = {"minfer_revision": environ.get("MINFER_STANDIN_REVISION", "r54"),
+                 "minfer_contract": CONTRACT + ("future-contract" in planted)}
+        if environ.get("MINFER_STANDIN_COMMIT"):  # the optional build commit (contract §4)
+            probe["minfer_commit"] = environ["MINFER_STANDIN_COMMIT"]
+        print(json.dumps(probe))
         return 0
     print("minfer-standin: loading 27 q6_K tensors", file=sys.stderr)
     if "hang" in planted:
