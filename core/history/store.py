@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Iterator, Optional, Union
 
 from lawbench.core.errors import DataError
+from lawbench.core.models.result import Result
 from lawbench.core.history.schema import (
     _RESULT_COLS,
     _SCHEMA,
@@ -316,16 +317,23 @@ class History:
 
     def interval_levels(self) -> dict[tuple[str, str], tuple[Optional[float], Optional[int]]]:
         """Per (run, anchor): the confidence and sample count its interval was made at, as the
-        result's typed `sampling` records them (what turns an interval back into an error). Rows
-        appended before that field kept it as `detail.interval`: the one old path still read here."""
-        now, then = "json_extract(j.value, '$.sampling.{0}')", "json_extract(j.value, '$.detail.interval.{0}')"
+        result's typed `sampling` records them (what turns an interval back into an error). A row
+        an older lawbench appended without that field is read through the Result model, whose
+        validator lifts what it kept in `detail` (core.models.result): one migration, not two."""
         rows = self._query(
-            f"SELECT u.run_id, json_extract(j.value, '$.anchor_id'), "
-            f"COALESCE({now.format('confidence_per_look')}, {then.format('confidence_per_look')}), "
-            f"COALESCE({now.format('n')}, {then.format('n')}) "
-            "FROM runs u, json_each(u.record_json, '$.results') j WHERE json_type(j.value, '$.sampling') "
-            "= 'object' OR json_type(j.value, '$.detail.interval') = 'object'")
-        return {(r[0], r[1]): (r[2], r[3]) for r in rows}
+            "SELECT u.run_id, json_extract(j.value, '$.anchor_id'), "
+            "json_extract(j.value, '$.sampling.confidence_per_look'), json_extract(j.value, '$.sampling.n'), "
+            "CASE WHEN json_type(j.value, '$.sampling') = 'object' THEN NULL ELSE j.value END "
+            "FROM runs u, json_each(u.record_json, '$.results') j")
+        out: dict[tuple[str, str], tuple[Optional[float], Optional[int]]] = {}
+        for run_id, anchor_id, confidence, n, old in rows:
+            if old is not None:
+                sampling = Result.model_validate_json(old).sampling
+                if sampling is None:
+                    continue
+                confidence, n = sampling.confidence_per_look, sampling.n
+            out[(run_id, anchor_id)] = (confidence, n)
+        return out
 
     def rates(self, profile: str) -> list[RateRow]:
         """Every rate reading of a profile's runs, oldest first (the runner's tracked series)."""
