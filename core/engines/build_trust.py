@@ -35,7 +35,6 @@ part of ``src/`` and so of the tree's digests.
 """
 from __future__ import annotations
 
-import hashlib
 import hmac
 import json
 import os
@@ -46,6 +45,7 @@ from typing import Callable, Optional, Sequence
 from lawbench.core.engines.patches import PATCHES, SourcePatch
 from lawbench.core.errors import EngineError
 from lawbench.core.store import repairs
+from lawbench.core.store.model_stamp import sha256_of  # one file hash, memoised by the file's stat
 from lawbench.core.store.signing import KEY_ENV, sign  # one signing rule, shared with the model stamps
 
 MANIFEST = "build_manifest.json"
@@ -60,21 +60,13 @@ SOURCE_SHA256 = {
 }
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def source_problem(archive: Path) -> Optional[str]:
     """Why the source archive may not be built from (one line), or None when it hashes to its pin.
     An archive without a pin is "not pinned" (fetch_source says what then)."""
     want = SOURCE_SHA256.get(archive.name)
     if want is None:
         return "not pinned"
-    got = _sha256(archive)
+    got = sha256_of(archive)
     return None if got == want else f"{archive.name} hashes to sha256 {got}, not the {want} PyPI publishes for it"
 
 
@@ -118,7 +110,7 @@ def _files(bin_dir: Path) -> dict[str, str]:
         if path.is_symlink():
             out[name] = "link:" + os.readlink(path)
         elif path.is_file():
-            out[name] = _sha256(path)
+            out[name] = sha256_of(path)
     return out
 
 
@@ -134,12 +126,12 @@ def _tree(key_dir: Path) -> dict[str, str]:
             for name in names:
                 path = Path(folder, name)
                 rel = str(path.relative_to(key_dir))
-                out[rel] = "link:" + os.readlink(path) if path.is_symlink() else _sha256(path)
+                out[rel] = "link:" + os.readlink(path) if path.is_symlink() else sha256_of(path)
     return out
 
 
 def _digest_or_none(path: Path) -> Optional[str]:
-    return _sha256(path) if path.is_file() else None
+    return sha256_of(path) if path.is_file() else None
 
 
 def _differs(what: str, found: dict, recorded: dict) -> Optional[str]:
@@ -155,7 +147,7 @@ def write_manifest(key_dir: Path, source: Optional[Path] = None, patches: Sequen
     """Record what this build is: every binary's digest, the source archive's, and the source
     patches applied to it (name, file, pinned sha256; lawbench.core.engines.patches)."""
     return _write(key_dir, source.name if source else None,
-                  _sha256(source) if source and source.is_file() else None, [p.record() for p in patches])
+                  sha256_of(source) if source and source.is_file() else None, [p.record() for p in patches])
 
 
 def _write(key_dir: Path, source: Optional[str], source_sha256: Optional[str], patches: list) -> dict:

@@ -11,7 +11,6 @@ checkout first on PYTHONPATH; the figure is the named group of the last printed 
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
@@ -23,6 +22,7 @@ from lawbench.core.engines.tool_run import engine_error, log_tail, process_fault
 from lawbench.core.errors import ANCHOR_FILE, DataError, EngineError, NotApplicable
 from lawbench.core.models.harness import MODEL_DIR_PREFIX, HarnessCheckout, HarnessRun
 from lawbench.core.models.profile import HardwareProfile
+from lawbench.core.store.model_stamp import sha256_of
 from lawbench.core.store.real import MODEL_DIR_ENV
 
 GIT_TIMEOUT_S = 60.0
@@ -97,14 +97,6 @@ def _git(root: Path, *args: str) -> str:
     return p.stdout
 
 
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def verify(run: HarnessRun, checkout: Checkout, anchor_id: str, field: str) -> str:
     """Refuse to run unless the checkout is the pinned commit as published; returns its HEAD.
 
@@ -133,7 +125,7 @@ def verify(run: HarnessRun, checkout: Checkout, anchor_id: str, field: str) -> s
     if not script.is_file():
         raise DataError(ANCHOR_FILE, f"{run.script} is not in the checkout {checkout.root} at {head}",
                         anchor=anchor_id, field=f"{field}.script")
-    digest = sha256_file(script)
+    digest = sha256_of(script)
     if digest != run.script_sha256:
         raise DataError(ANCHOR_FILE, f"{script} hashes to {digest}, the anchor pins {run.script_sha256}: "
                                      "refused to run it", anchor=anchor_id, field=f"{field}.script_sha256")
