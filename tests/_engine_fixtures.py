@@ -55,6 +55,21 @@ def tiny_f16(synth_dir) -> Path:
     return build_synthetic(TINY, cache_dir=synth_dir)
 
 
+def cuda_bench_and_model(model_id: str) -> tuple[Path, Path]:
+    """For a GPU test: the CUDA llama.cpp bin folder LAWBENCH_LLAMA_DIR names and one catalogue
+    model built with it; skips where there is none."""
+    from lawbench.core.laws.resources import Resources
+
+    bin_dir = os.environ.get("LAWBENCH_LLAMA_DIR")
+    if not bin_dir or not (Path(bin_dir) / "llama-bench").is_file():
+        pytest.skip("LAWBENCH_LLAMA_DIR names no CUDA llama.cpp build")
+    r = Resources(llama_dir=bin_dir)
+    try:
+        return Path(bin_dir), r.model(model_id)
+    finally:
+        r.close()
+
+
 def write_script(path: Path, body: str) -> Path:
     path.write_text("#!/bin/sh\n" + textwrap.dedent(body).lstrip(), encoding="utf-8")
     path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from _engine_fixtures import cuda_bench_and_model
+
 from lawbench.core.engines import kernels
 from lawbench.core.errors import EngineError, NotApplicable
 from lawbench.core.record.census import census_problems
@@ -160,22 +162,13 @@ def test_tracer_is_not_applicable_without_a_toolkit(monkeypatch, tmp_path):
 @pytest.mark.gpu
 def test_tracer_counts_a_real_engine_run(tmp_path):
     """On a CUDA machine: build the tracer, run llama-bench under it, count its kernels."""
-    bin_dir = os.environ.get("LAWBENCH_LLAMA_DIR")
     try:
         lib = kernels.build_tracer(tmp_path)
     except NotApplicable as exc:
         pytest.skip(str(exc))
-    if not bin_dir or not (Path(bin_dir) / "llama-bench").is_file():
-        pytest.skip("LAWBENCH_LLAMA_DIR names no CUDA llama.cpp build")
-    from lawbench.core.laws.resources import Resources
-
-    r = Resources(llama_dir=bin_dir)
-    try:
-        model = r.model("syn-25m-q4_0")
-    finally:
-        r.close()
+    bin_dir, model = cuda_bench_and_model("syn-25m-q4_0")
     out = tmp_path / "trace.tsv"
-    p = subprocess.run([str(Path(bin_dir) / "llama-bench"), "-m", str(model), "-p", "64", "-n", "4", "-r", "1",
+    p = subprocess.run([str(bin_dir / "llama-bench"), "-m", str(model), "-p", "64", "-n", "4", "-r", "1",
                         "-ngl", "99", "-o", "json"], env={**os.environ, **kernels.traced_env(lib, out)},
                        capture_output=True, text=True, timeout=120, encoding="utf-8")
     assert p.returncode == 0, p.stderr[-500:]

@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from _engine_fixtures import cuda_bench_and_model
+
 from lawbench.core.engines import counters
 from lawbench.core.errors import EngineError, NotApplicable
-from lawbench.core.laws.resources import Resources
 
 REAL = Path(__file__).resolve().parents[1] / "results" / "h200" / "ncu-2026-12-07"
 METRICS_CSV = REAL / "ncu-metrics.csv"
@@ -163,19 +164,12 @@ def test_no_ncu_is_a_skip_naming_nsight_compute(tmp_path, monkeypatch):
 
 @pytest.mark.gpu
 def test_the_reader_reads_llama_cpps_mul_mat_q_for_real():
-    bin_dir = os.environ.get("LAWBENCH_LLAMA_DIR")
     try:
         ncu = counters.find_ncu()
     except NotApplicable as exc:
         pytest.skip(str(exc))
-    if not bin_dir or not (Path(bin_dir) / "llama-bench").is_file():
-        pytest.skip("LAWBENCH_LLAMA_DIR names no CUDA llama.cpp build")
-    r = Resources(llama_dir=bin_dir)
-    try:
-        model = r.model("syn-25m-q4_0")
-    finally:
-        r.close()
-    argv = [str(Path(bin_dir) / "llama-bench"), "-m", str(model), "-p", "512", "-n", "0", "-r", "1", "-ngl", "99"]
+    bin_dir, model = cuda_bench_and_model("syn-25m-q4_0")
+    argv = [str(bin_dir / "llama-bench"), "-m", str(model), "-p", "512", "-n", "0", "-r", "1", "-ngl", "99"]
     launches = counters.read_counters(argv, dict(os.environ), counters.kernel_regex("mul_mat_q"), 300,
                                       "llama-bench", launch_count=4, ncu=ncu)
     assert 1 <= len(launches) <= 4
