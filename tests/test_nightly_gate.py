@@ -19,6 +19,7 @@ from _engine_fixtures import llama  # noqa: F401  (the real build, a session fix
 from _nights import BIN, Nights, red, skip_where_out_of_scope, verdicts
 from _recompute import check_record
 
+from lawbench.core.engines.bench import quantize
 from lawbench.core.models.gate import AcknowledgedFile
 
 RATIO = "law4.cpu.l15.syn-100m-q4_0"  # syn-100m over syn-400m, both Q4_0 (L-15), arms interleaved
@@ -47,7 +48,9 @@ def story(llama, tmp_path_factory) -> Nights:  # noqa: F811
     # cpu profile calibrates in the run (tests/test_cpu_planted_faults.py shows it cancels).
     from lawbench.core.store.real import ModelStore
 
-    slow = {"slow_files": {ModelStore().path("syn-100m-q4_0").name: 0.6}}
+    # made here when this module runs first on a fresh machine (the nights would make it anyway)
+    made = ModelStore(quantize=lambda s, d, t: quantize(llama, s, d, t, timeout_s=300)).path("syn-100m-q4_0")
+    slow = {"slow_files": {made.name: 0.6}}
     alike = {"slow": {"Q4_0": 0.6}}
     for planted, select in ({}, BOTH), (alike, BOTH), (slow, BOTH), ({"drop": ["repack"]}, CENSUS):
         nights.run(planted, select)

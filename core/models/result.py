@@ -82,6 +82,11 @@ class RateSample(Strict):
     measured: Optional[float] = None
     interval: Optional[tuple[float, float]] = None
 
+    @property
+    def fastest(self) -> Optional[float]:
+        """The fastest visit: what the nightly rate test judges (lawbench.core.history.rates)."""
+        return max(self.values) if self.values else self.measured
+
 
 class AbFigures(Strict):
     """An A/B's figures beside the result's ratio and interval (lawbench.core.run.ab): what the
