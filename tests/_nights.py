@@ -20,6 +20,7 @@ from standin.planted_llama_bench import make_wrapper
 
 from lawbench.core.commands.profiles import runner_matrix
 from lawbench.core.hardware.profiles import load_profiles
+from lawbench.core.models.gate import RED_NEWS
 from lawbench.core.paths import cache_root
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -84,8 +85,9 @@ class Nights:
 
 
 def red(record: dict) -> dict[str, str]:
+    """The night's red news by anchor: the gate's own rule (GateNews.red), not a list of its own."""
     return {n["anchor_id"]: n["kind"] for n in record["gate"]["news"]
-            if n["acknowledged_until"] is None and n["kind"] not in ("void-once", "recovered", "not-run")}
+            if n["acknowledged_until"] is None and n["kind"] in RED_NEWS}
 
 
 def verdicts(record: dict) -> dict[str, str]:

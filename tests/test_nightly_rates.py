@@ -69,7 +69,15 @@ def nights(llama, tmp_path_factory) -> Nights:  # noqa: F811
             for anchor in ANCHORS.values():
                 skip_where_out_of_scope(story.done[1].record, anchor)
     story.run({"slow": {PLANTED_FORMAT: 1.0 - SLOWDOWN}}, SELECT)
+    # a neighbour beside the night's first anchor only: its format reads slower in the first round,
+    # not when read again after the next anchor (core/run/recheck.py)
+    story.run({"neighbour": [_first_format(story.done[1].record), 1.0 - SLOWDOWN]}, SELECT)
     return story
+
+
+def _first_format(record: dict) -> str:
+    """The format of the night's first anchor that measured a rate."""
+    return next(r["series"]["format"] for res in record["results"] for r in res.get("rates") or [])
 
 
 def test_unplanted_nights_are_green_and_the_rate_test_judges_every_series(nights):
@@ -103,6 +111,10 @@ def test_a_format_planted_slower_is_red_on_that_night_naming_the_format_and_the_
     assert len(planted) == 2 and slower and set(slower) <= planted, record["gate"]["news"]
     for key, news in slower.items():
         assert PLANTED_FORMAT in key and news["why"].startswith(f"slower {key}: ")
+        # read again before the gate called it, and still slower: the second round is in the record
+        assert "read again" in news["why"] and "still slower" in news["why"], news
+        again = [r for res in record["results"] for r in res.get("rates") or [] if key.startswith(r["series"]["model"] + " |")]
+        assert again and all(r["recheck"] for r in again), again
         lo, hi = news["size_interval"]
         # the size the gate names is the planted one, within the night's own noise
         assert -0.5 < news["size"] < -0.3 and lo <= news["size"] <= hi < 0, news
@@ -119,3 +131,22 @@ def test_a_format_planted_slower_is_red_on_that_night_naming_the_format_and_the_
         size = f"{news['size']:+.1%}"
         assert key.replace("|", "\\|") in night.summary and size in night.summary, night.summary[-3000:]
         assert f"RED  rate: {key}: slower: slower {key}: {size}" in night.stdout, night.stdout[-3000:]
+
+
+def test_a_series_slowed_by_a_neighbour_is_read_again_and_not_called_slower(nights):
+    """The night after the planted one: a neighbour slows the first anchor's format 40 % in the
+    first round only. The rate test reads it slower, the run reads that anchor again after the
+    night's other anchor (the neighbour gone), and the gate is green with a `not-confirmed` note
+    per series read again, the first round's slower visits kept in the record."""
+    night = nights.done[MIN_NIGHTS + 3]
+    record = night.record
+    fmt = _first_format(record)
+    assert (night.rc, record["gate"]["verdict"], red(record)) == (0, "green", {}), (record["gate"], night.stdout[-3000:])
+    notes = _rate_news(record, "not-confirmed")
+    assert notes and all(fmt in key for key in notes), record["gate"]["news"]
+    for key, note in notes.items():
+        assert "read again" in note["why"] and "not the engine" in note["why"], note
+        rate = next(r for res in record["results"] for r in res.get("rates") or []
+                    if key.startswith(r["series"]["model"] + " |"))
+        # the first round's visits read ~40 % slower than the second round's fastest
+        assert rate["recheck"] and max(rate["values"]) < 0.8 * max(rate["recheck"]), rate

@@ -25,7 +25,7 @@ to be "cannot analyse" (conbench's word): never green by silence, never red.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from lawbench.core.models.gate import GateNews
@@ -47,6 +47,7 @@ class Reading:
     interval: Optional[tuple[float, float]] = None
     n: int = 0
     engine: str = ""
+    rechecked: int = 0  # visits of the night's second round (lawbench.core.run.recheck), 0: none
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,7 @@ class RateNews:
             return f"cannot analyse {self.series}: {self.reason}"
         lo, hi = self.interval or (self.size, self.size)
         return (f"{self.kind} {self.series}: {self.size:+.1%} (interval {lo:+.1%} … {hi:+.1%}) "
-                f"against {self.nights} accepted nights")
+                f"against {self.nights} accepted nights" + (f"; {self.reason}" if self.reason else ""))
 
 
 def _t_sf2(t: float, df: int) -> float:
@@ -141,8 +142,9 @@ def judge_rates(accepted: dict[str, list[Reading]], tonight: Sequence[Reading], 
 # --------------------------------------------------------------------------- the gate's hook
 
 
-def night_readings(record: RunRecord, fastest: bool = True) -> dict[str, Reading]:
-    """A night's rate readings by series, each its fastest visit (``fastest``, what the gate judges)
+def night_readings(record: RunRecord, fastest: bool = True, first_round: bool = False) -> dict[str, Reading]:
+    """A night's rate readings by series, each its fastest visit (``fastest``, what the gate judges:
+    over both rounds where the series was read again, over the first only with ``first_round``)
     or the geometric mean of its visits with their interval (what a developer's "since your last
     run" compares): a series several anchors measured keeps the reading with the most visits, so
     one night is one value of each series."""
@@ -151,8 +153,13 @@ def night_readings(record: RunRecord, fastest: bool = True) -> dict[str, Reading
         for rate in getattr(result, "rates", []):
             if rate.measured is None:
                 continue
-            r = (Reading(rate.series.key, rate.fastest, None, len(rate.values), rate.engine) if fastest
-                 else Reading(rate.series.key, rate.measured, rate.interval, len(rate.values), rate.engine))
+            if not fastest:
+                r = Reading(rate.series.key, rate.measured, rate.interval, len(rate.values), rate.engine)
+            elif first_round:
+                r = Reading(rate.series.key, rate.first_round_fastest, None, len(rate.values), rate.engine)
+            else:
+                r = Reading(rate.series.key, rate.fastest, None, len(rate.values), rate.engine,
+                            rechecked=len(rate.recheck))
             if r.series not in out or r.n > out[r.series].n:
                 out[r.series] = r
     return out
@@ -170,15 +177,44 @@ def rate_news(record: RunRecord, accepted_records: Sequence[Any], alpha: float =
         for key, r in night_readings(rec).items():
             accepted.setdefault(key, []).append(r)
     news, unanalysed = [], []
-    for n in judge_rates(accepted, list(tonight.values()), alpha=alpha):
+    judged = judge_rates(accepted, list(tonight.values()), alpha=alpha)
+    for n in judged:
         if n.kind == "cannot analyse":
             unanalysed.append(n.line())
             continue
-        was = math.exp(sum(math.log(r.measured) for r in accepted[n.series]) / len(accepted[n.series]))
-        news.append(GateNews(anchor_id=f"rate: {n.series}", kind=n.kind, before=f"{was:.4g}",
+        again = tonight[n.series].rechecked
+        if again:
+            n = replace(n, reason=f"read again ({again} more visits): still {n.kind}")
+        news.append(GateNews(anchor_id=f"rate: {n.series}", kind=n.kind, before=f"{baseline(accepted[n.series]):.4g}",
                              after=f"{tonight[n.series].measured:.4g}", why=n.line(), size=n.size,
                              size_interval=n.interval))
+    if any(r.rechecked for r in tonight.values()):
+        news += _not_confirmed(record, accepted, {n.series for n in judged if n.kind == "slower"}, tonight, alpha)
     return news, unanalysed
+
+
+def baseline(readings: Sequence[Reading]) -> float:
+    """The geometric mean of a series' accepted readings: what tonight is compared with."""
+    return math.exp(sum(math.log(r.measured) for r in readings) / len(readings))
+
+
+def _not_confirmed(record: RunRecord, accepted: dict[str, list[Reading]], slower: set[str],
+                   tonight: dict[str, Reading], alpha: float) -> list[Any]:
+    """A `not-confirmed` note for each series read again tonight whose first round alone the test
+    calls slower and both rounds not: the record shows the night read slower, then did not."""
+    first = night_readings(record, first_round=True)
+    out = []
+    for n in judge_rates(accepted, list(first.values()), alpha=alpha):
+        r = tonight.get(n.series)
+        if n.kind != "slower" or n.series in slower or r is None or not r.rechecked:
+            continue
+        out.append(GateNews(anchor_id=f"rate: {n.series}", kind="not-confirmed",
+                            before=f"{baseline(accepted[n.series]):.4g}", after=f"{r.measured:.4g}",
+                            why=f"{n.series}: the night's first round read {n.size:+.1%} against {n.nights} "
+                                f"accepted nights (fastest visit {first[n.series].measured:.4g}); read again "
+                                f"({r.rechecked} more visits) it was not (fastest of both rounds {r.measured:.4g}): "
+                                "something slowed the first round, not the engine"))
+    return out
 
 
 def since_last_run(record: RunRecord, last: RunRecord) -> list[str]:

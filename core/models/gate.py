@@ -25,12 +25,14 @@ GONE_NEWS = ("removed", "retired", "moved", "not-run")
 # Said, never red: a first VOID after PASS (red if the next night is VOID too), a recovery, a rate
 # series that got faster (issue 31), a skip where the anchor ran off a deployed --strict runner, a
 # scope decision that put an anchor back in scope, and every anchor gone since the accepted night.
-NOTE_NEWS = ("void-once", "recovered", "faster", "skipped-off-runner", "back-in-scope", *GONE_NEWS)
+# `not-confirmed`: a rate series that read slower in the night's first round and not when it was
+# read again (lawbench.core.run.recheck): a neighbour that slowed the first round, said so.
+NOTE_NEWS = ("void-once", "recovered", "faster", "not-confirmed", "skipped-off-runner", "back-in-scope", *GONE_NEWS)
 # One tuple per meaning, the Literal built from them: a new kind is one word added to each.
 NewsKind = Literal["turned", "void-twice", "error", "lost-label", "drift", "finding-closed", "new-not-green",
                    "not-reached", "acknowledgement-expired", "finding-moved", "finding-unmeasured", "finding-added",
                    "finding-removed", "slower", "cannot-judge", "upgrade-unmeasured", "skipped", "flapping",
-                   "void-once", "recovered", "faster", "skipped-off-runner", "back-in-scope",
+                   "void-once", "recovered", "faster", "not-confirmed", "skipped-off-runner", "back-in-scope",
                    "removed", "retired", "moved", "not-run"]
 
 

@@ -189,8 +189,8 @@ class Nightly(Strict):
     # clear case stops at the first look (4 pairs); only a close one runs them all.
     upgrade_pairs: int = Field(default=10, ge=4, le=40)
     # The fewest visits an anchor that reads the runner's rate series takes a night (its first look;
-    # never beyond its max_samples): a night's rate is the mean of its visits (core/run/evaluate.py
-    # rate_budget). 0: the anchor's own budget.
+    # never beyond its max_samples): the rate test reads a night's fastest visit, which more visits
+    # make steadier (core/run/evaluate.py rate_budget). 0: the anchor's own budget.
     rate_visits: int = Field(default=0, ge=0, le=40)
 
 

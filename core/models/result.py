@@ -81,10 +81,20 @@ class RateSample(Strict):
     values: list[float] = Field(default_factory=list)
     measured: Optional[float] = None
     interval: Optional[tuple[float, float]] = None
+    # The night's second round of this series' visits, taken only when its first round read slower
+    # than the runner's accepted nights (lawbench.core.run.recheck); `values`, `measured` and
+    # `interval` stay the first round's, the anchor's own evidence.
+    recheck: list[float] = Field(default_factory=list)
 
     @property
     def fastest(self) -> Optional[float]:
-        """The fastest visit: what the nightly rate test judges (lawbench.core.history.rates)."""
+        """The fastest visit of both rounds: what the nightly rate test judges (lawbench.core.history.rates)."""
+        visits = self.values + self.recheck
+        return max(visits) if visits else self.measured
+
+    @property
+    def first_round_fastest(self) -> Optional[float]:
+        """The fastest visit before any second round: what the night read before it was read again."""
         return max(self.values) if self.values else self.measured
 
 

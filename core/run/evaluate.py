@@ -149,9 +149,9 @@ def _apply_finding(anchor: Anchor, result: Result) -> Result:
 
 def rate_budget(budget: Budget, sampler: Any, profile: HardwareProfile) -> Budget:
     """The anchor's budget, its first look no earlier than the profile's nightly rate_visits when
-    its sampler also reads the runner's rate series (issue 31): a night's rate is the mean of its
-    visits, and with few of them the visits' own scatter is most of the night-to-night spread the
-    rate test must beat. Never beyond the anchor's max_samples; other anchors keep their budget."""
+    its sampler also reads the runner's rate series (issue 31): the rate test reads a night's
+    fastest visit, and the more visits, the less a night's reading depends on which of them a
+    neighbour slowed. Never beyond the anchor's max_samples; other anchors keep their budget."""
     want = profile.nightly.rate_visits if profile.nightly else 0
     if not want or not getattr(sampler, "series", None):
         return budget

@@ -54,7 +54,8 @@ class Verify(Mode):
 
     def measured(self, run: "Run") -> None:
         """Under `--gate baseline`, a night whose engine build replaces the accepted night's pairs its
-        rate series on both builds before the record is finished (lawbench.core.run.upgrade)."""
+        rate series on both builds before the record is finished (lawbench.core.run.upgrade), and
+        a series that read slower is read again (lawbench.core.run.recheck)."""
         if run.ctx.gate is None:
             return
         from lawbench.core.run.upgrade import pair_upgrade
@@ -70,6 +71,14 @@ class Verify(Mode):
             why = " ".join(f"{type(exc).__name__}: {exc}".split())
             run.engine_upgrade = EngineUpgrade(replaced="?", tonight="?", accepted_run_id="?", alpha=ALPHA,
                                                tolerance=TOLERANCE, error=f"the pairing failed: {why}")
+        if run.stop.received:
+            return
+        from lawbench.core.run.recheck import recheck_slower
+
+        try:  # a series that read slower is read again before the gate calls it (core/run/recheck.py)
+            recheck_slower(run)
+        except KeyboardInterrupt as exc:
+            run.stop.received = run.stop.received or EngineInterrupted.signal_of(exc)
 
     def notes(self, record: "RunRecord", history: "History") -> list[str]:
         """An absolute run (a developer's) says which rates moved since the previous run of the same

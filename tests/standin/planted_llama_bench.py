@@ -11,6 +11,9 @@ printed, as told by `planted.json` in the wrapper's folder (absent: a faithful p
                                planted.json) ran at 0.6 x its speed: a run-to-run instability
   {"slow_when": [["-ub", "128"], 0.5]}  every run given `-ub 128` ran at 0.5 x its speed (one setting of
                                a case parameter, not a model: a cliff in a sweep)
+  {"neighbour": ["Q2_K", 0.6]}  every test of a Q2_K model ran at 0.6 x its speed until a model of another
+                               format has run after it (state in `neighbour` beside planted.json): a
+                               neighbour on the box beside one anchor, gone when the night moves on
   {"drop": ["repack"]}         stderr lines containing "repack" are not printed: a load-log label is lost
   {"args": ["--repack", "0"]}  appended to the real llama-bench's arguments (an engine switch turned)
 
@@ -78,6 +81,9 @@ def main() -> int:
         (flag, value), factor = plan["slow_when"]
         if any(a == flag and b == str(value) for a, b in zip(args, args[1:])):
             slow = {**slow, "": float(factor)}
+    if plan.get("neighbour") and out.strip():
+        fmt, factor = plan["neighbour"]
+        slow = _neighbour(plan_file.parent / "neighbour", type_name(fmt), out, slow, float(factor))
     if (slow or slow_files) and out.strip():
         text = out.strip()
         if text.startswith("["):
@@ -87,6 +93,22 @@ def main() -> int:
                           if line.strip().startswith("{") else line + "\n" for line in text.splitlines())
     sys.stdout.write(out)
     return proc.returncode
+
+
+def _neighbour(state: Path, kind: str, out: str, slow: dict, factor: float) -> dict:
+    """The neighbour plant: this run slowed while the neighbour is there (``state``: "" before the
+    format first ran, "seen" while it runs, "left" once another format ran after it)."""
+    types = re.findall(r'"model_type"\s*:\s*"([^"]*)"', out)
+    if not types:
+        return slow
+    now = state.read_text(encoding="utf-8") if state.is_file() else ""
+    ours = any(kind.lower() in t.lower() for t in types)
+    if ours and now != "left":
+        state.write_text("seen", encoding="utf-8")
+        return {**slow, kind: factor}
+    if not ours and now == "seen":
+        state.write_text("left", encoding="utf-8")
+    return slow
 
 
 def make_wrapper(folder: Path, real_bin: Path) -> Path:
