@@ -73,7 +73,7 @@ def _draw(ax: Axes, check: RateCheck) -> None:
     ax.set_ylim(lo_y - pad, hi_y + pad)
     ax.set_xlim(-0.6, at + 0.6)
     step = max(1, n // 6)
-    ticks = list(range(0, n, step))
+    ticks = [t for t in range(0, n, step) if at - t >= max(2, step)]  # no night label under tonight's
     ax.set_xticks(ticks + [at], [str(t + 1) for t in ticks] + ["tonight"])
     ax.tick_params(labelsize=7)
     ax.ticklabel_format(axis="y", useOffset=False)  # an offset ("+8.985e4") hides the real values
