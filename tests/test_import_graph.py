@@ -319,7 +319,7 @@ def test_the_layer_table_check_catches_a_planted_cycle():
 # A function-level import and an `Any` parameter each hide an edge from the table: the import from
 # this scan's first glance at a module's head, the parameter from every type checker. Their counts
 # may go down, never up (quantprobe's ratchet): lower the ceiling when they fall.
-HIDDEN_CEILING = {"function-level imports": 377, "Any parameters": 327}
+HIDDEN_CEILING = {"function-level imports": 377, "Any parameters": 326}
 
 
 def _mentions_any(annotation: ast.AST) -> bool:

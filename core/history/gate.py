@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 from lawbench.core.errors import DataError, validation_error
-from lawbench.core.history.rates import rate_news
+from lawbench.core.history.rates import rate_review
 from lawbench.core.history.upgrade import upgrade_news
 from lawbench.core.models import Result, Verdict
 from lawbench.core.models.gate import AcknowledgedFile, GateNews, GateVerdict
@@ -183,9 +183,9 @@ def judge(record: RunRecord, history: History, acks: Optional[AcknowledgedFile] 
     news += [GateNews(anchor_id=a, kind="not-reached", why="not reached before the --deadline: the night does "
                       "not fit its window") for a in not_reached]
     news += drift_news(record, baseline, alpha)
-    # Rate series (issue 31, lawbench.core.history.rates): slower / faster first, before any other news.
-
-    slower_faster, rates_unanalysed = rate_news(record, baseline.accepted)
+    # Rate series (issue 31, lawbench.core.history.rates): slower / faster first, before any other news;
+    # what the test looked at per series is kept so the morning view can draw each against its band.
+    slower_faster, rates_unanalysed, rate_checks = rate_review(record, baseline.accepted)
     upgraded, undecided = upgrade_news(record)  # an engine upgrade: paired against the build it replaces
     news[:0] = upgraded + slower_faster
     rates_unanalysed = rates_unanalysed + undecided
@@ -216,7 +216,7 @@ def judge(record: RunRecord, history: History, acks: Optional[AcknowledgedFile] 
                        baseline_runs=len(baseline.accepted), new_baseline=baseline.new_baseline, alpha=alpha,
                        news=news, acknowledged=sorted(set(acknowledged)), expired=expired,
                        held=sorted(n.anchor_id for n in news if n.kind == "void-once"),
-                       rates_unanalysed=rates_unanalysed)
+                       rates_unanalysed=rates_unanalysed, rate_checks=rate_checks)
 
 
 # --------------------------------------------------------------------------- where the inputs live

@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
-from lawbench.core.models.gate import GateNews
+from lawbench.core.models.gate import GateNews, RateCheck
 
 if TYPE_CHECKING:
     from lawbench.core.models.run_record import RunRecord
@@ -47,6 +47,7 @@ class Reading:
     interval: Optional[tuple[float, float]] = None
     n: int = 0
     engine: str = ""
+    run_id: str = ""  # the night's run (its first 12 characters), where the reading came from a record
     rechecked: int = 0  # visits of the night's second round (lawbench.core.run.recheck), 0: none
 
 
@@ -95,6 +96,80 @@ def _tonight_se(r: Reading) -> float:
     return half / _t_quantile(0.975, r.n - 1)
 
 
+@dataclass(frozen=True)
+class SeriesTest:
+    """One judged series: what the test compared (log scale) and what it shows as a band."""
+
+    series: str
+    nights: tuple[Reading, ...]  # the accepted nights the baseline rests on, oldest first
+    tonight: Reading
+    mean: float  # the mean of the nights' log readings: log of the baseline (geometric mean)
+    se: float  # the standard error of tonight − mean on logs, tonight's own noise included
+    df: int
+    p: float  # two-sided, against the 1 ∓ tolerance margin (1.0 when tonight lies inside it)
+
+    @property
+    def d(self) -> float:
+        return math.log(self.tonight.measured) - self.mean
+
+    def band(self, level: float, tolerance: float = TOLERANCE) -> tuple[float, float]:
+        """The readings (tok/s) tonight could have had without being news at two-sided ``level``:
+        the margin 1 ∓ tolerance widened by the t-quantile times se, around the baseline. At the
+        first Holm step (``level`` = alpha / m) a reading outside it is always news."""
+        q = _t_quantile(1 - level / 2, self.df) * self.se
+        return (math.exp(self.mean + math.log1p(-tolerance) - q), math.exp(self.mean + math.log1p(tolerance) + q))
+
+
+def _test_series(r: Reading, past: Sequence[Reading], min_nights: int, tolerance: float
+                 ) -> SeriesTest | RateNews:
+    """One series' test, or why it cannot be analysed."""
+    past = [p for p in past if p.measured > 0]
+    same = [p for p in past if p.engine == r.engine]
+    if past and not same:
+        return RateNews("cannot analyse", r.series, nights=0,
+                        reason=f"engine {r.engine or '?'} has no accepted night (the build "
+                               "it replaces is measured by the in-night A/B)")
+    if len(same) < min_nights or r.measured <= 0:
+        return RateNews("cannot analyse", r.series, nights=len(same),
+                        reason=f"{len(same)} accepted nights, the test needs {min_nights}")
+    logs = [math.log(p.measured) for p in same]
+    mean, sd = _mean_sd(logs)
+    k = len(logs)
+    # Tonight's noise is part of the nights' spread, unless tonight is noisier than they were.
+    var = max(sd * sd, _tonight_se(r) ** 2) + sd * sd / k
+    se = math.sqrt(var) if var > 0 else 1e-12
+    d = math.log(r.measured) - mean
+    # tested against the margin, not against no change: within 1 ∓ tolerance is never news
+    beyond = d - (math.log1p(-tolerance) if d < 0 else math.log1p(tolerance))
+    p = _t_sf2(beyond / se, k - 1) if beyond * d > 0 else 1.0
+    return SeriesTest(r.series, tuple(same), r, mean, se, k - 1, p)
+
+
+def judge_series(accepted: dict[str, list[Reading]], tonight: Sequence[Reading], *,
+                 alpha: float = ALPHA, min_nights: int = MIN_NIGHTS, tolerance: float = TOLERANCE
+                 ) -> tuple[list[RateNews], list[SeriesTest]]:
+    """judge_rates' news and, beside it, each judged series' test (what a band is drawn from), in
+    tonight's order; a series that cannot be analysed has news and no test."""
+    news: list[RateNews] = []
+    tests: list[SeriesTest] = []
+    for r in tonight:
+        t = _test_series(r, accepted.get(r.series, []), min_nights, tolerance)
+        if isinstance(t, RateNews):
+            news.append(t)
+        else:
+            tests.append(t)
+    # Holm: the i-th smallest p-value is held against alpha / (m − i); stop at the first kept.
+    m = len(tests)
+    for i, t in enumerate(sorted(tests, key=lambda t: t.p)):
+        if t.p > alpha / (m - i):
+            break
+        q = _t_quantile(1 - alpha / 2, t.df) * t.se
+        news.append(RateNews("slower" if t.d < 0 else "faster", t.series, size=math.exp(t.d) - 1,
+                             interval=(math.exp(t.d - q) - 1, math.exp(t.d + q) - 1), nights=len(t.nights)))
+    order = {"slower": 0, "faster": 1, "cannot analyse": 2}
+    return sorted(news, key=lambda n: (order[n.kind], n.size or 0.0)), tests
+
+
 def judge_rates(accepted: dict[str, list[Reading]], tonight: Sequence[Reading], *,
                 alpha: float = ALPHA, min_nights: int = MIN_NIGHTS, tolerance: float = TOLERANCE
                 ) -> list[RateNews]:
@@ -102,41 +177,7 @@ def judge_rates(accepted: dict[str, list[Reading]], tonight: Sequence[Reading], 
 
     Pure: no history, no clock. Returns one entry per series that is slower, faster or cannot be
     analysed; a series judged and unchanged returns nothing."""
-    news: list[RateNews] = []
-    tests: list[tuple[float, RateNews, float, float, int]] = []  # p, draft, d, se, df
-    for r in tonight:
-        past = [p for p in accepted.get(r.series, []) if p.measured > 0]
-        same = [p for p in past if p.engine == r.engine]
-        if past and not same:
-            news.append(RateNews("cannot analyse", r.series, nights=0,
-                                 reason=f"engine {r.engine or '?'} has no accepted night (the build "
-                                        "it replaces is measured by the in-night A/B)"))
-            continue
-        if len(same) < min_nights or r.measured <= 0:
-            news.append(RateNews("cannot analyse", r.series, nights=len(same),
-                                 reason=f"{len(same)} accepted nights, the test needs {min_nights}"))
-            continue
-        logs = [math.log(p.measured) for p in same]
-        mean, sd = _mean_sd(logs)
-        k = len(logs)
-        # Tonight's noise is part of the nights' spread, unless tonight is noisier than they were.
-        var = max(sd * sd, _tonight_se(r) ** 2) + sd * sd / k
-        se = math.sqrt(var) if var > 0 else 1e-12
-        d = math.log(r.measured) - mean
-        # tested against the margin, not against no change: within 1 ∓ tolerance is never news
-        beyond = d - (math.log1p(-tolerance) if d < 0 else math.log1p(tolerance))
-        p = _t_sf2(beyond / se, k - 1) if beyond * d > 0 else 1.0
-        tests.append((p, RateNews("", r.series, nights=k), d, se, k - 1))
-    # Holm: the i-th smallest p-value is held against alpha / (m − i); stop at the first kept.
-    m = len(tests)
-    for i, (p, draft, d, se, df) in enumerate(sorted(tests, key=lambda t: t[0])):
-        if p > alpha / (m - i):
-            break
-        q = _t_quantile(1 - alpha / 2, df) * se
-        news.append(RateNews("slower" if d < 0 else "faster", draft.series, size=math.exp(d) - 1,
-                             interval=(math.exp(d - q) - 1, math.exp(d + q) - 1), nights=draft.nights))
-    order = {"slower": 0, "faster": 1, "cannot analyse": 2}
-    return sorted(news, key=lambda n: (order[n.kind], n.size or 0.0))
+    return judge_series(accepted, tonight, alpha=alpha, min_nights=min_nights, tolerance=tolerance)[0]
 
 
 # --------------------------------------------------------------------------- the gate's hook
@@ -153,31 +194,42 @@ def night_readings(record: RunRecord, fastest: bool = True, first_round: bool = 
         for rate in getattr(result, "rates", []):
             if rate.measured is None:
                 continue
+            run = record.run_id[:12]
             if not fastest:
-                r = Reading(rate.series.key, rate.measured, rate.interval, len(rate.values), rate.engine)
+                r = Reading(rate.series.key, rate.measured, rate.interval, len(rate.values), rate.engine, run)
             elif first_round:
-                r = Reading(rate.series.key, rate.first_round_fastest, None, len(rate.values), rate.engine)
+                r = Reading(rate.series.key, rate.first_round_fastest, None, len(rate.values), rate.engine, run)
             else:
-                r = Reading(rate.series.key, rate.fastest, None, len(rate.values), rate.engine,
+                r = Reading(rate.series.key, rate.fastest, None, len(rate.values), rate.engine, run,
                             rechecked=len(rate.recheck))
             if r.series not in out or r.n > out[r.series].n:
                 out[r.series] = r
     return out
 
 
-def rate_news(record: RunRecord, accepted_records: Sequence[Any], alpha: float = ALPHA
-              ) -> tuple[list[Any], list[str]]:
+def rate_news(record: RunRecord, accepted_records: Sequence[RunRecord], alpha: float = ALPHA
+              ) -> tuple[list[GateNews], list[str]]:
     """Tonight's rate news for the gate (GateNews: `slower` red, `faster` said) and the series it
     cannot analyse yet, one line each (said in the verdict, never red)."""
+    news, unanalysed, _ = rate_review(record, accepted_records, alpha)
+    return news, unanalysed
+
+
+def rate_review(record: RunRecord, accepted_records: Sequence[RunRecord], alpha: float = ALPHA
+                ) -> tuple[list[GateNews], list[str], list[RateCheck]]:
+    """rate_news and, beside it, what the test looked at for each series it judged (RateCheck:
+    the accepted nights, tonight, the baseline and the band tonight had to leave to be news),
+    slower / faster first: what the gate stores on its verdict and the morning view draws."""
     tonight = night_readings(record)
     if not tonight:
-        return [], []
+        return [], [], []
     accepted: dict[str, list[Reading]] = {}
     for rec in accepted_records:
         for key, r in night_readings(rec).items():
             accepted.setdefault(key, []).append(r)
+    judged, tests = judge_series(accepted, list(tonight.values()), alpha=alpha)
+    tested = {t.series: t for t in tests}
     news, unanalysed = [], []
-    judged = judge_rates(accepted, list(tonight.values()), alpha=alpha)
     for n in judged:
         if n.kind == "cannot analyse":
             unanalysed.append(n.line())
@@ -185,31 +237,36 @@ def rate_news(record: RunRecord, accepted_records: Sequence[Any], alpha: float =
         again = tonight[n.series].rechecked
         if again:
             n = replace(n, reason=f"read again ({again} more visits): still {n.kind}")
-        news.append(GateNews(anchor_id=f"rate: {n.series}", kind=n.kind, before=f"{baseline(accepted[n.series]):.4g}",
+        news.append(GateNews(anchor_id=f"rate: {n.series}", kind=n.kind, before=f"{math.exp(tested[n.series].mean):.4g}",
                              after=f"{tonight[n.series].measured:.4g}", why=n.line(), size=n.size,
                              size_interval=n.interval))
     if any(r.rechecked for r in tonight.values()):
         news += _not_confirmed(record, accepted, {n.series for n in judged if n.kind == "slower"}, tonight, alpha)
-    return news, unanalysed
-
-
-def baseline(readings: Sequence[Reading]) -> float:
-    """The geometric mean of a series' accepted readings: what tonight is compared with."""
-    return math.exp(sum(math.log(r.measured) for r in readings) / len(readings))
+    kinds = {n.series: n.kind for n in judged if n.kind != "cannot analyse"}
+    formats = {rate.series.key: rate.series.format for result in record.results
+               for rate in getattr(result, "rates", [])}
+    level = alpha / max(1, len(tests))  # the first Holm step: outside the band is news whatever the other series
+    checks = [RateCheck(series=t.series, format=formats.get(t.series, ""), nights=[r.measured for r in t.nights],
+                        runs=[r.run_id for r in t.nights], tonight=t.tonight.measured, baseline=math.exp(t.mean),
+                        band=t.band(level), level=level, kind=kinds.get(t.series)) for t in tests]
+    order = {"slower": 0, "faster": 1, None: 2}
+    return news, unanalysed, sorted(checks, key=lambda c: (order[c.kind], c.series))
 
 
 def _not_confirmed(record: RunRecord, accepted: dict[str, list[Reading]], slower: set[str],
-                   tonight: dict[str, Reading], alpha: float) -> list[Any]:
+                   tonight: dict[str, Reading], alpha: float) -> list[GateNews]:
     """A `not-confirmed` note for each series read again tonight whose first round alone the test
     calls slower and both rounds not: the record shows the night read slower, then did not."""
     first = night_readings(record, first_round=True)
+    judged, tests = judge_series(accepted, list(first.values()), alpha=alpha)
+    tested = {t.series: t for t in tests}
     out = []
-    for n in judge_rates(accepted, list(first.values()), alpha=alpha):
+    for n in judged:
         r = tonight.get(n.series)
         if n.kind != "slower" or n.series in slower or r is None or not r.rechecked:
             continue
         out.append(GateNews(anchor_id=f"rate: {n.series}", kind="not-confirmed",
-                            before=f"{baseline(accepted[n.series]):.4g}", after=f"{r.measured:.4g}",
+                            before=f"{math.exp(tested[n.series].mean):.4g}", after=f"{r.measured:.4g}",
                             why=f"{n.series}: the night's first round read {n.size:+.1%} against {n.nights} "
                                 f"accepted nights (fastest visit {first[n.series].measured:.4g}); read again "
                                 f"({r.rechecked} more visits) it was not (fastest of both rounds {r.measured:.4g}): "

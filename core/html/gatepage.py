@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from lawbench.core.html.page import Markup, esc, join, table, tag
-from lawbench.core.models.gate import GONE_NEWS
+from lawbench.core.html.figures import plots_available
+from lawbench.core.html.page import Markup, esc, image, join, table, tag
+from lawbench.core.html.rate_plots import band_figures, caption, ordered
+from lawbench.core.models.gate import GONE_NEWS, RateCheck
 from lawbench.core.record.gate_view import RATE_NEWS, gate_headline, gone_groups
 
 if TYPE_CHECKING:
@@ -34,6 +36,8 @@ def gate_section(record: RunRecord) -> Markup:
         if g.rates_unanalysed:
             parts.append(tag("p", "rate series the one-night test cannot analyse yet: "
                                   + "; ".join(g.rates_unanalysed)))
+        if g.rate_checks:
+            parts.append(_rate_bands(g.rate_checks))
         for e in g.expired:
             parts.append(tag("p", f"acknowledgement expired: {e}"))
         for kind, why, ids in gone_groups(g):  # issue 30 item 7: each anchor gone since the accepted night
@@ -44,6 +48,17 @@ def gate_section(record: RunRecord) -> Markup:
     if record.not_reached:
         parts.append(tag("p", f"not reached before the deadline: {', '.join(record.not_reached)}"))
     return join(parts)
+
+
+def _rate_bands(checks: list[RateCheck]) -> Markup:
+    """Each judged rate series against its accepted band (issue 31), slower / faster first; without
+    matplotlib the page says so and the news table above still carries every number."""
+    news = [f"{c.kind} {c.series}" for c in ordered(checks) if c.kind]
+    alt = (f"{len(checks)} rate series against their accepted bands"
+           + (": " + "; ".join(news) if news else ", none outside it"))
+    if not plots_available():
+        return tag("p", f"{alt} (not drawn: this lawbench has no matplotlib; install lawbench[plots])")
+    return join([*[image(uri, alt) for uri in band_figures(checks)], tag("p", caption(checks), class_="note")])
 
 
 def morning_section(history: History) -> Markup:

@@ -57,6 +57,31 @@ class GateNews(Strict):
         return self.kind in RED_NEWS and self.acknowledged_until is None
 
 
+class RateCheck(Strict):
+    """What the one-night rate test (core/history/rates.py) looked at for one series it judged
+    tonight: the morning view draws the series against its accepted band (issue 31)."""
+
+    series: str  # the series' key (lawbench.core.models.RateSeries.key): model | format | placement | quantity
+    format: str = ""  # its weight format ("Q4_0"), "" where the case names none
+    nights: list[float]  # the accepted nights' readings (tok/s, each night's fastest visit), oldest first
+    runs: list[str]  # those nights' run ids (12 characters), in the same order
+    tonight: float  # tonight's reading (tok/s)
+    baseline: float  # the geometric mean of the nights (tok/s): what tonight is compared with
+    # The readings tonight could have had without being news (tok/s): the 1 ∓ TOLERANCE margin around
+    # the baseline, widened by the t-quantile at `level` times the test's standard error
+    band: tuple[float, float]
+    level: float  # the band's two-sided level: the first Holm step, alpha / (series judged tonight)
+    kind: Optional[Literal["slower", "faster"]] = None  # the news the series made tonight, if any
+
+    @model_validator(mode="after")
+    def _paired(self) -> "RateCheck":
+        if len(self.runs) != len(self.nights):
+            raise ValueError(f"runs: {len(self.runs)} run ids for {len(self.nights)} nights; one per night")
+        if not self.band[0] <= self.band[1]:
+            raise ValueError(f"band: {self.band[0]} > {self.band[1]}; give it low first")
+        return self
+
+
 class GateVerdict(Strict):
     """A night judged against its runner's last accepted state (core/history/gate.py)."""
 
@@ -82,6 +107,8 @@ class GateVerdict(Strict):
     # rate series tonight measured that the one-night test cannot judge yet (too few accepted
     # nights, or a new engine): said, one line each, never green by silence and never red
     rates_unanalysed: list[str] = Field(default_factory=list)
+    # each rate series the one-night test judged tonight, slower / faster first (drawn against its band)
+    rate_checks: list[RateCheck] = Field(default_factory=list)
 
     @property
     def red_news(self) -> list[GateNews]:

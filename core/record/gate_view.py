@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lawbench.core.models.gate import GONE_NEWS
+from lawbench.core.models.gate import GONE_NEWS, RateCheck
 from lawbench.core.untrusted_text import markdown as md, markdown_code as code, terminal
 
 RATE_NEWS = ("slower", "faster")  # a runner's rate series (issue 31): shown first among their kind
@@ -28,6 +28,12 @@ def _ids(kind: str, ids: list[str], show: Any) -> str:
     """The ids of one group, each through ``show``; a not-run group beyond SHOWN_IDS is cut, saying how many."""
     cut = ids[:SHOWN_IDS] if kind == "not-run" else ids
     return ", ".join(map(show, cut)) + (f" … and {len(ids) - len(cut)} more" if len(cut) < len(ids) else "")
+
+
+def band_line(check: RateCheck) -> str:
+    """A judged rate series in one line (RateCheck): its accepted band, the nights it rests on, tonight."""
+    lo, hi = check.band
+    return f"band {lo:.4g} … {hi:.4g} tok/s over {len(check.nights)} nights, tonight {check.tonight:.4g}"
 
 
 def gate_headline(record: Any) -> str:
@@ -74,6 +80,7 @@ def gate_markdown(record: Any) -> str:
                 lines.append("| " + " | ".join([md(state), code(n.anchor_id), *map(md, (n.kind, n.before or "-",
                                                                                           n.after or "-", n.why))]) + " |")
             lines.append("")
+        lines += [f"- {md(c.kind)} {code(c.series)}: {band_line(c)}" for c in g.rate_checks if c.kind in RATE_NEWS]
         if g.rates_unanalysed:
             lines.append(f"- rate series the one-night test cannot analyse yet ({len(g.rates_unanalysed)}): "
                          + "; ".join(map(md, g.rates_unanalysed[:6])) + (" …" if len(g.rates_unanalysed) > 6 else ""))
