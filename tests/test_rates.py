@@ -248,3 +248,56 @@ def test_an_anchor_reading_rate_series_takes_the_profiles_rate_visits():
     assert rate_budget(b, object(), h200) is b
     assert rate_budget(b.model_copy(update={"max_samples": 6}), reads, h200).min_samples == 6
     assert rate_budget(b, reads, cpu) is b  # rate_visits 0: the anchor's budget
+
+
+def test_the_run_reads_a_slower_series_again_and_keeps_both_rounds(tmp_path, monkeypatch):
+    """core/run/recheck.py on a night whose Q4_0 reads 40 % slower against seven accepted nights:
+    only the anchor of the slower series is evaluated again (stood in for here: the engine's
+    second round is what the test gives), its visits are kept beside the first round's, and the
+    gate then judges the fastest of both: green with a note when the second round is back at
+    speed, red when it is still slow."""
+    from types import SimpleNamespace
+
+    from lawbench.core.history.gate import judge
+    from lawbench.core.run import recheck
+
+    def result(q4_visits, q8=30.0):
+        rates = [RateSample(series=Q4, engine="b1", values=q4_visits, measured=q4_visits[0], interval=None),
+                 RateSample(series=Q8, engine="b1", values=[q8 * 0.99, q8, q8 * 1.01], measured=q8, interval=None)]
+        return Result(anchor_id="law4.ratio", law="law4", kind="agreement", profile="p", verdict=Verdict.PASS,
+                      measured=1.0, interval=(0.98, 1.02), band=(0.75, 1.25), rates=rates)
+
+    rng = random.Random(13)
+    with History(tmp_path / "h.sqlite") as h:
+        for day in range(1, 8):
+            _gate_night(h, day, 50.0 * rng.lognormvariate(0, 0.02), 30.0 * rng.lognormvariate(0, 0.02))
+        for day, second, verdict, kind in ((8, 50.0, "green", "not-confirmed"), (9, 30.0, "red", "slower")):
+            asked = []
+
+            def evaluate(anchor, law, policy, resources, file=None):
+                asked.append(anchor.id)
+                return result([second * 0.99, second, second * 1.01])
+
+            monkeypatch.setattr(recheck, "evaluate", evaluate)
+            started = f"2026-11-{day:02d}T02:17:00+00:00"
+
+            def so_far():
+                rec = RunRecord.new("p", profile_matches=True, machine=MACHINE, engine=ENGINE, started=started)
+                return rec.model_copy(update={"results": list(run.results)})
+
+            anchor = SimpleNamespace(id="law4.ratio", law="law4")
+            run = SimpleNamespace(results=[result([29.7, 30.0, 30.3])], record_so_far=so_far, policy=None,
+                                  resources=None, ctx=SimpleNamespace(
+                                      gate=SimpleNamespace(history=h), deadline=None,
+                                      registry=SimpleNamespace(law=lambda name: None),
+                                      anchor_set=SimpleNamespace(anchors=[SimpleNamespace(anchor=anchor, file="a.toml")])))
+            assert recheck.recheck_slower(run) == [Q4.key] and asked == ["law4.ratio"]
+            q4, q8 = run.results[0].rates
+            assert q4.values == [29.7, 30.0, 30.3] and q4.recheck == [second * 0.99, second, second * 1.01]
+            assert q8.recheck == []  # not slower: not read again
+            rec = RunRecord.new("p", profile_matches=True, strict=True, cadence="nightly", machine=MACHINE,
+                                engine=ENGINE, started=started)
+            rec.finish(run.results, gate=lambda x: judge(x, h))
+            assert rec.gate.verdict == verdict, rec.gate.news
+            assert [n.kind for n in rec.gate.news if "Q4_0" in n.anchor_id] == [kind]
+            h.append(rec)

@@ -22,30 +22,26 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 from lawbench.core.errors import LawbenchError
 from lawbench.core.history.gate import baseline_of
 from lawbench.core.history.rates import rate_news
-from lawbench.core.models.run_record import RunRecord
 from lawbench.core.run.evaluate import evaluate
 from lawbench.core.run.plan import worst_case_s
 
+if TYPE_CHECKING:
+    from lawbench.core.run.run import Run
 
-def slower_series(run: Any) -> set[str]:
+
+def slower_series(run: Run) -> set[str]:
     """The series the rate test calls slower on the night's results so far."""
-    ctx = run.ctx
-    info = run.resources.engine_info()
-    profile = ctx.policy.profile
-    so_far = RunRecord.new(profile.id, machine=ctx.machine.model_dump(mode="json"), engine=info,
-                           profile_matches=ctx.policy.on_own_runner, started=run.started)
-    so_far = so_far.model_copy(update={"results": list(run.results)})
-    base = baseline_of(so_far, ctx.gate.history)
-    news, _ = rate_news(so_far, base.accepted)
+    so_far = run.record_so_far()
+    news, _ = rate_news(so_far, baseline_of(so_far, run.ctx.gate.history).accepted)
     return {n.anchor_id.removeprefix("rate: ") for n in news if n.kind == "slower"}
 
 
-def recheck_slower(run: Any) -> list[str]:
+def recheck_slower(run: Run) -> list[str]:
     """Read again every anchor that measured a series the night read slower; returns the series
     read again. A stop signal (KeyboardInterrupt) goes on up: the run is interrupted, and what the
     first round read stays the night's reading."""

@@ -113,6 +113,14 @@ class Run:
         self.save()
         return record
 
+    def record_so_far(self) -> RunRecord:
+        """The night as measured so far, not finished: what a mode's ``measured`` step may judge
+        before the record is (core/run/recheck.py reads its rates against the accepted nights)."""
+        record = RunRecord.new(self.policy.profile.id, profile_matches=self.policy.on_own_runner,
+                               machine=self.ctx.machine.model_dump(mode="json"), engine=self.resources.engine_info(),
+                               started=self.started, mode=self.mode.name)
+        return record.model_copy(update={"results": list(self.results)})
+
     # ------------------------------------------------------------------ the end
 
     def finish(self, interrupted: Optional[str] = None, broke_down: bool = False) -> RunRecord:

@@ -15,6 +15,7 @@ from lawbench.core.models import Anchor, Result, Verdict
 from lawbench.core.models.run_record import any_blocking
 from lawbench.core.run.evaluate import evaluate
 from lawbench.core.run.mode import Mode, Stopped
+from lawbench.core.run.recheck import recheck_slower
 
 if TYPE_CHECKING:
     from lawbench.core.claims.loading import LoadedAnchor
@@ -73,8 +74,6 @@ class Verify(Mode):
                                                tolerance=TOLERANCE, error=f"the pairing failed: {why}")
         if run.stop.received:
             return
-        from lawbench.core.run.recheck import recheck_slower
-
         try:  # a series that read slower is read again before the gate calls it (core/run/recheck.py)
             recheck_slower(run)
         except KeyboardInterrupt as exc:
