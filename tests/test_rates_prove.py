@@ -48,10 +48,12 @@ def _history(path, nights: int, sd: float = 0.02, seed: int = 1):
 def test_plant_scales_one_format_only():
     rec = RunRecord(run_id="a" * 32, started="2026-11-01T00:00:00+00:00", profile="p", git_commit="c" * 40).finish(
         [Result(anchor_id="x", law="x", kind="measurement", profile="p", verdict=Verdict.PASS,
-                rates=[RateSample(series=Q4, values=[10.0], measured=10.0, interval=(9.0, 11.0)),
+                rates=[RateSample(series=Q4, values=[10.0], measured=10.0, interval=(9.0, 11.0), recheck=[9.0, 10.5]),
                        RateSample(series=Q8, values=[20.0], measured=20.0, interval=(18.0, 22.0))])])
     rates = {r.series.format: r for r in plant(rec, "Q4_0", 0.4).results[0].rates}
     assert rates["Q4_0"].measured == 6.0 and rates["Q4_0"].interval == pytest.approx((5.4, 6.6))
+    # a night read again is planted in both rounds: the gate reads the fastest of both
+    assert rates["Q4_0"].recheck == pytest.approx([5.4, 6.3]) and rates["Q4_0"].fastest == pytest.approx(6.3)
     assert rates["Q8_0"].measured == 20.0
     assert rec.results[0].rates[0].measured == 10.0  # the night itself is left as it was
 

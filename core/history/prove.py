@@ -65,7 +65,7 @@ def plant(record: RunRecord, fmt: Optional[str], size: float) -> RunRecord:
     k = 1.0 - size
     results = []
     for result in record.results:
-        rates = [r.model_copy(update={"values": [v * k for v in r.values],
+        rates = [r.model_copy(update={"values": [v * k for v in r.values], "recheck": [v * k for v in r.recheck],
                                       "measured": None if r.measured is None else r.measured * k,
                                       "interval": None if r.interval is None else (r.interval[0] * k, r.interval[1] * k)})
                  if fmt is None or r.series.format == fmt else r for r in result.rates]

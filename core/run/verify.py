@@ -7,6 +7,7 @@ previous run of its local history.
 """
 from __future__ import annotations
 
+import sys
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -78,6 +79,9 @@ class Verify(Mode):
             recheck_slower(run)
         except KeyboardInterrupt as exc:
             run.stop.received = run.stop.received or EngineInterrupted.signal_of(exc)
+        except Exception as exc:  # the record must still be written: the first round is judged as read (red if slower)
+            print(f"lawbench: a slower rate series could not be read again: {type(exc).__name__}: {exc}",
+                  file=sys.stderr, flush=True)
 
     def notes(self, record: "RunRecord", history: "History") -> list[str]:
         """An absolute run (a developer's) says which rates moved since the previous run of the same
