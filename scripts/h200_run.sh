@@ -10,6 +10,7 @@
 #   bash scripts/h200_run.sh measure    # call 2 on the still-warm machine: run, stakes, GPU tests
 #   bash scripts/h200_run.sh census     # one call (~8 min): install, engine build, syn-100m formats,
 #                                       # the census anchors twice, the planted faults, GPU tests
+#   bash scripts/h200_run.sh gputests   # one call (~6 min): install, engine build, every GPU-marked test
 #   bash scripts/h200_run.sh rates      # issue 31 (~9 min a call): unplanted nights of the rate arms
 #                                       # (-k $LB_SELECT) into one history until $LB_NIGHTS are accepted,
 #                                       # then planted one-format slowdown nights ($LB_TRIALS), each judged
@@ -31,6 +32,22 @@ fi
 
 if [ "$PHASE" = rates ]; then
   exec bash scripts/h200_rates.sh
+fi
+
+if [ "$PHASE" = gputests ]; then  # every GPU-marked test, on the CUDA build (~6 min with the build)
+  { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; uname -r; nvcc --version | tail -1
+    command -v ncu && ncu --version | tail -1; } > "$OUT/machine.txt" 2>&1
+  t0=$(date +%s)
+  [ -f /tmp/lbcache/engine.json ] || lawbench engine build llama.cpp --backend cuda --jobs 16 --json > /tmp/lbcache/engine.json 2> "$OUT/engine-build.log"
+  echo "engine in $(( $(date +%s) - t0 )) s"; cp /tmp/lbcache/engine.json "$OUT/engine.json"
+  BIN=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["bin_dir"])' "$OUT/engine.json")
+  # the fixture (tests/_engine_fixtures.py cuda_bench_and_model) wants llama-bench in this folder
+  { echo "BIN=$BIN"; ls -l "$BIN" | head -30; } > "$OUT/bin.txt" 2>&1
+  LAWBENCH_LLAMA_DIR=$BIN python3 -P -m pytest -q -p no:cacheprovider -rsfE -m gpu tests/test_kernel_census.py \
+    tests/test_ncu_counters.py tests/test_minfer_kernel_time.py tests/test_runner_job.py tests/test_bandwidth.py \
+    tests/test_detect.py > "$OUT/gpu-tests.log" 2>&1
+  echo "gpu tests rc=$?"; tail -12 "$OUT/gpu-tests.log"
+  exit 0
 fi
 
 if [ "$PHASE" = census ]; then

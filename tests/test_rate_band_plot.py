@@ -9,21 +9,20 @@ import random
 
 import pytest
 
-from lawbench.core.history.gate import judge
 from lawbench.core.history.rates import ALPHA, Reading, judge_rates, judge_series
 from lawbench.core.history.store import History
 from lawbench.core.html import gatepage
 from lawbench.core.html.gatepage import gate_section
-from lawbench.core.models import RateSample, RateSeries, Result, Verdict
+from lawbench.core.models import RateSeries
 from lawbench.core.record.gate_view import gate_markdown
 from lawbench.core.record.reports import RunRecord, parse_record
 from lawbench.core.untrusted_text import markdown_code
 
+from _rate_nights import gate_night, rate
+
 EVIL = "<script>alert(1)</script>-q4_0"
 Q4 = RateSeries(model=EVIL, format="Q4_0", placement="ngl=0", quantity="decode tok/s")
 Q8 = RateSeries(model="syn-q8_0", format="Q8_0", placement="ngl=0", quantity="decode tok/s")
-MACHINE = {"hostname": "box", "cpu_model": "Test CPU", "cpu_count_logical": 2, "ram_total_gb": 8.0, "gpus": []}
-ENGINE = {"name": "llama.cpp", "build_number": 11434, "backend": "cpu"}
 
 
 def _nights(rng: random.Random, k: int, sd: float = 0.02, level: float = 50.0) -> list[Reading]:
@@ -55,17 +54,7 @@ def test_series_that_cannot_be_analysed_get_no_test():
 
 
 def _night(history: History, day: int, q4: float, q8: float) -> RunRecord:
-    def rate(series: RateSeries, v: float) -> RateSample:
-        return RateSample(series=series, engine="b1", values=[v * 0.99, v], measured=v,
-                          interval=(v * 0.98, v * 1.02))
-
-    r = Result(anchor_id="law4.ratio", law="law4", kind="agreement", profile="p", verdict=Verdict.PASS,
-               measured=1.0, interval=(0.98, 1.02), band=(0.75, 1.25), rates=[rate(Q4, q4), rate(Q8, q8)])
-    rec = RunRecord.new("p", profile_matches=True, strict=True, cadence="nightly", machine=MACHINE, engine=ENGINE,
-                        started=f"2026-11-{day:02d}T02:17:00+00:00")
-    rec.finish([r], gate=lambda x: judge(x, history))
-    history.append(rec)
-    return rec
+    return gate_night(history, day, [rate(Q4, q4, [q4 * 0.99, q4]), rate(Q8, q8, [q8 * 0.99, q8])])
 
 
 @pytest.fixture(scope="module")

@@ -8,11 +8,13 @@ import sqlite3
 
 import pytest
 
-from lawbench.core.history.rates import Reading, judge_rates
+from lawbench.core.history.rates import LOOKBACK, Reading, judge_rates, judge_series
 from lawbench.core.history.store import History
 from lawbench.core.models import RateSample, RateSeries, Result, Verdict
 from lawbench.core.record.reports import RunRecord
 from lawbench.core.stats.protocol import ArmSampler, Visit
+
+from _rate_nights import ENGINE, MACHINE, gate_night, rate
 
 Q4 = RateSeries(model="smollm2-135m-q4_0", format="Q4_0", placement="ngl=0", quantity="decode tok/s")
 Q8 = RateSeries(model="smollm2-135m-q8_0", format="Q8_0", placement="ngl=0", quantity="decode tok/s")
@@ -137,6 +139,20 @@ def test_a_noisy_night_widens_its_own_threshold():
     assert [n.kind for n in quiet] == ["slower"] and noisy == []
 
 
+def test_a_series_is_judged_against_its_last_month_of_nights_only():
+    """Ten noisy nights (sd 20 %) long ago, then 30 quiet ones (sd 1 %): tonight 10 % slower is
+    news against the last LOOKBACK (30) nights; the same reading against all 40 nights is not,
+    because the old noise would widen the threshold. The test's nights are the last 30, in order."""
+    rng = random.Random(9)
+    old = [Reading("s", 50.0 * rng.lognormvariate(0, 0.20), engine="b1", run_id=f"old{i}") for i in range(10)]
+    recent = [Reading("s", 50.0 * rng.lognormvariate(0, 0.01), engine="b1", run_id=f"new{i}") for i in range(30)]
+    tonight = [Reading("s", 45.0, engine="b1")]
+    news, [test] = judge_series({"s": old + recent}, tonight)
+    assert LOOKBACK == 30 and [n.kind for n in news] == ["slower"]
+    assert [r.run_id for r in test.nights] == [r.run_id for r in recent]
+    assert judge_series({"s": old + recent}, tonight, lookback=40)[0] == []
+
+
 def test_a_law4_arm_names_its_series_model_format_and_configuration():
     from lawbench.plugins.law4.case import Law4Case
     from lawbench.plugins.law4.measure import rate_series
@@ -152,27 +168,15 @@ def test_a_law4_arm_names_its_series_model_format_and_configuration():
 
 # --------------------------------------------------------------------------- through the real gate
 
-MACHINE = {"hostname": "box", "cpu_model": "Test CPU", "cpu_count_logical": 2, "ram_total_gb": 8.0, "gpus": []}
-ENGINE = {"name": "llama.cpp", "build_number": 11434, "backend": "cpu"}
 
 
 def _gate_night(history, day: int, q4: float, q8: float, q4_again=None, q4_values=None):
-    """One night judged by the gate: each series' three visits around its value; ``q4_again``:
-    Q4_0's second round (core/run/recheck.py) around that value; ``q4_values``: Q4_0's visits as given."""
-    from lawbench.core.history.gate import judge
+    """One night judged by the gate (tests/_rate_nights.py), with its Markdown and text views: each
+    series' three visits around its value; ``q4_again``: Q4_0's second round (core/run/recheck.py)
+    around that value; ``q4_values``: Q4_0's visits as given."""
     from lawbench.core.record.gate_view import gate_markdown, gate_text
 
-    def rate(series, v, again=None, values=None):
-        return RateSample(series=series, engine="b1", values=values or [v * 0.99, v, v * 1.01], measured=v,
-                          interval=(v * 0.98, v * 1.02), recheck=[again * 0.99, again] if again else [])
-
-    r = Result(anchor_id="law4.ratio", law="law4", kind="agreement", profile="p", verdict=Verdict.PASS,
-               measured=1.0, interval=(0.98, 1.02), band=(0.75, 1.25),
-               rates=[rate(Q4, q4, q4_again, q4_values), rate(Q8, q8)])
-    rec = RunRecord.new("p", profile_matches=True, strict=True, cadence="nightly", machine=MACHINE, engine=ENGINE,
-                        started=f"2026-11-{day:02d}T02:17:00+00:00")
-    rec.finish([r], gate=lambda x: judge(x, history))
-    history.append(rec)
+    rec = gate_night(history, day, [rate(Q4, q4, q4_values, q4_again), rate(Q8, q8)])
     return rec, gate_markdown(rec), gate_text(rec)
 
 

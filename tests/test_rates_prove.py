@@ -14,28 +14,16 @@ from lawbench.core.history.store import History
 from lawbench.core.models import RateSample, RateSeries, Result, Verdict
 from lawbench.core.record.reports import RunRecord
 
+from _rate_nights import ENGINE, MACHINE, gate_night, rate
+
 Q4 = RateSeries(model="m-q4_0", format="Q4_0", placement="tg16", quantity="decode tok/s")
 Q8 = RateSeries(model="m-q8_0", format="Q8_0", placement="tg16", quantity="decode tok/s")
-MACHINE = {"hostname": "box", "cpu_model": "Test CPU", "cpu_count_logical": 2, "ram_total_gb": 8.0, "gpus": []}
 LAWBENCH = str(Path(sys.executable).with_name("lawbench"))
-ENGINE = {"name": "llama.cpp", "build_number": 11434, "backend": "cpu"}
 
 
 def _night(history, day: int, q4: float, q8: float) -> RunRecord:
     """A night judged by the real gate against ``history`` and appended to it."""
-    from lawbench.core.history.gate import judge
-
-    def rate(series, v):
-        return RateSample(series=series, engine="b1", values=[v * 0.99, v, v * 1.01], measured=v,
-                          interval=(v * 0.98, v * 1.02))
-
-    r = Result(anchor_id="x.ratio", law="x", kind="agreement", profile="p", verdict=Verdict.PASS,
-               measured=1.0, interval=(0.98, 1.02), band=(0.75, 1.25), rates=[rate(Q4, q4), rate(Q8, q8)])
-    rec = RunRecord.new("p", profile_matches=True, strict=True, cadence="nightly", machine=MACHINE, engine=ENGINE,
-                        started=f"2026-11-{day:02d}T02:17:00+00:00")
-    rec.finish([r], gate=lambda x: judge(x, history))
-    history.append(rec)
-    return rec
+    return gate_night(history, day, [rate(Q4, q4), rate(Q8, q8)], anchor_id="x.ratio")
 
 
 def _history(path, nights: int, sd: float = 0.02, seed: int = 1):

@@ -20,7 +20,11 @@ sessions is not news (seen on an H100, 2026-12-07: nights taken minutes apart sp
 a later session of the same card ran 1-2 % slower with nothing planted).
 
 A series with fewer than ``MIN_NIGHTS`` accepted nights, or whose engine changed tonight, is said
-to be "cannot analyse" (conbench's word): never green by silence, never red.
+to be "cannot analyse" (conbench's word): never green by silence, never red. A series is judged
+against its last ``LOOKBACK`` accepted nights of the same engine, not all of them (Bencher's
+threshold window and maximum sample size, conbench's lookback): a year of nights would fold the
+box's slow seasons into the spread tonight is held against, and each record stores the nights it
+was judged by (gate.rate_checks), which must not grow with the history.
 """
 from __future__ import annotations
 
@@ -36,6 +40,10 @@ if TYPE_CHECKING:
 ALPHA = 0.01  # family-wise false-alarm rate per runner-night, over all the night's series
 MIN_NIGHTS = 5  # fewer accepted nights than this: the spread is not known well enough to judge
 TOLERANCE = 0.01  # slower / faster only when the whole interval lies beyond 1 ∓ 1 %
+# A month of nightly runs. The spread from 30 nights is known to about 13 % (1 / sqrt(2 · 29)); at
+# the first Holm step (1-18 series) t with 29 degrees of freedom is 7-12 % wider than the normal,
+# with 59 3-6 %: twice the nights would narrow the threshold by about 5 % and reach twice as far back.
+LOOKBACK = 30
 
 
 @dataclass(frozen=True)
@@ -120,11 +128,12 @@ class SeriesTest:
         return (math.exp(self.mean + math.log1p(-tolerance) - q), math.exp(self.mean + math.log1p(tolerance) + q))
 
 
-def _test_series(r: Reading, past: Sequence[Reading], min_nights: int, tolerance: float
-                 ) -> SeriesTest | RateNews:
-    """One series' test, or why it cannot be analysed."""
+def _test_series(r: Reading, past: Sequence[Reading], min_nights: int, tolerance: float,
+                 lookback: int = LOOKBACK) -> SeriesTest | RateNews:
+    """One series' test against its last ``lookback`` nights of tonight's engine (``past`` oldest
+    first), or why it cannot be analysed."""
     past = [p for p in past if p.measured > 0]
-    same = [p for p in past if p.engine == r.engine]
+    same = [p for p in past if p.engine == r.engine][-lookback:]
     if past and not same:
         return RateNews("cannot analyse", r.series, nights=0,
                         reason=f"engine {r.engine or '?'} has no accepted night (the build "
@@ -146,14 +155,14 @@ def _test_series(r: Reading, past: Sequence[Reading], min_nights: int, tolerance
 
 
 def judge_series(accepted: dict[str, list[Reading]], tonight: Sequence[Reading], *,
-                 alpha: float = ALPHA, min_nights: int = MIN_NIGHTS, tolerance: float = TOLERANCE
-                 ) -> tuple[list[RateNews], list[SeriesTest]]:
+                 alpha: float = ALPHA, min_nights: int = MIN_NIGHTS, tolerance: float = TOLERANCE,
+                 lookback: int = LOOKBACK) -> tuple[list[RateNews], list[SeriesTest]]:
     """judge_rates' news and, beside it, each judged series' test (what a band is drawn from), in
     tonight's order; a series that cannot be analysed has news and no test."""
     news: list[RateNews] = []
     tests: list[SeriesTest] = []
     for r in tonight:
-        t = _test_series(r, accepted.get(r.series, []), min_nights, tolerance)
+        t = _test_series(r, accepted.get(r.series, []), min_nights, tolerance, lookback)
         if isinstance(t, RateNews):
             news.append(t)
         else:
