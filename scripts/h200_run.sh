@@ -41,9 +41,10 @@ if [ "$PHASE" = gputests ]; then  # every GPU-marked test, on the CUDA build (~6
   [ -f /tmp/lbcache/engine.json ] || lawbench engine build llama.cpp --backend cuda --jobs 16 --json > /tmp/lbcache/engine.json 2> "$OUT/engine-build.log"
   echo "engine in $(( $(date +%s) - t0 )) s"; cp /tmp/lbcache/engine.json "$OUT/engine.json"
   BIN=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["bin_dir"])' "$OUT/engine.json")
-  # the fixture (tests/_engine_fixtures.py cuda_bench_and_model) wants llama-bench in this folder
+  # the fixture (tests/_engine_fixtures.py cuda_bench_and_model) wants llama-bench in this folder;
+  # the tests get it on the command line: tests/conftest.py drops a LAWBENCH_LLAMA_DIR from the shell
   { echo "BIN=$BIN"; ls -l "$BIN" | head -30; } > "$OUT/bin.txt" 2>&1
-  LAWBENCH_LLAMA_DIR=$BIN python3 -P -m pytest -q -p no:cacheprovider -rsfE -m gpu tests/test_kernel_census.py \
+  python3 -P -m pytest --lawbench-llama-dir "$BIN" -q -p no:cacheprovider -rsfE -m gpu tests/test_kernel_census.py \
     tests/test_ncu_counters.py tests/test_minfer_kernel_time.py tests/test_runner_job.py tests/test_bandwidth.py \
     tests/test_detect.py > "$OUT/gpu-tests.log" 2>&1
   echo "gpu tests rc=$?"; tail -12 "$OUT/gpu-tests.log"
@@ -73,7 +74,7 @@ PY
   t0=$(date +%s)
   LAWBENCH_LLAMA_DIR=$BIN lawbench census plant --profile h200 --strict --out "$OUT/plant" > "$OUT/plant.log" 2>&1
   echo "planted faults rc=$? in $(( $(date +%s) - t0 )) s"; tail -30 "$OUT/plant.log"
-  LAWBENCH_LLAMA_DIR=$BIN python3 -P -m pytest -q -p no:cacheprovider -rs -m gpu tests/test_kernel_census.py > "$OUT/gpu-tests.log" 2>&1
+  python3 -P -m pytest --lawbench-llama-dir "$BIN" -q -p no:cacheprovider -rs -m gpu tests/test_kernel_census.py > "$OUT/gpu-tests.log" 2>&1
   tail -8 "$OUT/gpu-tests.log"
   # at most 8 files come back: one bundle
   (cd "$OUT" && tar czf census-bundle.tgz --exclude=census-bundle.tgz . && find . -mindepth 1 ! -name census-bundle.tgz ! -name plant.log -delete)
@@ -112,5 +113,5 @@ if [ "$PHASE" != prepare ]; then
   echo "lawbench run rc=${PIPESTATUS[0]} in $(( $(date +%s) - t0 )) s"
   lawbench stakes score "$OUT/run/run.json" --out "$OUT/stakes" 2>&1 | tee "$OUT/stakes.log"
   # -P: the repo root holds a lawbench/ folder that would shadow the installed package
-  LAWBENCH_LLAMA_DIR=$BIN python3 -P -m pytest -q -p no:cacheprovider -rs -m "gpu or integration" tests/test_detect.py tests/test_runner_job.py tests/test_bandwidth.py tests/test_engine_bench.py tests/test_loadlog.py tests/test_law4_measure.py -rfE -k "not smollm2" 2>&1 | tail -30  # SmolLM2 comes from PyPI, out of reach there
+  python3 -P -m pytest --lawbench-llama-dir "$BIN" -q -p no:cacheprovider -rs -m "gpu or integration" tests/test_detect.py tests/test_runner_job.py tests/test_bandwidth.py tests/test_engine_bench.py tests/test_loadlog.py tests/test_law4_measure.py -rfE -k "not smollm2" 2>&1 | tail -30  # SmolLM2 comes from PyPI, out of reach there
 fi

@@ -27,7 +27,8 @@ TINY = SyntheticSpec(id="tiny", n_layer=2, n_embd=256, n_ff=512, n_head=4, n_hea
 
 @pytest.fixture(scope="session")
 def llama() -> LlamaCpp:
-    """The real llama.cpp: a runner's own build (LAWBENCH_LLAMA_DIR) or the cached b11434 build.
+    """The real llama.cpp: a runner's own build (``pytest --lawbench-llama-dir DIR``, which
+    tests/conftest.py sets as LAWBENCH_LLAMA_DIR) or the cached b11434 build.
 
     The first run builds it (about 4-5 min on 2 cores); later runs take it from the cache.
     """
@@ -56,13 +57,13 @@ def tiny_f16(synth_dir) -> Path:
 
 
 def cuda_bench_and_model(model_id: str) -> tuple[Path, Path]:
-    """For a GPU test: the CUDA llama.cpp bin folder LAWBENCH_LLAMA_DIR names and one catalogue
-    model built with it; skips where there is none."""
+    """For a GPU test: the CUDA llama.cpp bin folder ``pytest --lawbench-llama-dir DIR`` names and
+    one catalogue model built with it; skips where there is none."""
     from lawbench.core.laws.resources import Resources
 
     bin_dir = os.environ.get("LAWBENCH_LLAMA_DIR")
     if not bin_dir or not (Path(bin_dir) / "llama-bench").is_file():
-        pytest.skip("LAWBENCH_LLAMA_DIR names no CUDA llama.cpp build")
+        pytest.skip("no CUDA llama.cpp build given: pytest --lawbench-llama-dir DIR (its bin folder)")
     r = Resources(llama_dir=bin_dir)
     try:
         return Path(bin_dir), r.model(model_id)

@@ -65,6 +65,18 @@ SERIAL_MODULES = frozenset({
     "test_register_harness.py"})
 
 
+def pytest_configure(config):
+    """A runner hands the engine tests its own llama.cpp build (a GPU runner: its CUDA build) on the
+    command line, with the anchors plugin's ``--lawbench-llama-dir DIR``: said where the run is
+    started, never left over in a shell (the scrub above), so it is set here, after that scrub, for
+    every xdist worker and every child a test starts. Without it the engine tests take the cached
+    b11434 CPU build, and the GPU tests skip by name. (Until 2026-12-07 the scrub also dropped the
+    LAWBENCH_LLAMA_DIR the H100 runs set, and every GPU test there skipped: results/h200/gpu-tests/.)"""
+    own = config.getoption("lawbench_llama_dir", None)
+    if own:
+        os.environ["LAWBENCH_LLAMA_DIR"] = str(Path(own).resolve())
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if ENGINE_FIXTURES.intersection(getattr(item, "fixturenames", ())):

@@ -24,6 +24,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -135,6 +136,21 @@ def test_propose_counts_its_30_days_from_the_gate_s_day(tmp_path):
     untils = {line.split("=", 1)[1].strip() for line in done.stdout.splitlines() if line.startswith("until =")}
     assert untils and untils <= {(d + dt.timedelta(days=30)).isoformat() for d in (before, after)}, \
         (untils, before, time.tzname)
+
+
+def test_a_llama_dir_given_on_the_command_line_reaches_the_engine_tests(monkeypatch, tmp_path):
+    """The scrub drops LAWBENCH_LLAMA_DIR from the shell; ``pytest --lawbench-llama-dir DIR`` (a GPU
+    runner's CUDA build) sets it again, resolved, for the engine tests (tests/conftest.py). Without
+    the option nothing is set, so the tests take the cached CPU build."""
+    import conftest
+
+    monkeypatch.delenv("LAWBENCH_LLAMA_DIR", raising=False)
+    conftest.pytest_configure(SimpleNamespace(getoption=lambda name, default=None: None))
+    assert "LAWBENCH_LLAMA_DIR" not in os.environ
+    monkeypatch.chdir(tmp_path)
+    conftest.pytest_configure(SimpleNamespace(
+        getoption=lambda name, default=None: "bin" if name == "lawbench_llama_dir" else default))
+    assert os.environ["LAWBENCH_LLAMA_DIR"] == str(tmp_path / "bin")
 
 
 def test_the_cache_is_where_the_environment_says(tmp_path, monkeypatch):
