@@ -48,6 +48,10 @@ if [ "$PHASE" = gputests ]; then  # every GPU-marked test, on the CUDA build (~6
     tests/test_ncu_counters.py tests/test_minfer_kernel_time.py tests/test_runner_job.py tests/test_bandwidth.py \
     tests/test_detect.py > "$OUT/gpu-tests.log" 2>&1
   echo "gpu tests rc=$?"; tail -12 "$OUT/gpu-tests.log"
+  # the engine tests written for a CUDA build too (SmolLM2 comes from PyPI, out of reach here)
+  timeout 200 python3 -P -m pytest --lawbench-llama-dir "$BIN" -q -p no:cacheprovider -rsfE -m "gpu or integration" \
+    tests/test_engine_bench.py tests/test_loadlog.py tests/test_law4_measure.py -k "not smollm2" > "$OUT/engine-tests.log" 2>&1
+  echo "engine tests rc=$?"; tail -12 "$OUT/engine-tests.log"
   exit 0
 fi
 
