@@ -71,7 +71,8 @@ def pytest_configure(config):
     started, never left over in a shell (the scrub above), so it is set here, after that scrub, for
     every xdist worker and every child a test starts. Without it the engine tests take the cached
     b11434 CPU build, and the GPU tests skip by name. (Until 2026-12-07 the scrub also dropped the
-    LAWBENCH_LLAMA_DIR the H100 runs set, and every GPU test there skipped: results/h200/gpu-tests/.)"""
+    LAWBENCH_LLAMA_DIR the H100 runs set, and each GPU test that needs the build skipped there:
+    results/h200/gpu-tests/.)"""
     own = config.getoption("lawbench_llama_dir", None)
     if own:
         os.environ["LAWBENCH_LLAMA_DIR"] = str(Path(own).resolve())
