@@ -27,7 +27,7 @@ import tarfile
 from pathlib import Path
 
 from lawbench.core.history.prove import plant
-from lawbench.core.history.rates import TOLERANCE, judge_rates, night_readings, rate_news
+from lawbench.core.history.rates import TOLERANCE, accepted_readings, judge_rates, night_readings, rate_news
 from lawbench.core.models.run_record import RunRecord
 
 SIZES = (0.02, 0.03, 0.05, 0.10)
@@ -54,10 +54,7 @@ def main() -> int:
     if not nights or not later:
         print(f"no nights in {folder}", file=sys.stderr)
         return 2
-    base: dict[str, list] = {}
-    for rec in nights:
-        for key, r in night_readings(rec).items():
-            base.setdefault(key, []).append(r)
+    base = accepted_readings(nights)
     means = {k: math.exp(sum(math.log(r.measured) for r in v) / len(v)) for k, v in base.items()}
     print(f"baseline: {len(nights)} accepted nights of one session ({nights[0].machine.get('gpus', [{}])[0].get('name')})")
     for k, v in base.items():

@@ -27,7 +27,7 @@ import tarfile
 from pathlib import Path
 
 from lawbench.core.history.prove import plant
-from lawbench.core.history.rates import judge_rates, night_readings
+from lawbench.core.history.rates import accepted_readings, judge_rates, night_readings
 from lawbench.core.models.run_record import RunRecord
 
 SIZES = (0.20, 0.40)
@@ -46,10 +46,7 @@ def replay(recs: list[RunRecord], fastest: bool) -> str:
     formats = sorted({r.series.format for rec in recs for res in rec.results for r in res.rates})
     alarms, found = 0, {(f, s): 0 for f in formats for s in SIZES}
     for i, tonight in enumerate(recs):
-        accepted: dict = {}
-        for other in recs[:i] + recs[i + 1:]:
-            for key, reading in night_readings(other, fastest=fastest).items():
-                accepted.setdefault(key, []).append(reading)
+        accepted = accepted_readings(recs[:i] + recs[i + 1:], fastest=fastest)
         news = judge_rates(accepted, list(night_readings(tonight, fastest=fastest).values()))
         alarms += any(n.kind in ("slower", "faster") for n in news)
         for fmt in formats:
@@ -76,10 +73,7 @@ def trials(bundle: Path) -> None:
     for name, fastest, first_round in readings:
         red = []
         for rec in planted:
-            base: dict = {}
-            for night in accepted[:rec.gate.baseline_runs]:
-                for key, reading in night_readings(night, fastest=fastest).items():
-                    base.setdefault(key, []).append(reading)
+            base = accepted_readings(accepted[:rec.gate.baseline_runs], fastest=fastest)
             news = judge_rates(base, list(night_readings(rec, fastest=fastest, first_round=first_round).values()))
             red.append(next((f"{n.size:+.2%}" for n in news if n.kind == "slower"), "green"))
         print(f"{name}: slower on {sum(r != 'green' for r in red)} of {len(red)}: {', '.join(red)}")

@@ -216,6 +216,15 @@ def night_readings(record: RunRecord, fastest: bool = True, first_round: bool = 
     return out
 
 
+def accepted_readings(records: Sequence[RunRecord], fastest: bool = True) -> dict[str, list[Reading]]:
+    """The accepted nights' readings by series, oldest first (what the test holds tonight against)."""
+    accepted: dict[str, list[Reading]] = {}
+    for rec in records:
+        for key, r in night_readings(rec, fastest=fastest).items():
+            accepted.setdefault(key, []).append(r)
+    return accepted
+
+
 def rate_news(record: RunRecord, accepted_records: Sequence[RunRecord], alpha: float = ALPHA
               ) -> tuple[list[GateNews], list[str]]:
     """Tonight's rate news for the gate (GateNews: `slower` red, `faster` said) and the series it
@@ -232,10 +241,7 @@ def rate_review(record: RunRecord, accepted_records: Sequence[RunRecord], alpha:
     tonight = night_readings(record)
     if not tonight:
         return [], [], []
-    accepted: dict[str, list[Reading]] = {}
-    for rec in accepted_records:
-        for key, r in night_readings(rec).items():
-            accepted.setdefault(key, []).append(r)
+    accepted = accepted_readings(accepted_records)
     judged, tests = judge_series(accepted, list(tonight.values()), alpha=alpha)
     tested = {t.series: t for t in tests}
     news, unanalysed = [], []
